@@ -1,0 +1,3 @@
+from slurmkit.cli import main
+
+main()

@@ -1,0 +1,68 @@
+"""The click group class every slurmkit group uses.
+
+Subcommands are loaded lazily (name -> "module:attribute"), so ``slurmkit
+--help`` and ``slurmkit nodes expand`` never import paramiko, Jinja2 or
+tabulate: start-up time is paid on every invocation inside job scripts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+
+import click
+
+from slurmkit.errors import EXIT_ERROR, SlurmkitError
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported only when invoked or listed in help."""
+
+    def __init__(self, *args: object, lazy_subcommands: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.lazy_subcommands = dict(lazy_subcommands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_subcommands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_subcommands:
+            return self._load(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def _load(self, cmd_name: str) -> click.Command:
+        target = self.lazy_subcommands[cmd_name]
+        module_name, _, attr = target.partition(":")
+        command = getattr(importlib.import_module(module_name), attr)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"lazy subcommand {cmd_name!r} -> {target} is not a click command")
+        return command
+
+
+class RootGroup(LazyGroup):
+    """Maps every :class:`SlurmkitError` to ``slurmkit: <message>`` and its exit code, once."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except SlurmkitError as exc:
+            if ctx.meta.get("slurmkit.debug"):
+                traceback.print_exc()
+            click.echo(f"slurmkit: {exc}", err=True)
+            raise click.exceptions.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            click.echo("slurmkit: interrupted", err=True)
+            raise click.exceptions.Exit(130) from None
+        except FileNotFoundError as exc:
+            # A missing input file the user named, not a bug.
+            if ctx.meta.get("slurmkit.debug"):
+                traceback.print_exc()
+            click.echo(f"slurmkit: {exc.strerror}: {exc.filename}", err=True)
+            raise click.exceptions.Exit(EXIT_ERROR) from None
+
+
+def exit_with(code: int) -> None:
+    """End a command with a documented exit code (0 done, 1 findings/skips, 2 error)."""
+    sys.stdout.flush()
+    raise click.exceptions.Exit(code)

@@ -1,0 +1,6 @@
+"""The one layer that talks to Slurm.
+
+``_exec`` runs the commands (argv lists only, never a shell) and turns their
+failures into :mod:`slurmkit.errors`; ``parse`` turns their output into the typed
+records of ``records``; ``query`` offers the calls commands use.
+"""
