@@ -38,7 +38,10 @@ _verbose = bool(os.environ.get("SLURMKIT_VERBOSE"))
 
 
 def set_verbose(on: bool) -> None:
-    """Echo every command to stderr (``-v``): users of a tool that changes cluster state want to see what it ran."""
+    """Echo every command to stderr (``-v``).
+
+    Users of a tool that changes cluster state want to see exactly what it ran.
+    """
     global _verbose
     _verbose = on
 

@@ -1,0 +1,187 @@
+"""The sandbox's configuration files, as pure functions of its spec.
+
+Choices that matter for what tests can observe:
+- ``ProctrackType=proctrack/linuxproc`` and ``TaskPlugin=task/none``: no cgroups
+  are available in containers; the PID namespace per node gives the isolation.
+- ``SlurmdParameters=config_overrides``: nodes claim more CPUs than the host has.
+- GPUs are gres over plain files; Slurm warns they are not devices but keeps them.
+- ``AccountingStoragePass`` names our munge socket: it is how clients reach
+  slurmdbd with a non-default munge (``AuthInfo`` alone is ignored by sacctmgr).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slurmkit.sandbox.spec import SandboxSpec
+
+DB_USER = "slurm"
+DB_NAME = "slurm_acct_db"
+
+
+def slurm_conf(spec: SandboxSpec) -> str:
+    d = spec.dir
+    lines = [
+        f"ClusterName={spec.cluster_name}",
+        "SlurmctldHost=localhost(127.0.0.1)",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        f"AuthInfo=socket={spec.munge_socket}",
+        "CredType=cred/munge",
+        f"StateSaveLocation={d}/state",
+        f"SlurmdSpoolDir={d}/spool/%n",
+        f"SlurmctldPidFile={d}/run/slurmctld.pid",
+        f"SlurmdPidFile={d}/run/slurmd-%n.pid",
+        f"SlurmctldLogFile={d}/log/slurmctld.log",
+        f"SlurmdLogFile={d}/log/slurmd-%n.log",
+        f"SlurmctldPort={spec.ctld_port}",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "SchedulerType=sched/backfill",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_CPU",
+        "SlurmdParameters=config_overrides",
+        "ReturnToService=2",
+        "SlurmdTimeout=30",
+        "MinJobAge=300",
+        "KillWait=5",
+        "MpiDefault=none",
+        "GresTypes=gpu",
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "AccountingStorageHost=127.0.0.1",
+        f"AccountingStoragePort={spec.dbd_port}",
+        f"AccountingStoragePass={spec.munge_socket}",
+        "AccountingStorageTRES=gres/gpu",
+        "JobAcctGatherType=jobacct_gather/none",
+    ]
+    gres = f" Gres=gpu:{spec.gpus}" if spec.gpus else ""
+    sockets, cores, threads = _topology(spec.cpus)
+    for i, name in enumerate(spec.node_names, start=1):
+        lines.append(
+            f"NodeName={name} NodeHostname={name} NodeAddr={spec.node_addr(i)}"
+            f" Port={spec.slurmd_port(i)} CPUs={spec.cpus} Boards=1"
+            f" SocketsPerBoard={sockets} CoresPerSocket={cores} ThreadsPerCore={threads}"
+            f" RealMemory=1000{gres} State=UNKNOWN"
+        )
+    lines.append(f"PartitionName=gpu Nodes={spec.nodelist} Default=YES MaxTime=INFINITE State=UP")
+    lines.append(f"PartitionName=cpu Nodes={spec.nodelist} MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def _topology(cpus: int) -> tuple[int, int, int]:
+    """Sockets, cores per socket, threads per core that multiply to ``cpus`` (2x2x2 for 8)."""
+    threads = 2 if cpus % 2 == 0 else 1
+    rest = cpus // threads
+    sockets = 2 if rest % 2 == 0 else 1
+    return sockets, rest // sockets, threads
+
+
+def gres_conf(spec: SandboxSpec) -> str:
+    if not spec.gpus:
+        return ""
+    files = (
+        spec.path("gres", "gpu0")
+        if spec.gpus == 1
+        else spec.path("gres", f"gpu[0-{spec.gpus - 1}]")
+    )
+    return f"NodeName={spec.nodelist} Name=gpu File={files}\n"
+
+
+def gpu_files(spec: SandboxSpec) -> list[Path]:
+    return [spec.path("gres", f"gpu{i}") for i in range(spec.gpus)]
+
+
+def slurmdbd_conf(spec: SandboxSpec, db_password: str) -> str:
+    d = spec.dir
+    return (
+        "\n".join(
+            [
+                "AuthType=auth/munge",
+                f"AuthInfo=socket={spec.munge_socket}",
+                "DbdHost=localhost",
+                "DbdAddr=127.0.0.1",
+                f"DbdPort={spec.dbd_port}",
+                "SlurmUser=root",
+                f"LogFile={d}/log/slurmdbd.log",
+                f"PidFile={d}/run/slurmdbd.pid",
+                "StorageType=accounting_storage/mysql",
+                "StorageHost=127.0.0.1",
+                f"StoragePort={spec.mysql_port}",
+                f"StorageUser={DB_USER}",
+                f"StoragePass={db_password}",
+                f"StorageLoc={DB_NAME}",
+            ]
+        )
+        + "\n"
+    )
+
+
+def db_bootstrap_sql(db_password: str) -> str:
+    quoted = db_password.replace("\\", "\\\\").replace("'", "\\'")
+    return (
+        f"CREATE USER IF NOT EXISTS '{DB_USER}'@'127.0.0.1' IDENTIFIED BY '{quoted}';\n"
+        f"CREATE DATABASE IF NOT EXISTS {DB_NAME};\n"
+        f"GRANT ALL ON {DB_NAME}.* TO '{DB_USER}'@'127.0.0.1';\n"
+    )
+
+
+def hosts_file(spec: SandboxSpec, host_hosts: str) -> str:
+    """The /etc/hosts each node sees: the host's plus every node name.
+
+    Launchers need ``MASTER_ADDR=node-1`` to resolve inside jobs.
+    """
+    nodes = "\n".join(
+        f"{spec.node_addr(i)} {name}" for i, name in enumerate(spec.node_names, start=1)
+    )
+    return f"{host_hosts.rstrip()}\n# slurmkit sandbox nodes\n{nodes}\n"
+
+
+def sshd_config(spec: SandboxSpec, index: int) -> str:
+    d = spec.dir
+    return (
+        "\n".join(
+            [
+                f"ListenAddress {spec.node_addr(index)}:{spec.ssh_port}",
+                f"HostKey {d}/ssh/host_key",
+                "PidFile none",
+                f"AuthorizedKeysFile {d}/ssh/authorized_keys",
+                "PermitRootLogin prohibit-password",
+                "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no",
+                "UsePAM no",
+                # the state dir lives under /tmp, which StrictModes rejects as group/world writable
+                "StrictModes no",
+                f"SetEnv SLURM_CONF={spec.slurm_conf}",
+                "Subsystem sftp /usr/lib/openssh/sftp-server",
+            ]
+        )
+        + "\n"
+    )
+
+
+def ssh_client_config(spec: SandboxSpec) -> str:
+    """Maps node-N to 127.0.1.N with host-key checking on (the sandbox's own known_hosts)."""
+    d = spec.dir
+    blocks = [
+        f"Host {name}\n  HostName {spec.node_addr(i)}\n"
+        for i, name in enumerate(spec.node_names, start=1)
+    ]
+    blocks.append(
+        f"Host {' '.join(spec.node_names)}\n"
+        f"  Port {spec.ssh_port}\n"
+        "  User root\n"
+        f"  IdentityFile {d}/ssh/id_ed25519\n"
+        "  IdentitiesOnly yes\n"
+        f"  UserKnownHostsFile {d}/ssh/known_hosts\n"
+        "  StrictHostKeyChecking yes\n"
+    )
+    return "".join(blocks)
+
+
+def known_hosts(spec: SandboxSpec, host_public_key: str) -> str:
+    key = " ".join(host_public_key.split()[:2])
+    return "".join(
+        f"[{name}]:{spec.ssh_port},[{spec.node_addr(i)}]:{spec.ssh_port} {key}\n"
+        for i, name in enumerate(spec.node_names, start=1)
+    )

@@ -1,0 +1,38 @@
+"""Shared test helpers: the fixture folder and an in-process CLI runner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., CliResult]:
+    """Run ``slurmkit ARGS`` in-process; assert the exit code, showing both streams on failure."""
+    from slurmkit.cli import cli
+
+    def run(*args: str, exit_code: int | None = 0, input: str | None = None) -> CliResult:
+        result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+        out = CliResult(result.exit_code, result.stdout, result.stderr)
+        if exit_code is not None:
+            assert out.exit_code == exit_code, (
+                f"slurmkit {' '.join(args)} exited {out.exit_code}, expected {exit_code}\n"
+                f"--- stdout\n{out.stdout}\n--- stderr\n{out.stderr}"
+            )
+        return out
+
+    return run

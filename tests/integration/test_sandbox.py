@@ -1,0 +1,154 @@
+"""The sandbox is a real cluster: what issue 2's 'done means' lists, checked end to end."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from slurmkit import _proc, sandbox
+from slurmkit.slurm._exec import run_slurm
+from tests.integration.conftest import poll, sacct_state, submit
+
+TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
+
+
+def test_all_nodes_idle_with_gpus(cluster: sandbox.SandboxSpec) -> None:
+    out = run_slurm(["sinfo", "-h", "-N", "-p", "gpu", "-o", "%N|%T|%G|%c"]).stdout
+    rows = [line.split("|") for line in out.split()]
+    assert [r[0] for r in rows] == cluster.node_names
+    assert {r[1] for r in rows} <= {"idle", "mixed", "allocated"}
+    assert {r[2] for r in rows} == {f"gpu:{cluster.gpus}"}
+    assert {r[3] for r in rows} == {str(cluster.cpus)}
+
+
+def test_batch_job_runs_and_is_accounted(cluster: sandbox.SandboxSpec, tmp_path: Path) -> None:
+    out = tmp_path / "hostname.out"
+    job_id = submit("--wrap", "hostname", "-o", str(out))
+    state = poll(lambda: (s := sacct_state(job_id)) in TERMINAL and s, 60, f"job {job_id} to end")
+    assert state == "COMPLETED"
+    assert out.read_text().strip() in cluster.node_names
+
+
+def test_multi_node_step_sees_one_hostname_per_node(cluster: sandbox.SandboxSpec) -> None:
+    result = run_slurm(
+        [
+            "srun",
+            "-N",
+            str(cluster.nodes),
+            "--gres=gpu:2",
+            "bash",
+            "-c",
+            'echo "$SLURMD_NODENAME $(hostname) $SLURM_GPUS_ON_NODE"',
+        ],
+        timeout=120,
+    )
+    lines = sorted(line.split() for line in result.stdout.splitlines())
+    assert lines == sorted([name, name, "2"] for name in cluster.node_names)
+
+
+def test_ssh_reaches_each_node_in_its_own_namespace(cluster: sandbox.SandboxSpec) -> None:
+    result = _proc.run(["ssh", "-o", "BatchMode=yes", "node-2", "hostname; ps -eo comm"])
+    assert result.returncode == 0, result.stderr
+    hostname, *processes = result.stdout.split()
+    assert hostname == "node-2"
+    assert "slurmd" in processes
+    assert "slurmctld" not in processes  # the controller runs on the host, not in node-2
+    assert processes.count("slurmd") == 1
+
+
+def test_ssh_checks_host_keys(cluster: sandbox.SandboxSpec) -> None:
+    result = _proc.run(["ssh", "-G", "node-3"])
+    settings = dict(line.split(" ", 1) for line in result.stdout.splitlines())
+    assert settings["stricthostkeychecking"] in ("true", "yes")
+    assert settings["hostname"] == "127.0.1.3"
+
+
+def test_pdsh_reaches_every_node(cluster: sandbox.SandboxSpec) -> None:
+    result = _proc.run(["pdsh", "-R", "ssh", "-w", cluster.nodelist, "hostname"])
+    assert result.returncode == 0, result.stderr
+    pairs = sorted(line.split(": ") for line in result.stdout.splitlines())
+    assert pairs == sorted([n, n] for n in cluster.node_names)
+
+
+def test_node_names_resolve_inside_jobs(cluster: sandbox.SandboxSpec) -> None:
+    result = run_slurm(["srun", "-N1", "-w", "node-2", "getent", "hosts", "node-1"], timeout=60)
+    assert result.stdout.split() == ["127.0.1.1", "node-1"]
+
+
+def test_status_and_env_commands(cluster: sandbox.SandboxSpec, run_cli) -> None:
+    status = run_cli("sandbox", "status", "--dir", str(cluster.dir), "--json")
+    assert '"up": true' in status.stdout
+    env = run_cli("sandbox", "env", "--dir", str(cluster.dir))
+    assert env.stdout.strip() == f"export SLURM_CONF={cluster.slurm_conf}"
+
+
+def test_status_of_a_missing_sandbox_exits_1(tmp_path: Path, run_cli) -> None:
+    result = run_cli("sandbox", "status", "--dir", str(tmp_path / "none"), exit_code=1)
+    assert "down" in result.stderr
+
+
+def test_up_is_idempotent(cluster: sandbox.SandboxSpec) -> None:
+    pids_before = sandbox.status(cluster.dir).daemons
+    report = sandbox.up(cluster)
+    assert report.already_up
+    assert sandbox.status(cluster.dir).daemons == pids_before
+
+
+def test_up_refuses_a_directory_that_is_not_a_sandbox(tmp_path: Path, run_cli) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    result = run_cli("sandbox", "up", "--dir", str(tmp_path), "--no-install", exit_code=2)
+    assert "not a slurmkit sandbox" in result.stderr
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+def test_up_without_root_says_what_it_needs() -> None:
+    venv_bin = Path(sys.executable).parent
+    result = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            str(venv_bin / "slurmkit"),
+            "sandbox",
+            "up",
+            "--dir",
+            "/tmp/slurmkit-nobody",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().startswith("slurmkit: the sandbox needs root")
+    assert "Traceback" not in result.stderr
+
+
+def test_second_sandbox_lifecycle_leaves_nothing_behind(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    """A 1-node sandbox on other ports: up, use, down; then every recorded pid is gone."""
+    spec = sandbox.SandboxSpec(dir=tmp_path / "sbx", nodes=1, port_base=cluster.port_base + 1000)
+    sandbox.up(spec, install=False)
+    try:
+        recorded = sandbox.status(spec.dir).daemons
+        assert (
+            len(recorded) == 4 + 3
+        )  # munged mariadbd slurmdbd slurmctld + ns, init, sshd per node
+        env = {"SLURM_CONF": str(spec.slurm_conf)}
+        assert (
+            run_slurm(["srun", "-N1", "hostname"], env=env, timeout=60).stdout.strip() == "node-1"
+        )
+    finally:
+        stopped = sandbox.down(spec.dir)
+    assert not sandbox.status(spec.dir).up
+    assert {d["name"] for d in recorded} <= set(stopped) | {"node-ns-node-1"}
+    for daemon in recorded:
+        stat = Path(f"/proc/{daemon['pid']}/stat")
+        assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    ssh_config = Path.home() / ".ssh" / "config"
+    assert str(spec.ssh_config) not in ssh_config.read_text()
+    # and the session's cluster is untouched
+    assert sandbox.status(cluster.dir).up
