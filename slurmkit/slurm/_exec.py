@@ -40,9 +40,13 @@ _DENIED = re.compile(
 )
 _NOT_FOUND = re.compile(
     r"invalid job id|invalid node name|invalid partition name|job.*does not exist"
-    r"|invalid job array|no such (job|node|partition)|node .* not found",
+    r"|invalid job array|no such (job|node|partition)|(node|partition|job) \S+ not found",
     re.I,
 )
+# No slurm.conf, no SLURM_CONF and no DNS SRV record: the controller cannot even
+# be located (seen on 22.05 clients without a configuration).
+_NO_CONFIG = re.compile(r"could not establish a configuration source", re.I)
+_FATAL_LINE = re.compile(r"(^|\s)fatal:", re.I | re.M)
 # scontrol/sinfo print "<cmd>: error: ..." or "slurm_xxx error: ..." on failures
 # even when they exit 0.
 _ERROR_LINE = re.compile(r"(^|\s)error:", re.I | re.M)
@@ -100,30 +104,60 @@ def run_slurm(
 
 
 def failed(result: _proc.Completed) -> bool:
-    return result.returncode != 0 or bool(_ERROR_LINE.search(result.stderr))
+    """Non-zero exit, or an ``error:``/``fatal:`` line on stderr despite exit 0."""
+    stderr = result.stderr
+    return result.returncode != 0 or bool(_ERROR_LINE.search(stderr) or _FATAL_LINE.search(stderr))
 
 
-def first_message(stderr: str) -> str:
-    """The most telling line of a Slurm stderr, without the ``cmd: error:`` prefix."""
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    for line in lines:
-        if _ERROR_LINE.search(line) or _UNREACHABLE.search(line) or _NOT_FOUND.search(line):
-            return re.sub(r"^[\w.-]+:\s*(error:\s*)?", "", line, flags=re.I).strip() or line
-    return lines[0] if lines else "no error message"
+def first_message(text: str) -> str:
+    """The most telling line of a Slurm message, without the ``cmd: error:`` prefix.
+
+    A ``fatal:`` line wins over the ``error:`` lines that led to it.
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    telling = (
+        [ln for ln in lines if _FATAL_LINE.search(ln)]
+        or [
+            ln
+            for ln in lines
+            if _ERROR_LINE.search(ln) or _UNREACHABLE.search(ln) or _NOT_FOUND.search(ln)
+        ]
+        or lines
+    )
+    if not telling:
+        return "no error message"
+    line = telling[0]
+    return re.sub(r"^[\w.-]+:\s*((error|fatal):\s*)?", "", line, flags=re.I).strip() or line
+
+
+def _messages(stdout: str) -> str:
+    return "\n".join(line for line in stdout.splitlines() if "=" not in line)
 
 
 def classify(result: _proc.Completed) -> SlurmError:
-    """Map a failed command to the error subclass its stderr points at."""
+    """Map a failed command to the error subclass its messages point at.
+
+    scontrol prints some failures ("Node node-9 not found", "Partition x not
+    found") on stdout with an empty stderr, so stdout is read when stderr is
+    silent, skipping the ``key=value`` records printed for what was found.
+    """
     stderr = result.stderr
+    text = stderr if stderr.strip() else _messages(result.stdout)
     cmd = result.argv[0] if result.argv else "slurm"
-    message = first_message(stderr)
+    message = first_message(text)
     args = (list(result.argv), result.returncode, stderr)
-    if _UNREACHABLE.search(stderr):
+    if _NO_CONFIG.search(text):
+        return ControllerUnreachable(
+            f"{cmd}: cannot locate slurmctld: no slurm.conf here (set SLURM_CONF, install "
+            "the cluster's slurm.conf, or publish a DNS SRV record for configless Slurm)",
+            *args,
+        )
+    if _UNREACHABLE.search(text):
         what = "slurmdbd (accounting)" if cmd in ("sacct", "sacctmgr") else "slurmctld"
         return ControllerUnreachable(f"{cmd}: cannot reach {what}: {message}", *args)
-    if _DENIED.search(stderr):
+    if _DENIED.search(text):
         return PermissionDenied(f"{cmd}: permission denied: {message}", *args)
-    if _NOT_FOUND.search(stderr):
+    if _NOT_FOUND.search(text):
         return NotFound(f"{cmd}: {message}", *args)
     rc = f" (exit {result.returncode})" if result.returncode else ""
     return SlurmError(f"{cmd} failed{rc}: {message}", *args)

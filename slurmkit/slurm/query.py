@@ -1,0 +1,265 @@
+"""The Slurm queries commands use: one Slurm call each, answered with records.
+
+Each query is a pure argv builder (``*_argv``) plus a parser from
+:mod:`.parse_text`, glued by :func:`slurmkit.slurm._exec.run_slurm`; queries
+take lists or hostlists and never loop over nodes, so a command touching
+1000 nodes still costs slurmctld one RPC.
+
+Text rather than ``--json`` everywhere: the text forms work on every version,
+honour filters (22.05's ``squeue --json`` ignores them and its ``sacct --json``
+reports exit code 0 for failed jobs), carry what JSON lacks (per-node GRES
+indices of ``scontrol show job -d``) and are far smaller. The JSON parsers
+in :mod:`.parse_json` stay available for callers that already hold JSON.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from datetime import datetime
+
+from slurmkit.errors import NotFound, SlurmkitError
+from slurmkit.slurm import _exec
+from slurmkit.slurm.parse_text import (
+    DELIMITER,
+    REASON_COLUMNS,
+    SACCT_COLUMNS,
+    SQUEUE_COLUMNS,
+    SQUEUE_NODELIST_COLUMNS,
+    Column,
+    field_list,
+    format_string,
+    parse_listpids,
+    parse_names,
+    parse_sacct,
+    parse_scontrol_jobs,
+    parse_scontrol_nodes,
+    parse_scontrol_partitions,
+    parse_sinfo_reasons,
+    parse_squeue,
+    parse_version,
+)
+from slurmkit.slurm.records import DrainReason, Job, Node, Partition, ProcessInfo, SlurmVersion
+
+# Print array task expressions in full instead of cutting them at 64 bytes.
+_SQUEUE_ENV = {"SLURM_BITSTR_LEN": "0"}
+
+Names = str | Sequence[str]
+
+
+def _joined(values: Names) -> str:
+    return values if isinstance(values, str) else ",".join(values)
+
+
+def _stdout(argv: list[str], env: dict[str, str] | None = None) -> str:
+    return _exec.run_slurm(argv, env=env).stdout
+
+
+def _renamed(exc: NotFound, message: str) -> NotFound:
+    return NotFound(f"{message} ({exc})", exc.argv, exc.returncode, exc.stderr)
+
+
+# ---------------------------------------------------------------- argv builders
+
+
+def version_argv() -> list[str]:
+    return ["sinfo", "--version"]
+
+
+def nodes_argv(names: Names | None = None) -> list[str]:
+    return ["scontrol", "--all", "--oneliner", "show", "node", *([_joined(names)] if names else [])]
+
+
+def squeue_argv(
+    job_ids: Names | None = None,
+    user: str | None = None,
+    name: str | None = None,
+    states: Names | None = None,
+    nodelist: Names | None = None,
+    columns: Sequence[Column] = SQUEUE_COLUMNS,
+) -> list[str]:
+    argv = ["squeue", "--all", "--noheader", f"--format={format_string(columns)}"]
+    argv += [f"--jobs={_joined(job_ids)}"] if job_ids else []
+    argv += [f"--user={user}"] if user else []
+    argv += [f"--name={name}"] if name else []
+    argv += [f"--states={_joined(states)}"] if states else []
+    argv += [f"--nodelist={_joined(nodelist)}"] if nodelist else []
+    return argv
+
+
+def job_argv(job_id: str) -> list[str]:
+    return ["scontrol", "--details", "show", "job", job_id]
+
+
+def partitions_argv(name: str | None = None) -> list[str]:
+    return ["scontrol", "--all", "show", "partition", *([name] if name else [])]
+
+
+def drain_reasons_argv() -> list[str]:
+    return [
+        "sinfo",
+        "--all",
+        "--list-reasons",
+        "--noheader",
+        f"--format={format_string(REASON_COLUMNS)}",
+    ]
+
+
+def nodes_in_state_argv(state: str) -> list[str]:
+    return ["sinfo", "--all", "--noheader", "--Node", f"--states={state}", "--format=%N"]
+
+
+def listpids_argv(job_id: str, node: str | None = None) -> list[str]:
+    return ["scontrol", "listpids", job_id, *([node] if node else [])]
+
+
+def sacct_argv(
+    job_ids: Names | None = None,
+    user: str | None = None,
+    start: datetime | str | None = None,
+    end: datetime | str | None = None,
+    states: Names | None = None,
+    name: str | None = None,
+) -> list[str]:
+    argv = ["sacct", "--allocations", "--parsable2", "--noheader", f"--delimiter={DELIMITER}"]
+    argv += [f"--format={field_list(SACCT_COLUMNS)}"]
+    argv += [f"--jobs={_joined(job_ids)}"] if job_ids else []
+    argv += [f"--user={user}"] if user else ["--allusers"]
+    argv += [f"--starttime={_when(start)}"] if start else []
+    argv += [f"--endtime={_when(end)}"] if end else []
+    argv += [f"--state={_joined(states)}"] if states else []
+    argv += [f"--name={name}"] if name else []
+    return argv
+
+
+def _when(moment: datetime | str) -> str:
+    """sacct wants local ``YYYY-MM-DDTHH:MM:SS``; aware datetimes are converted first."""
+    if isinstance(moment, str):
+        return moment
+    if moment.tzinfo is not None:
+        moment = moment.astimezone().replace(tzinfo=None)
+    return moment.isoformat(timespec="seconds")
+
+
+# ---------------------------------------------------------------- queries
+
+
+@functools.lru_cache(maxsize=1)
+def version() -> SlurmVersion:
+    """The installed Slurm's version; asked once per process (``version.cache_clear()``)."""
+    return parse_version(_stdout(version_argv()))
+
+
+def nodes(names: Names | None = None) -> list[Node]:
+    """All nodes, or those of a hostlist (``node-[1-4]``), in one ``scontrol show node`` call.
+
+    Raises NotFound naming the first unknown node.
+    """
+    return parse_scontrol_nodes(_stdout(nodes_argv(names)))
+
+
+def jobs(
+    job_ids: Names | None = None,
+    user: str | None = None,
+    name: str | None = None,
+    states: Names | None = None,
+    nodelist: Names | None = None,
+) -> list[Job]:
+    """Jobs in the queue matching every filter given (one ``squeue``).
+
+    Default states are squeue's (pending, running, completing); pass
+    ``states="all"`` to include recently finished jobs. Unknown job ids give
+    an empty list: a job that left the queue is not an error here.
+    """
+    argv = squeue_argv(job_ids, user, name, states, nodelist)
+    try:
+        return parse_squeue(_stdout(argv, _SQUEUE_ENV))
+    except NotFound:
+        if job_ids:
+            return []
+        raise
+
+
+def job(job_id: str) -> Job:
+    """One job with ``scontrol show job -d`` detail (per-node GRES, exit code, paths).
+
+    For an array id that names several records, the one whose own id or
+    ``4_1``-style id matches is returned, else the first.
+    """
+    try:
+        found = parse_scontrol_jobs(_stdout(job_argv(job_id)))
+    except NotFound as exc:
+        raise _renamed(exc, f"unknown job {job_id}") from exc
+    if not found:
+        raise NotFound(f"unknown job {job_id}", job_argv(job_id))
+    return next((j for j in found if job_id in (j.job_id, j.display_id)), found[0])
+
+
+def partitions() -> list[Partition]:
+    return parse_scontrol_partitions(_stdout(partitions_argv()))
+
+
+def drain_reasons() -> list[DrainReason]:
+    """Nodes that are down, drained, draining or failing, grouped by reason (``sinfo -R``)."""
+    return parse_sinfo_reasons(_stdout(drain_reasons_argv()))
+
+
+def job_nodelist(jobid: str) -> str:
+    """The compact nodelist of a job (or of all running tasks of an array id).
+
+    Raises NotFound for an unknown job and a SlurmkitError for a job that has
+    no nodes yet (pending), so callers never act on an empty list by accident.
+    """
+    argv = squeue_argv(job_ids=jobid, columns=SQUEUE_NODELIST_COLUMNS)
+    try:
+        rows = parse_squeue(_stdout(argv, _SQUEUE_ENV), SQUEUE_NODELIST_COLUMNS)
+    except NotFound as exc:
+        raise _renamed(exc, f"unknown job {jobid}") from exc
+    if not rows:
+        raise NotFound(f"unknown job {jobid} (no longer in the queue?)", argv)
+    lists = list(dict.fromkeys(r.nodelist for r in rows if r.nodelist))
+    if not lists:
+        states = ", ".join(sorted({r.state for r in rows}))
+        raise SlurmkitError(f"job {jobid} has no nodes allocated yet (state {states})")
+    return ",".join(lists)
+
+
+def partition_nodelist(name: str) -> str:
+    """The compact nodelist of a partition; NotFound when there is no such partition."""
+    try:
+        found = parse_scontrol_partitions(_stdout(partitions_argv(name)))
+    except NotFound as exc:
+        raise _renamed(exc, f"unknown partition {name}") from exc
+    match = next((p for p in found if p.name == name), None)
+    if match is None:
+        raise NotFound(f"unknown partition {name}", partitions_argv(name))
+    return match.nodes
+
+
+def nodes_in_state(state: str) -> list[str]:
+    """Expanded names of the nodes in a Slurm state (``idle``, ``drain``, ``down``, ``mix``...).
+
+    sinfo does the matching, so every state word and combination it knows
+    works (``drain`` covers drained and draining nodes).
+    """
+    return parse_names(_stdout(nodes_in_state_argv(state)))
+
+
+def listpids(job_id: str, node: str | None = None) -> list[ProcessInfo]:
+    """Processes of a job on a node; scontrol asks the slurmd of ``node`` (or the local one)."""
+    return parse_listpids(_stdout(listpids_argv(job_id, node)))
+
+
+def sacct_jobs(
+    job_ids: Names | None = None,
+    user: str | None = None,
+    start: datetime | str | None = None,
+    end: datetime | str | None = None,
+    states: Names | None = None,
+    name: str | None = None,
+) -> list[Job]:
+    """Job history from accounting (one ``sacct``, allocations only, all users by default).
+
+    Without ``job_ids`` or ``start`` sacct reports jobs since midnight.
+    """
+    return parse_sacct(_stdout(sacct_argv(job_ids, user, start, end, states, name)))
