@@ -439,12 +439,22 @@ def _install_ssh_include(spec: SandboxSpec) -> None:
 
 
 def _remove_ssh_include(spec: SandboxSpec) -> None:
+    """Remove this sandbox's Include and the marker just above it, and nothing else.
+
+    Another sandbox (other --dir) has the same marker line; it must keep its own.
+    """
     cfg = _ssh_user_config()
     if not cfg.exists():
         return
-    drop = {SSH_INCLUDE_MARKER, f"Include {spec.ssh_config}"}
+    include = f"Include {spec.ssh_config}"
     lines = cfg.read_text().splitlines(keepends=True)
-    kept = [ln for ln in lines if ln.rstrip("\n") not in drop]
+    kept: list[str] = []
+    for line in lines:
+        if line.rstrip("\n") == include:
+            if kept and kept[-1].rstrip("\n") == SSH_INCLUDE_MARKER:
+                kept.pop()
+            continue
+        kept.append(line)
     if kept != lines:
         cfg.write_text("".join(kept))
 
