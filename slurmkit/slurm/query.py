@@ -263,3 +263,25 @@ def sacct_jobs(
     Without ``job_ids`` or ``start`` sacct reports jobs since midnight.
     """
     return parse_sacct(_stdout(sacct_argv(job_ids, user, start, end, states, name)))
+
+
+# ---------------------------------------------------------------- node state changes
+
+
+def update_node_state_argv(nodelist: Names, state: str, reason: str | None = None) -> list[str]:
+    """``scontrol update nodename=<list> state=<state> [reason=...]``: one RPC for all nodes.
+
+    Each value is its own argv word, so a reason with spaces needs no quoting.
+    """
+    argv = ["scontrol", "update", f"nodename={_joined(nodelist)}", f"state={state}"]
+    return [*argv, f"reason={reason}"] if reason else argv
+
+
+def update_node_state(nodelist: Names, state: str, reason: str | None = None) -> None:
+    """Change the state of every node in ``nodelist`` with one ``scontrol update``.
+
+    ``state="undrain"`` clears the drain flag and leaves a DOWN base state
+    alone (unlike ``resume``/``idle``). Raises the classified SlurmError on
+    failure (NotFound for an unknown node, ControllerUnreachable, ...).
+    """
+    _exec.run_slurm(update_node_state_argv(nodelist, state, reason))

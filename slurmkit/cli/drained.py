@@ -1,0 +1,34 @@
+"""``slurmkit nodes drained``: why nodes are out of service, folded per reason."""
+
+from __future__ import annotations
+
+import click
+
+from slurmkit.cli._group import exit_with
+from slurmkit.errors import EXIT_OK
+
+
+@click.command("drained")
+@click.option("--reason", metavar="REGEX", help="Only reasons matching this regex (full text).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+def drained_command(reason: str | None, as_json: bool) -> None:
+    """Drained, draining and down nodes with reason, who set it, when, and state.
+
+    The sinfo -R -o "%50E %12U %19H %6t %N" view without truncated reasons.
+    Exit 0 whether or not nodes are listed; 2 on errors.
+    """
+    from slurmkit.drain import drained
+
+    groups = drained(reason)
+    if as_json:
+        from slurmkit.cli._output import print_json
+
+        print_json(groups)
+    elif groups:
+        from slurmkit.cli._output import print_table
+
+        print_table(
+            [[g.reason, g.user or "", g.time or "", g.state, g.nodes] for g in groups],
+            ["reason", "user", "time", "state", "nodes"],
+        )
+    exit_with(EXIT_OK)

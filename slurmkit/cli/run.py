@@ -1,0 +1,124 @@
+"""``slurmkit run``: one command on many nodes, output grouped like ``dshbak -c``.
+
+Thin over :mod:`slurmkit.remote`; paramiko is imported by the ssh transport
+only when it runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from slurmkit.cli._group import exit_with
+from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+
+
+def _notify(message: str) -> None:
+    click.echo(f"slurmkit: {message}", err=True)
+
+
+@click.command("run")
+@click.option(
+    "-w",
+    "--nodes",
+    "nodelist",
+    metavar="NODES",
+    help="Hostlist to run on, e.g. node-[1-4]. Default with --jobid: the job's nodes.",
+)
+@click.option(
+    "--via",
+    type=click.Choice(["auto", "pdsh", "ssh", "srun"]),
+    default="auto",
+    show_default=True,
+    help="Transport. auto: srun with --jobid, else pdsh, else ssh (paramiko).",
+)
+@click.option("--jobid", metavar="ID", help="Run inside this job's allocation (srun --overlap).")
+@click.option(
+    "--timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
+    metavar="S",
+    help="Limit for the command on each node, in seconds.",
+)
+@click.option(
+    "--connect-timeout",
+    type=float,
+    default=10.0,
+    show_default=True,
+    metavar="S",
+    help="Limit for connecting to each node (pdsh, ssh).",
+)
+@click.option(
+    "--fanout",
+    type=int,
+    default=32,
+    show_default=True,
+    metavar="K",
+    help="Nodes worked on at once (pdsh, ssh).",
+)
+@click.option(
+    "--insecure",
+    is_flag=True,
+    help="Do not check ssh host keys (unknown or changed keys accepted). Warns.",
+)
+@click.option(
+    "--ssh-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="ssh config to use instead of ~/.ssh/config (like ssh -F).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON record per node.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run_command(
+    nodelist: str | None,
+    via: str,
+    jobid: str | None,
+    timeout: float,
+    connect_timeout: float,
+    fanout: int,
+    insecure: bool,
+    ssh_config: Path | None,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run CMD on every node of NODES in parallel: slurmkit run -w node-[1-4] -- CMD...
+
+    One CMD word is a shell command line (pipes, $VARS: quote it); several
+    words are run exactly as given. Identical output is shown once under the
+    folded list of nodes that printed it; failed, unreachable and timed-out
+    nodes are listed one per line. Exit 0 when every node succeeded, 1 when
+    any did not, 2 on usage errors.
+    """
+    from slurmkit import remote
+    from slurmkit.remote.grouping import format_grouped
+
+    if via == "srun" and not jobid:
+        raise UsageError("--via srun needs --jobid")
+    nodes = nodelist or _job_nodes(jobid)
+    options = remote.RemoteOptions(
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        fanout=fanout,
+        insecure=insecure,
+        ssh_config=ssh_config,
+        jobid=jobid,
+        notify=_notify,
+    )
+    outcome = remote.run(nodes, list(command), via=via, options=options)
+    if as_json:
+        from slurmkit.cli._output import print_json
+
+        print_json({"transport": outcome.transport, "nodes": outcome.results})
+    else:
+        click.echo(format_grouped(outcome.results), nl=False)
+    exit_with(EXIT_OK if outcome.all_ok else EXIT_FINDINGS)
+
+
+def _job_nodes(jobid: str | None) -> str:
+    if not jobid:
+        raise UsageError("give the nodes with -w NODES (or --jobid to use a job's nodes)")
+    from slurmkit.slurm import query
+
+    return query.job_nodelist(jobid)

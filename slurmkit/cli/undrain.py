@@ -1,0 +1,193 @@
+"""``slurmkit undrain``: return nodes drained by "Kill task failed" to service, safely.
+
+Thin over :mod:`slurmkit.undrain`. Interactive runs show the plan and ask; a
+run without a terminal on stdin needs ``--yes`` (cron) or only reports what
+it would do.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from slurmkit.cli._group import exit_with
+from slurmkit.errors import SlurmkitError
+
+if TYPE_CHECKING:
+    from slurmkit.undrain import Plan, UndrainReport
+
+
+def _notify(message: str) -> None:
+    click.echo(f"slurmkit: {message}", err=True)
+
+
+@click.command("undrain")
+@click.option(
+    "--reason",
+    default=r"^Kill task failed$",
+    show_default=True,
+    metavar="REGEX",
+    help="Select drained nodes whose full reason text matches this regex.",
+)
+@click.option(
+    "--nodes",
+    "nodelist",
+    metavar="LIST",
+    help="Only consider these nodes (a hostlist); selection is still by reason.",
+)
+@click.option(
+    "--kill", is_flag=True, help="End leftovers (TERM, then KILL after --grace) and check again."
+)
+@click.option(
+    "--grace",
+    type=click.IntRange(min=0),
+    default=30,
+    show_default=True,
+    metavar="S",
+    help="Seconds between TERM and KILL.",
+)
+@click.option(
+    "--uid-min",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    metavar="UID",
+    help="Processes of UIDs from here up are user leftovers.",
+)
+@click.option("--dry-run", is_flag=True, help="Check and report; change nothing.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Append one line per action (time, node, before/after).",
+)
+@click.option(
+    "--lock",
+    "lock_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Lock file serialising runs (default in $XDG_RUNTIME_DIR or /tmp).",
+)
+@click.option(
+    "--lock-wait",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    metavar="S",
+    help="How long to wait for another run to finish.",
+)
+@click.option(
+    "--via",
+    type=click.Choice(["auto", "pdsh", "ssh"]),
+    default="auto",
+    show_default=True,
+    help="Transport for the checks on the nodes.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="Limit for the check on each node.",
+)
+@click.option(
+    "--fanout", type=int, default=32, show_default=True, metavar="K", help="Nodes checked at once."
+)
+@click.option("--insecure", is_flag=True, help="Do not check ssh host keys. Warns.")
+@click.option(
+    "--ssh-config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="ssh config to use instead of ~/.ssh/config.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+def undrain_command(
+    reason: str,
+    nodelist: str | None,
+    kill: bool,
+    grace: int,
+    uid_min: int,
+    dry_run: bool,
+    yes: bool,
+    log_path: Path | None,
+    lock_path: Path | None,
+    lock_wait: float,
+    via: str,
+    timeout: float,
+    fanout: int,
+    insecure: bool,
+    ssh_config: Path | None,
+    as_json: bool,
+) -> None:
+    """Return drained nodes to service when no job left anything behind on them.
+
+    \b
+    1. select nodes drained with a reason matching --reason (never by name);
+       nodes with jobs, DOWN or NOT_RESPONDING nodes are left alone;
+    2. check each node in parallel for slurmstepd, processes of UID >= --uid-min
+       and GPU compute processes (nvidia-smi, where installed); a node that
+       cannot be checked is unknown and skipped, never taken as clean;
+    3. with --kill, end the leftovers and check again; otherwise skip the node;
+    4. return clean nodes with one scontrol update state=undrain, read back;
+    5. print node, old state and reason, what was found, action, new state.
+
+    Exit 0 every selected node returned, 1 some skipped, 2 error.
+    """
+    from slurmkit.remote import RemoteOptions
+    from slurmkit.undrain import UndrainOptions, undrain
+
+    if not dry_run and not yes and not sys.stdin.isatty():
+        _notify("no terminal and no --yes: dry run only, nothing will be changed")
+        dry_run = True
+    options = UndrainOptions(
+        reason=reason,
+        nodes=nodelist,
+        kill=kill,
+        grace=grace,
+        uid_min=uid_min,
+        dry_run=dry_run,
+        via=via,
+        remote=RemoteOptions(
+            timeout=timeout, fanout=fanout, insecure=insecure, ssh_config=ssh_config, notify=_notify
+        ),
+        log=log_path,
+        lock=lock_path,
+        lock_wait=lock_wait,
+    )
+    report = undrain(options, confirm=lambda plan: _confirm(plan, yes))
+    if as_json:
+        from slurmkit.cli._output import print_json
+
+        print_json(report.to_json())
+    else:
+        _print(report)
+    if report.error:
+        raise SlurmkitError(report.error)
+    exit_with(report.exit_code)
+
+
+def _print(report: UndrainReport) -> None:
+    from slurmkit.cli._output import print_table
+    from slurmkit.undrain import TABLE_HEADERS
+
+    if not report.outcomes:
+        click.echo("slurmkit: no drained node matches the reason: nothing to do", err=True)
+        return
+    print_table([o.as_row() for o in report.outcomes], TABLE_HEADERS)
+
+
+def _confirm(plan: Plan, yes: bool) -> bool:
+    """Show the plan and ask, unless --yes."""
+    if yes:
+        return True
+    from slurmkit.cli._output import print_table
+    from slurmkit.undrain import TABLE_HEADERS
+
+    print_table([o.as_row() for o in plan.outcomes], TABLE_HEADERS)
+    return click.confirm("Proceed?", default=False, err=True)

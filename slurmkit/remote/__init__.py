@@ -1,0 +1,118 @@
+"""Run one command on many nodes in parallel; one result per node.
+
+    >>> from slurmkit import remote
+    >>> outcome = remote.run("node-[1-4]", "uptime", via="auto")
+    >>> [r.status for r in outcome.results]
+    ['ok', 'ok', 'ok', 'unreachable']
+
+Transports are chosen by name and imported when asked for: ``pdsh`` (pdsh
+over OpenSSH), ``ssh`` (paramiko, pure Python) and ``srun`` (a step inside
+``--jobid``'s allocation). ``auto`` is srun when a job id is given, else pdsh,
+else ssh. When pdsh is asked for (or chosen by ``auto``) but is not
+installed, the ssh transport runs instead and a notice says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import import_module
+
+from slurmkit.errors import UsageError
+from slurmkit.remote.base import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_FANOUT,
+    DEFAULT_TIMEOUT,
+    RemoteOptions,
+    Transport,
+    TransportMissing,
+    check_node_names,
+)
+from slurmkit.remote.command import Command, to_shell
+from slurmkit.remote.result import FAILED, OK, STATUSES, TIMEOUT, UNREACHABLE, NodeResult
+
+TRANSPORTS: dict[str, str] = {
+    "pdsh": "slurmkit.remote.pdsh:PdshTransport",
+    "ssh": "slurmkit.remote.ssh:SshTransport",
+    "srun": "slurmkit.remote.srun:SrunTransport",
+}
+VIA_CHOICES = ("auto", *TRANSPORTS)
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_FANOUT",
+    "DEFAULT_TIMEOUT",
+    "FAILED",
+    "OK",
+    "STATUSES",
+    "TIMEOUT",
+    "TRANSPORTS",
+    "UNREACHABLE",
+    "VIA_CHOICES",
+    "NodeResult",
+    "RemoteOptions",
+    "RunOutcome",
+    "Transport",
+    "TransportMissing",
+    "run",
+    "transport_class",
+]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """Which transport ran, and every node's result in the order asked."""
+
+    transport: str
+    results: list[NodeResult]
+
+    @property
+    def all_ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+
+def transport_class(name: str) -> type[Transport]:
+    """Import the transport called ``name`` (``pdsh``, ``ssh``, ``srun``)."""
+    target = TRANSPORTS.get(name)
+    if target is None:
+        raise UsageError(f"unknown transport {name!r}: choose one of {', '.join(TRANSPORTS)}")
+    module, _, attr = target.partition(":")
+    return getattr(import_module(module), attr)
+
+
+def run(
+    nodes: str | Sequence[str],
+    command: Command,
+    *,
+    via: str = "auto",
+    options: RemoteOptions | None = None,
+) -> RunOutcome:
+    """Run ``command`` on ``nodes`` (a hostlist or names); never raises for one node's failure.
+
+    ``command`` is a shell command line (str) or an argv (several words,
+    quoted one by one).
+    """
+    from slurmkit.hostlist import expand
+
+    options = options or RemoteOptions()
+    names = list(dict.fromkeys(expand(nodes) if isinstance(nodes, str) else nodes))
+    if not names:
+        raise UsageError("no nodes given")
+    check_node_names(names)
+    line = to_shell(command)
+    name = _choose(via, options)
+    try:
+        return RunOutcome(name, transport_class(name)(options).run(names, line))
+    except TransportMissing as exc:
+        if name != "pdsh":
+            raise
+        options.notify(f"{exc}: using the ssh transport (paramiko) instead")
+        return RunOutcome("ssh", transport_class("ssh")(options).run(names, line))
+
+
+def _choose(via: str, options: RemoteOptions) -> str:
+    if via == "auto":
+        return "srun" if options.jobid else "pdsh"
+    if via not in TRANSPORTS:
+        raise UsageError(f"unknown transport {via!r}: choose one of {', '.join(VIA_CHOICES)}")
+    return via

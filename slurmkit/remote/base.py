@@ -1,0 +1,74 @@
+"""What every transport is given and must provide.
+
+Transports are chosen by name (``pdsh``, ``ssh``, ``srun``) and imported only
+when asked for, so ``slurmkit run --via pdsh`` never loads paramiko.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from slurmkit.errors import EnvironmentProblem, UsageError
+from slurmkit.remote.result import NodeResult
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_FANOUT = 32
+
+# What may reach pdsh's -w or ssh as a host: pdsh reads "^file", "-host" and
+# "/regex/" in -w, and ssh reads a leading "-" as an option.
+_NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+def _to_stderr(message: str) -> None:
+    print(f"slurmkit: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """Limits and choices shared by all transports.
+
+    ``timeout`` bounds the command on each node, ``connect_timeout`` the
+    connection; ``notify`` receives one-line notices meant for stderr
+    (fallbacks, --insecure warnings).
+    """
+
+    timeout: float = DEFAULT_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    fanout: int = DEFAULT_FANOUT
+    insecure: bool = False
+    ssh_config: Path | None = None
+    jobid: str | None = None
+    notify: Callable[[str], None] = field(default=_to_stderr, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.timeout <= 0 or self.connect_timeout <= 0:
+            raise UsageError("--timeout and --connect-timeout must be positive")
+        if self.fanout < 1:
+            raise UsageError(f"--fanout must be at least 1, got {self.fanout}")
+
+
+class TransportMissing(EnvironmentProblem):
+    """The program a transport needs (pdsh, srun) is not installed here."""
+
+
+class Transport(Protocol):
+    name: ClassVar[str]
+
+    def __init__(self, options: RemoteOptions) -> None: ...
+
+    def run(self, nodes: Sequence[str], command: str) -> list[NodeResult]:
+        """Run the shell command line ``command`` on every node; one result per node, in order."""
+        ...
+
+
+def check_node_names(nodes: Sequence[str]) -> None:
+    """Refuse names that pdsh or ssh would read as something else than a host."""
+    bad = [n for n in nodes if not _NODE_NAME.fullmatch(n)]
+    if bad:
+        raise UsageError(f"not a node name: {bad[0]!r}")

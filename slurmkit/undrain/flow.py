@@ -1,0 +1,307 @@
+"""Undrain, step by step: select, check, (kill, check again), return in one call, read back.
+
+Slurm is asked at most four times per run, however many nodes: the node
+records (``scontrol show node``), the jobs on the candidates (one ``squeue
+-w``), one batched ``scontrol update nodename=<folded> state=undrain`` and
+one read-back. Remote checks run in parallel through :mod:`slurmkit.remote`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slurmkit import remote
+from slurmkit.errors import SlurmError, UsageError
+from slurmkit.hostlist import fold
+from slurmkit.remote import RemoteOptions
+from slurmkit.remote.command import new_token
+from slurmkit.slurm import _exec, query
+from slurmkit.slurm.records import Node
+from slurmkit.undrain import actionlog, lock
+from slurmkit.undrain import check as chk
+from slurmkit.undrain import select as sel
+from slurmkit.undrain.report import (
+    NOT_RETURNED,
+    RETURNED,
+    SKIPPED,
+    UNCONFIRMED,
+    WOULD_KILL,
+    WOULD_RETURN,
+    NodeOutcome,
+    UndrainReport,
+)
+
+DEFAULT_GRACE = 30
+# Jobs that hold a node. Not squeue's default (it omits SUSPENDED and similar) and not
+# "all": the job that caused "Kill task failed" stays listed as finished for MinJobAge.
+HOLDING_STATES = (
+    "RUNNING",
+    "SUSPENDED",
+    "COMPLETING",
+    "CONFIGURING",
+    "STOPPED",
+    "SIGNALING",
+    "STAGE_OUT",
+    "RESIZING",
+)
+DEFAULT_CHECK_TIMEOUT = 30.0
+VIA_CHOICES = ("auto", "pdsh", "ssh")
+
+
+@dataclass(frozen=True)
+class UndrainOptions:
+    reason: str = sel.DEFAULT_REASON
+    nodes: str | None = None
+    kill: bool = False
+    grace: int = DEFAULT_GRACE
+    uid_min: int = chk.DEFAULT_UID_MIN
+    dry_run: bool = False
+    via: str = "auto"
+    remote: RemoteOptions = field(default_factory=lambda: RemoteOptions(DEFAULT_CHECK_TIMEOUT))
+    log: Path | None = None
+    lock: Path | None = None
+    lock_wait: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.grace < 0:
+            raise UsageError("--grace must not be negative")
+        if self.uid_min < 1:
+            raise UsageError("--uid-min must be at least 1 (root is never a leftover)")
+        if self.via not in VIA_CHOICES:
+            raise UsageError(f"--via must be one of {', '.join(VIA_CHOICES)}")
+
+
+@dataclass
+class Plan:
+    """Selection and first check; what will be returned and what must be killed first."""
+
+    outcomes: list[NodeOutcome]
+    transport: str | None = None
+
+    def by_action(self, *actions: str) -> list[NodeOutcome]:
+        return [o for o in self.outcomes if o.action in actions]
+
+    @property
+    def actionable(self) -> bool:
+        return bool(self.by_action(WOULD_RETURN, WOULD_KILL))
+
+
+Confirm = Callable[[Plan], bool]
+
+
+def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
+    """Run the whole flow; ``confirm`` sees the plan and may say no (nothing is then changed)."""
+    sel.compile_reason(options.reason)  # bad input fails before the lock or Slurm
+    if options.nodes:
+        fold(options.nodes)
+    start = len(_exec.call_log)
+    if options.dry_run:
+        report = _as_report(make_plan(options), dry_run=True)
+    else:
+        with lock.hold(options.lock, options.lock_wait):
+            plan = make_plan(options)
+            if plan.actionable and confirm(plan):
+                report = execute(plan, options)
+            else:
+                report = _declined(plan, options.log)
+    report.slurm_calls = len(_exec.call_log) - start
+    return report
+
+
+def make_plan(options: UndrainOptions) -> Plan:
+    pattern = sel.compile_reason(options.reason)
+    limit = fold(options.nodes) if options.nodes else None  # our parser's errors, not scontrol's
+    selected = sel.select(query.nodes(limit), pattern)
+    eligible = [s.name for s in selected if s.skip is None]
+    if eligible:
+        jobs = query.jobs(nodelist=fold(eligible), states=HOLDING_STATES)
+        selected = sel.apply_jobs(selected, jobs)
+    outcomes = {s.name: NodeOutcome.of(s.node) for s in selected}
+    for s in selected:
+        if s.skip:
+            outcomes[s.name].skip(s.skip)
+    plan = Plan(list(outcomes.values()))
+    to_check = [s.name for s in selected if s.skip is None]
+    if to_check:
+        plan.transport, results = _check(to_check, options)
+        for result in results:
+            _judge(outcomes[result.node], result, options.kill)
+    return plan
+
+
+def _check(nodes: Sequence[str], options: UndrainOptions) -> tuple[str, list[chk.CheckResult]]:
+    token = new_token()
+    outcome = remote.run(nodes, chk.check_script(token), via=options.via, options=options.remote)
+    return outcome.transport, [chk.parse_check(r, token, options.uid_min) for r in outcome.results]
+
+
+def _judge(outcome: NodeOutcome, result: chk.CheckResult, kill: bool) -> None:
+    outcome.check = result
+    outcome.found = result.summary
+    outcome.processes = list(result.processes)
+    if result.verdict == chk.CLEAN:
+        outcome.action, outcome.why = WOULD_RETURN, ""
+    elif result.verdict == chk.UNKNOWN:
+        outcome.skip("could not be checked")
+    elif kill:
+        outcome.action, outcome.why = WOULD_KILL, ""
+    else:
+        outcome.skip("leftovers found (use --kill to end them)")
+
+
+def execute(plan: Plan, options: UndrainOptions) -> UndrainReport:
+    """Kill (when asked), return the clean nodes with one scontrol call, read their state back."""
+    log: list[str] = []
+    to_kill = plan.by_action(WOULD_KILL)
+    if to_kill:
+        _kill_and_recheck(to_kill, options, log)
+    report = _as_report(plan)
+    to_return = [o for o in plan.outcomes if o.action == WOULD_RETURN]
+    if to_return:
+        report.error = _return(to_return, log)
+    log += [
+        actionlog.entry(o.node, "skip", before=o.old_state, why=o.why, found=o.found)
+        for o in plan.outcomes
+        if o.action == SKIPPED
+    ]
+    actionlog.append(options.log, log)
+    return report
+
+
+def _kill_and_recheck(targets: list[NodeOutcome], options: UndrainOptions, log: list[str]) -> None:
+    hosts = Counter(o.check.host for o in targets if o.check)
+    killable = [o for o in targets if o.check and o.check.host and hosts[o.check.host] == 1]
+    for o in targets:
+        if o not in killable:
+            o.skip("leftovers: cannot target them (host name missing or shared with another node)")
+    if not killable:
+        return
+    token = new_token()
+    script = chk.kill_script(
+        token, {o.check.host: o.processes for o in killable if o.check}, options.grace
+    )
+    kill_options = _with_timeout(options.remote, options.remote.timeout + options.grace + 5)
+    results = remote.run([o.node for o in killable], script, via=options.via, options=kill_options)
+    for o, result in zip(killable, results.results, strict=True):
+        o.killed, error = chk.parse_kill(result, token)
+        log.append(
+            actionlog.entry(
+                o.node,
+                "kill",
+                before=o.old_state,
+                signals=" ".join(o.killed) or "none",
+                error=error,
+            )
+        )
+    _, rechecked = _check([o.node for o in killable], options)
+    for o, result in zip(killable, rechecked, strict=True):
+        _judge(o, result, kill=False)
+        if o.killed:
+            o.found = f"killed {', '.join(o.killed)}; now: {result.summary}"
+
+
+def _with_timeout(options: RemoteOptions, timeout: float) -> RemoteOptions:
+    from dataclasses import replace
+
+    return replace(options, timeout=timeout)
+
+
+def _return(outcomes: list[NodeOutcome], log: list[str]) -> str:
+    """One ``scontrol update ... state=undrain``, one read-back; the error text or ""."""
+    names = fold([o.node for o in outcomes])
+    update_error: SlurmError | None = None
+    try:
+        query.update_node_state(names, "undrain")
+    except SlurmError as exc:
+        update_error = exc
+    try:
+        after = {n.name: n for n in query.nodes(names)}
+    except SlurmError as exc:
+        return _unknown_after(outcomes, update_error, exc, log)
+    for o in outcomes:
+        node = after.get(o.node)
+        o.new_state = node.state_text if node else "unknown"
+        if node is not None and "DRAIN" not in node.flags:
+            o.action, o.why = RETURNED, _resume_note(node)
+        else:
+            o.action = NOT_RETURNED
+            o.why = f"scontrol update failed: {update_error}" if update_error else "still drained"
+        log.append(
+            actionlog.entry(
+                o.node,
+                "undrain" if o.returned else "undrain-failed",
+                before=o.old_state,
+                after=o.new_state,
+                found=o.found,
+            )
+        )
+    if update_error is None:
+        return ""
+    returned = [o.node for o in outcomes if o.returned]
+    missed = [o.node for o in outcomes if not o.returned]
+    return (
+        f"scontrol update failed: {update_error}; returned: {fold(returned) or 'none'}; "
+        f"not returned: {fold(missed) or 'none'}"
+    )
+
+
+def _resume_note(node: Node) -> str:
+    """slurmctld marks a node it just resumed NOT_RESPONDING until slurmd answers its ping."""
+    if node.is_not_responding:
+        return "NOT_RESPONDING until slurmd answers slurmctld's ping (seconds)"
+    return ""
+
+
+def _unknown_after(
+    outcomes: list[NodeOutcome],
+    update_error: SlurmError | None,
+    read_error: SlurmError,
+    log: list[str],
+) -> str:
+    names = fold([o.node for o in outcomes])
+    for o in outcomes:
+        o.new_state = "unknown"
+        if update_error is not None:
+            o.action, o.why = NOT_RETURNED, f"scontrol update failed: {update_error}"
+        else:
+            o.action, o.why = UNCONFIRMED, f"read-back failed: {read_error}"
+        log.append(
+            actionlog.entry(
+                o.node,
+                "undrain-failed" if update_error else "undrain-sent",
+                before=o.old_state,
+                after="unknown",
+                found=o.found,
+            )
+        )
+    if update_error is not None:
+        return (
+            f"scontrol update failed: {update_error}; returned: none; not returned: {names} "
+            f"(state read-back failed too: {read_error})"
+        )
+    return (
+        f"undrain of {names} was accepted by slurmctld but their state could not be read "
+        f"back: {read_error}; check with 'slurmkit nodes drained'"
+    )
+
+
+def _as_report(plan: Plan, *, dry_run: bool = False, aborted: bool = False) -> UndrainReport:
+    return UndrainReport(plan.outcomes, dry_run=dry_run, aborted=aborted, transport=plan.transport)
+
+
+def _declined(plan: Plan, log_path: Path | None) -> UndrainReport:
+    """Nothing to do, or the user said no: every node stays as it is, and the log says so."""
+    aborted = plan.actionable
+    for o in plan.by_action(WOULD_RETURN, WOULD_KILL):
+        o.skip("not confirmed")
+    actionlog.append(
+        log_path,
+        [
+            actionlog.entry(o.node, "skip", before=o.old_state, why=o.why, found=o.found)
+            for o in plan.outcomes
+        ],
+    )
+    return _as_report(plan, aborted=aborted)

@@ -1,0 +1,100 @@
+"""What undrain did (or would do) to each selected node, and the exit code it means."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from slurmkit.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
+from slurmkit.slurm.records import Node
+from slurmkit.undrain.check import CheckResult, Process
+
+# Actions, as shown in the table and the log.
+RETURNED = "returned"
+WOULD_RETURN = "would return"
+WOULD_KILL = "would kill leftovers, then return if clean"
+SKIPPED = "skipped"
+NOT_RETURNED = "not returned"
+UNCONFIRMED = "undrain sent, state unknown"
+
+
+@dataclass
+class NodeOutcome:
+    """One selected node from selection to read-back."""
+
+    node: str
+    old_state: str
+    reason: str
+    found: str = "-"
+    action: str = ""
+    why: str = ""
+    new_state: str = ""
+    killed: list[str] = field(default_factory=list)
+    processes: list[Process] = field(default_factory=list)
+    check: CheckResult | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, node: Node) -> NodeOutcome:
+        return cls(node.name, node.state_text, node.reason or "", new_state=node.state_text)
+
+    @property
+    def returned(self) -> bool:
+        return self.action == RETURNED
+
+    @property
+    def action_text(self) -> str:
+        return f"{self.action}: {self.why}" if self.why else self.action
+
+    def skip(self, why: str) -> None:
+        self.action, self.why = SKIPPED, why
+
+    def as_row(self) -> list[str]:
+        old = f"{self.old_state} ({self.reason})" if self.reason else self.old_state
+        return [self.node, old, self.found, self.action_text, self.new_state]
+
+
+TABLE_HEADERS = ["node", "old state (reason)", "found", "action", "new state"]
+
+
+@dataclass
+class UndrainReport:
+    outcomes: list[NodeOutcome]
+    dry_run: bool = False
+    aborted: bool = False
+    transport: str | None = None
+    slurm_calls: int = 0
+    error: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        """0 every selected node returned (or would be); 1 some skipped; 2 error."""
+        if self.error:
+            return EXIT_ERROR
+        if self.aborted:
+            return EXIT_FINDINGS if self.outcomes else EXIT_OK
+        good = (WOULD_RETURN, WOULD_KILL) if self.dry_run else (RETURNED,)
+        return EXIT_OK if all(o.action in good for o in self.outcomes) else EXIT_FINDINGS
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "dry_run": self.dry_run,
+            "aborted": self.aborted,
+            "transport": self.transport,
+            "slurm_calls": self.slurm_calls,
+            "error": self.error or None,
+            "nodes": [
+                {
+                    "node": o.node,
+                    "old_state": o.old_state,
+                    "reason": o.reason,
+                    "found": o.found,
+                    "verdict": o.check.verdict if o.check else None,
+                    "processes": o.processes,
+                    "killed": o.killed,
+                    "action": o.action,
+                    "why": o.why,
+                    "new_state": o.new_state,
+                    "returned": o.returned,
+                }
+                for o in self.outcomes
+            ],
+        }

@@ -1,0 +1,265 @@
+"""``slurmkit undrain`` and ``nodes drained`` on the sandbox, over pdsh and ssh (paramiko).
+
+Each test drains idle nodes itself with its own reasons, limits undrain to
+them with ``--nodes`` (other engineers share the cluster) and resumes in a
+``finally`` whatever it left drained. Stray processes run as a non-system
+user (``slurmkit-test``, created if missing) started through the node's sshd;
+a "down sshd" is a temporary ssh config sending one node to a closed port.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from slurmkit import _proc, sandbox
+from slurmkit.hostlist import fold
+from slurmkit.slurm import _exec, query
+from slurmkit.slurm._exec import run_slurm
+from slurmkit.undrain import lock
+from tests.integration.conftest import poll
+
+KTF = "Kill task failed"
+TEST_USER = "slurmkit-test"
+TEST_UID = 2001
+SSH_TRANSPORTS = ["pdsh", "ssh"]
+
+
+def _idle_nodes(count: int) -> list[str]:
+    """``count`` nodes that are idle right now (no jobs, no flags); waits for them."""
+
+    def free() -> list[str] | None:
+        idle = [n.name for n in query.nodes() if n.state == "IDLE" and not n.flags]
+        return idle[:count] if len(idle) >= count else None
+
+    return poll(free, 180, f"{count} idle nodes")  # type: ignore[return-value]
+
+
+@contextmanager
+def _drained(reasons: dict[str, str]) -> Iterator[None]:
+    """Drain nodes with the given reasons; afterwards resume those still drained with ours."""
+    for reason in set(reasons.values()):
+        names = fold([n for n, r in reasons.items() if r == reason])
+        run_slurm(["scontrol", "update", f"nodename={names}", "state=drain", f"reason={reason}"])
+    try:
+        poll(
+            lambda: all(n.is_drained for n in query.nodes(fold(list(reasons)))),
+            120,
+            "drained (not draining) nodes",
+        )
+        yield
+    finally:
+        ours = [
+            n.name
+            for n in query.nodes(fold(list(reasons)))
+            if "DRAIN" in n.flags and n.reason == reasons[n.name]
+        ]
+        if ours:
+            run_slurm(["scontrol", "update", f"nodename={fold(ours)}", "state=undrain"])
+
+
+def _state(name: str):
+    (node,) = query.nodes(name)
+    return node
+
+
+def _ssh(node: str, command: str) -> _proc.Completed:
+    return _proc.run(["ssh", node, command], timeout=30)
+
+
+@pytest.fixture(scope="module")
+def test_user() -> int:
+    """A non-system user for stray processes; /etc/passwd is shared with the nodes."""
+    found = _proc.run(["getent", "passwd", TEST_USER])
+    if found.returncode != 0:
+        made = _proc.run(
+            [
+                "useradd",
+                "--no-create-home",
+                "--uid",
+                str(TEST_UID),
+                "--shell",
+                "/usr/sbin/nologin",
+                TEST_USER,
+            ]
+        )
+        assert made.returncode == 0, made.stderr
+        found = _proc.run(["getent", "passwd", TEST_USER])
+    return int(found.stdout.split(":")[2])
+
+
+@pytest.fixture
+def stray(test_user: int) -> Iterator[Callable[[str], int]]:
+    """Start a detached process of the test user on a node (through its sshd); returns its pid."""
+    started: list[str] = []
+
+    def start(node: str) -> int:
+        gid = _proc.run(["id", "-g", TEST_USER]).stdout.strip()
+        launched = _ssh(
+            node,
+            f"setsid setpriv --reuid={test_user} --regid={gid} --clear-groups "
+            "sleep 600 >/dev/null 2>&1 < /dev/null &",
+        )
+        assert launched.returncode == 0, launched.stderr
+        started.append(node)
+        pids = _ssh(node, f"pgrep -u {test_user} -x sleep").stdout.split()
+        assert pids, f"no stray process on {node}"
+        return int(pids[-1])
+
+    yield start
+    for node in started:
+        _ssh(node, f"pkill -KILL -u {test_user} || true")
+
+
+def _alive(node: str, pid: int) -> bool:
+    return _ssh(node, f"kill -0 {pid}").returncode == 0
+
+
+def _undrain(run_cli, nodes: list[str], *args: str, exit_code: int | None = 0) -> dict:
+    result = run_cli("undrain", "--nodes", fold(nodes), "--json", *args, exit_code=exit_code)
+    return json.loads(result.stdout)
+
+
+def _outcomes(report: dict) -> dict[str, dict]:
+    return {o["node"]: o for o in report["nodes"]}
+
+
+@pytest.mark.parametrize("via", SSH_TRANSPORTS)
+def test_only_kill_task_failed_nodes_return(cluster: sandbox.SandboxSpec, run_cli, via) -> None:
+    a, b, c = _idle_nodes(3)
+    other = f"sk-test ECC error {uuid.uuid4().hex[:6]}"
+    with _drained({a: KTF, b: KTF, c: other}):
+        report = _undrain(run_cli, [a, b, c], "--yes", "--via", via)
+        assert report["transport"] == via
+        assert set(_outcomes(report)) == {a, b}
+        assert all(o["returned"] and o["found"].startswith("no leftovers") for o in report["nodes"])
+        assert all("GPU check skipped" in o["found"] for o in report["nodes"])
+        assert "DRAIN" not in _state(a).flags and "DRAIN" not in _state(b).flags
+        assert _state(c).is_drained and _state(c).reason == other
+        assert report["slurm_calls"] == 4
+
+
+@pytest.mark.parametrize("via", SSH_TRANSPORTS)
+def test_stray_user_process_skips_the_node_until_killed(
+    cluster: sandbox.SandboxSpec, run_cli, stray, via
+) -> None:
+    (a,) = _idle_nodes(1)
+    with _drained({a: KTF}):
+        pid = stray(a)
+        report = _undrain(run_cli, [a], "--yes", "--via", via, exit_code=1)
+        outcome = _outcomes(report)[a]
+        assert outcome["action"] == "skipped" and "--kill" in outcome["why"]
+        assert [p["pid"] for p in outcome["processes"]] == [pid]
+        assert outcome["processes"][0]["user"] == TEST_USER
+        assert _state(a).is_drained and _alive(a, pid)
+
+        report = _undrain(run_cli, [a], "--yes", "--via", via, "--kill", "--grace", "2")
+        outcome = _outcomes(report)[a]
+        assert outcome["returned"], outcome
+        assert f"TERM {pid}" in outcome["killed"]
+        assert not _alive(a, pid)
+        assert "DRAIN" not in _state(a).flags
+
+
+@pytest.mark.parametrize("via", SSH_TRANSPORTS)
+def test_node_with_down_sshd_is_unknown_and_others_return(
+    cluster: sandbox.SandboxSpec, run_cli, tmp_path: Path, via
+) -> None:
+    a, b = _idle_nodes(2)
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host {b}\n  Port 1\nMatch all\nInclude {cluster.ssh_config}\n")
+    with _drained({a: KTF, b: KTF}):
+        report = _undrain(
+            run_cli, [a, b], "--yes", "--via", via, "--ssh-config", str(cfg), exit_code=1
+        )
+        outcomes = _outcomes(report)
+        assert outcomes[a]["returned"]
+        assert outcomes[b]["verdict"] == "unknown" and outcomes[b]["action"] == "skipped"
+        assert outcomes[b]["found"].startswith("unknown: check unreachable")
+        assert "DRAIN" not in _state(a).flags and _state(b).is_drained
+
+
+def test_node_still_running_a_job_is_not_touched(cluster: sandbox.SandboxSpec, run_cli) -> None:
+    from tests.integration.conftest import submit
+
+    (a,) = _idle_nodes(1)
+    job = submit("-w", a, "-J", "sk-undrain-busy", "-o", "/dev/null", "--wrap", "sleep 300")
+    try:
+        poll(lambda: query.jobs(job_ids=[job])[0].state == "RUNNING", 60, "job to run")
+        run_slurm(["scontrol", "update", f"nodename={a}", "state=drain", f"reason={KTF}"])
+        report = _undrain(run_cli, [a], "--yes", exit_code=1)
+        outcome = _outcomes(report)[a]
+        assert outcome["action"] == "skipped" and "jobs still running" in outcome["why"]
+        assert outcome["verdict"] is None  # never even checked remotely
+        assert "DRAIN" in _state(a).flags
+    finally:
+        run_slurm(["scancel", job])
+        if _state(a).reason == KTF:
+            run_slurm(["scontrol", "update", f"nodename={a}", "state=undrain"])
+
+
+def test_dry_run_changes_nothing(cluster: sandbox.SandboxSpec, run_cli, stray) -> None:
+    a, b = _idle_nodes(2)
+    with _drained({a: KTF, b: KTF}):
+        pid = stray(b)
+        report = _undrain(run_cli, [a, b], "--dry-run", "--kill", "--yes")
+        actions = {n: o["action"] for n, o in _outcomes(report).items()}
+        assert actions == {a: "would return", b: "would kill leftovers, then return if clean"}
+        assert _state(a).is_drained and _state(b).is_drained and _alive(b, pid)
+
+
+def test_without_tty_or_yes_nothing_changes(cluster: sandbox.SandboxSpec) -> None:
+    from slurmkit.cli import cli
+
+    (a,) = _idle_nodes(1)
+    with _drained({a: KTF}):
+        result = CliRunner().invoke(cli, ["undrain", "--nodes", a], input="y\n")
+        assert result.exit_code == 0, result.stderr
+        assert "dry run only" in result.stderr
+        assert "would return" in result.stdout
+        assert _state(a).is_drained
+
+
+def test_second_run_waits_on_the_lock_and_does_nothing(
+    cluster: sandbox.SandboxSpec, run_cli, tmp_path: Path
+) -> None:
+    (a,) = _idle_nodes(1)
+    path = tmp_path / "undrain.lock"
+    with _drained({a: KTF}), lock.hold(path):
+        result = run_cli(
+            "undrain", "--nodes", a, "--yes", "--lock", str(path), "--lock-wait", "0.5", exit_code=2
+        )
+        assert "another undrain is running" in result.stderr
+        assert _state(a).is_drained
+
+
+def test_slurm_calls_do_not_grow_with_node_count(cluster: sandbox.SandboxSpec, run_cli) -> None:
+    calls = []
+    for size in (1, 3):
+        nodes = _idle_nodes(size)
+        with _drained(dict.fromkeys(nodes, KTF)):
+            before = len(_exec.call_log)
+            report = _undrain(run_cli, nodes, "--yes")
+            calls.append([argv[:2] for argv in _exec.call_log[before:]])
+            assert all(o["returned"] for o in report["nodes"]) and len(report["nodes"]) == size
+    show, squeue, update = ("scontrol", "--all"), ("squeue", "--all"), ("scontrol", "update")
+    assert calls == [[show, squeue, update, show]] * 2
+
+
+def test_nodes_drained_report(cluster: sandbox.SandboxSpec) -> None:
+    from slurmkit.drain import drained
+
+    a, b = _idle_nodes(2)
+    reason = f"sk-test drained report {uuid.uuid4().hex[:6]}"
+    with _drained({a: reason, b: reason}):
+        before = len(_exec.call_log)
+        (group,) = drained(f"^{reason}$")
+        assert len(_exec.call_log) - before == 1
+        assert group.nodes == fold([a, b]) and group.count == 2
+        assert group.user == "root" and group.state == "drained" and group.time

@@ -1,0 +1,105 @@
+"""``slurmkit run`` at the argv seam: grouped output, JSON, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterator
+
+import pytest
+
+from slurmkit import _proc
+
+TOKEN = re.compile(r"__slurmkit_end_[0-9a-f]{16}__")
+
+
+class FakePdsh:
+    """node-1..3 answer "up", node-4 exits 3, node-5 is unreachable."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
+        argv = list(argv)
+        if argv[0] != "pdsh":
+            raise AssertionError(f"unexpected command: {shlex.join(argv)}")
+        self.calls.append(argv)
+        t = TOKEN.findall(argv[-1])[-1]
+        out = "".join(f"node-{i}: up\nnode-{i}: {t} rc=0 t0=1 t1=2\n" for i in (1, 2, 3))
+        out += f"node-4: up\nnode-4: {t} rc=3 t0=1 t1=2\n"
+        err = (
+            "node-5: ssh: connect to host node-5 port 22: Connection refused\n"
+            "pdsh@admin: node-5: ssh exited with exit code 255\n"
+        )
+        return _proc.Completed(tuple(argv), 255, out, err, 0.1)
+
+
+@pytest.fixture
+def pdsh(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePdsh]:
+    fake = FakePdsh()
+    monkeypatch.setattr(_proc, "runner", fake)
+    yield fake
+
+
+def test_all_ok_exits_0_with_one_block(pdsh: FakePdsh, run_cli) -> None:
+    result = run_cli("run", "-w", "node-[1-3]", "--", "uptime", exit_code=0)
+    assert result.stdout.splitlines() == ["-" * 16, "node-[1-3]", "-" * 16, "up"]
+
+
+def test_failures_exit_1_and_are_listed(pdsh: FakePdsh, run_cli) -> None:
+    result = run_cli("run", "-w", "node-[1-5]", "--", "uptime", exit_code=1)
+    lines = result.stdout.splitlines()
+    assert "node-[1-3]" in lines and "node-4 (exit 3)" in lines
+    assert "node-4: failed: exit code 3" in lines
+    assert (
+        lines[-1] == "node-5: unreachable: ssh: connect to host node-5 port 22: Connection refused"
+    )
+
+
+def test_json_has_one_record_per_node(pdsh: FakePdsh, run_cli) -> None:
+    data = json.loads(run_cli("run", "-w", "node-[1-5]", "--json", "--", "x", exit_code=1).stdout)
+    assert data["transport"] == "pdsh"
+    assert [(n["node"], n["status"], n["exit_code"]) for n in data["nodes"]] == [
+        ("node-1", "ok", 0),
+        ("node-2", "ok", 0),
+        ("node-3", "ok", 0),
+        ("node-4", "failed", 3),
+        ("node-5", "unreachable", None),
+    ]
+
+
+def test_several_words_are_quoted_one_word_is_a_shell_line(pdsh: FakePdsh, run_cli) -> None:
+    run_cli("run", "-w", "node-1", "--", "echo", "$HOME", exit_code=None)
+    run_cli("run", "-w", "node-1", "--", "echo $HOME | wc -c", exit_code=None)
+    assert [_user_command(c[-1]) for c in pdsh.calls] == ["echo '$HOME'", "echo $HOME | wc -c"]
+
+
+def _user_command(remote: str) -> str:
+    """The command the node's inner ``sh -c`` gets, unwrapped from pdsh's argument."""
+    outer = shlex.split(remote)
+    assert outer[:2] == ["sh", "-c"]
+    words = list(shlex.shlex(outer[2], posix=True, punctuation_chars=True))
+    return words[words.index("-c") + 1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "-w", "node-[1-", "--", "true"], "never closed"),
+        (["run", "--", "true"], "-w NODES"),
+        (["run", "-w", "n1", "--via", "srun", "--", "true"], "--jobid"),
+        (["run", "-w", "n1", "--fanout", "0", "--", "true"], "--fanout"),
+        (["run", "-w", "n1", "--timeout", "0", "--", "true"], "--timeout"),
+        (["run", "-w", "-oProxyCommand=x", "--", "true"], "not a node name"),
+    ],
+)
+def test_bad_input_is_exit_2_in_one_line(pdsh: FakePdsh, run_cli, args, message) -> None:
+    result = run_cli(*args, exit_code=2)
+    assert message in result.stderr
+    assert pdsh.calls == []
+
+
+def test_missing_command_is_a_usage_error(pdsh: FakePdsh, run_cli) -> None:
+    result = run_cli("run", "-w", "n1", exit_code=2)
+    assert "COMMAND" in result.stderr

@@ -1,0 +1,115 @@
+"""The srun transport at the argv seam: the step it asks for and ``--label`` output parsed."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+
+import pytest
+
+from slurmkit import _proc, remote
+from slurmkit.errors import UsageError
+from slurmkit.remote.base import RemoteOptions
+from slurmkit.remote.srun import SrunTransport
+from slurmkit.slurm import _exec
+
+TOKEN = re.compile(r"__slurmkit_end_[0-9a-f]{16}__")
+
+
+class FakeSrun:
+    def __init__(self) -> None:
+        self.stdout = ""
+        self.stderr = ""
+        self.rc = 0
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
+        argv = list(argv)
+        if argv[0] != "srun":
+            raise AssertionError(f"unexpected command: {shlex.join(argv)}")
+        self.calls.append(argv)
+        token = TOKEN.findall(argv[-1])[-1]
+        out = self.stdout.replace("TOKEN", token)
+        return _proc.Completed(tuple(argv), self.rc, out, self.stderr, 0.1)
+
+
+@pytest.fixture
+def srun(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSrun]:
+    fake = FakeSrun()
+    monkeypatch.setattr(_proc, "runner", fake)
+    yield fake
+
+
+def test_argv_is_one_overlapping_step_without_gpus(srun: FakeSrun) -> None:
+    srun.stdout = "0: TOKEN rc=0 t0=1 t1=2 node=node-1\n1: TOKEN rc=0 t0=1 t1=2 node=node-2\n"
+    before = len(_exec.call_log)
+    SrunTransport(RemoteOptions(jobid="42", timeout=9)).run(["node-2", "node-1"], "hostname")
+    (argv,) = srun.calls
+    assert argv[:9] == [
+        "srun",
+        "--jobid=42",
+        "--overlap",
+        "--gres=gpu:0",
+        "--nodes=2",
+        "--ntasks-per-node=1",
+        "--nodelist=node-[1-2]",
+        "--label",
+        "--kill-on-bad-exit=0",
+    ]
+    assert argv[9:11] == ["sh", "-c"]
+    assert "timeout -k 5 9 sh -c hostname" in argv[11]
+    assert len(_exec.call_log) - before == 1  # through run_slurm, counted
+
+
+def test_label_output_is_mapped_to_slurm_node_names(srun: FakeSrun) -> None:
+    """Task ids are not node names: the marker's node= field is what maps them."""
+    srun.stdout = (
+        "1: from task one\n"
+        "0: from task zero\n"
+        "1: TOKEN rc=0 t0=1 t1=2 node=node-1\n"
+        "0: partTOKEN rc=3 t0=1 t1=2 node=node-2\n"
+    )
+    srun.stderr = "0: oops\n"
+    one, two, three = SrunTransport(RemoteOptions(jobid="42")).run(
+        ["node-1", "node-2", "node-3"], "x"
+    )
+    assert (one.status, one.stdout) == ("ok", "from task one\n")
+    assert (two.status, two.exit_code, two.stdout, two.stderr) == (
+        "failed",
+        3,
+        "from task zero\npart",
+        "oops\n",
+    )
+    assert three.status == "failed" and "no end marker" in three.error
+
+
+def test_exit_124_after_the_limit_is_a_timeout(srun: FakeSrun) -> None:
+    srun.stdout = (
+        "0: TOKEN rc=124 t0=0 t1=5000000000 node=node-1\n"
+        "1: TOKEN rc=124 t0=0 t1=10000000 node=node-2\n"
+    )
+    slow, quick = SrunTransport(RemoteOptions(jobid="7", timeout=5)).run(["node-1", "node-2"], "x")
+    assert slow.status == "timeout"
+    assert quick.status == "failed" and quick.exit_code == 124  # its own exit code
+
+
+def test_step_refused_fails_every_node_with_srun_message(srun: FakeSrun) -> None:
+    srun.rc = 1
+    srun.stderr = (
+        "srun: error: Unable to create step for job 5: "
+        "Requested node configuration is not available\n"
+    )
+    results = SrunTransport(RemoteOptions(jobid="5")).run(["node-4"], "x")
+    assert results[0].status == "failed"
+    assert "Requested node configuration is not available" in results[0].error
+
+
+def test_srun_needs_a_job() -> None:
+    with pytest.raises(UsageError, match="--jobid"):
+        SrunTransport(RemoteOptions())
+
+
+def test_auto_with_a_job_is_srun(srun: FakeSrun) -> None:
+    srun.stdout = "0: TOKEN rc=0 t0=1 t1=2 node=n1\n"
+    assert remote.run(["n1"], "true", options=RemoteOptions(jobid="3")).transport == "srun"

@@ -1,0 +1,97 @@
+"""``nodes drained`` at the argv seam: one sinfo -R call, filtered by reason, folded per reason."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from slurmkit import _proc
+from slurmkit.cli._group import RootGroup
+from slurmkit.drain import drained
+from slurmkit.errors import UsageError
+from slurmkit.slurm import query
+from slurmkit.slurm.parse_text import DELIMITER
+
+ROWS = [
+    ["Kill task failed", "root", "2026-11-21T00:04:10", "drained", "node-[2,7-9]"],
+    ["Not responding", "slurm", "2026-11-21T00:04:10", "down*", "node-3"],
+    ["gpu ECC error", "root", "2026-11-21T00:04:10", "draining", "node-4"],
+]
+
+
+class FakeSinfo:
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.down = False
+
+    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
+        argv = list(argv)
+        if argv != query.drain_reasons_argv():
+            raise AssertionError(f"unexpected command: {shlex.join(argv)}")
+        self.calls.append(argv)
+        if self.down:
+            err = "sinfo: error: Unable to contact slurm controller (connect failure)\n"
+            return _proc.Completed(tuple(argv), 1, "", err, 0.0)
+        out = "".join(DELIMITER.join(r) + "\n" for r in ROWS)
+        return _proc.Completed(tuple(argv), 0, out, "", 0.0)
+
+
+@pytest.fixture
+def sinfo(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSinfo]:
+    fake = FakeSinfo()
+    monkeypatch.setattr(_proc, "runner", fake)
+    yield fake
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    @click.group(
+        cls=RootGroup, lazy_subcommands={"drained": "slurmkit.cli.drained:drained_command"}
+    )
+    def root() -> None:
+        pass
+
+    result = CliRunner().invoke(root, ["drained", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_one_call_all_reasons(sinfo: FakeSinfo) -> None:
+    groups = drained()
+    assert len(sinfo.calls) == 1
+    assert [(g.reason, g.nodes, g.count) for g in groups] == [
+        ("Kill task failed", "node-[2,7-9]", 4),
+        ("Not responding", "node-3", 1),
+        ("gpu ECC error", "node-4", 1),
+    ]
+    assert groups[1].user == "slurm" and groups[1].state == "down*"
+
+
+def test_reason_filter_is_a_regex_on_the_full_text(sinfo: FakeSinfo) -> None:
+    assert [g.nodes for g in drained("^Kill task")] == ["node-[2,7-9]"]
+    assert drained("node") == []  # node names are not reasons
+    with pytest.raises(UsageError):
+        drained("(")
+
+
+def test_table_and_json(sinfo: FakeSinfo) -> None:
+    code, out, _ = _cli()
+    assert code == 0
+    assert out.splitlines()[0].split() == ["reason", "user", "time", "state", "nodes"]
+    assert "node-[2,7-9]" in out
+    code, out, _ = _cli("--json", "--reason", "ECC")
+    assert code == 0
+    (only,) = json.loads(out)
+    assert only["nodes"] == "node-4" and only["state"] == "draining"
+    assert only["time"].startswith("2026-11-21T00:04:10")
+
+
+def test_errors_are_one_line(sinfo: FakeSinfo) -> None:
+    code, _, err = _cli("--reason", "(")
+    assert code == 2 and "not a valid regular expression" in err
+    sinfo.down = True
+    code, _, err = _cli()
+    assert code == 2 and err.startswith("slurmkit: sinfo: cannot reach slurmctld")

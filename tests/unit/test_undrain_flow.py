@@ -1,0 +1,396 @@
+"""The undrain flow and CLI at the argv seam: Slurm calls, remote checks, faults, safety.
+
+A fake runner plays slurmctld (``scontrol``/``squeue``) and pdsh (the remote
+checks and kills), records every call and refuses anything else.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from slurmkit import _proc
+from slurmkit.hostlist import expand
+from slurmkit.remote import RemoteOptions
+from slurmkit.slurm import _exec
+from slurmkit.undrain import UndrainOptions, lock, undrain
+
+TOKEN = re.compile(r"__slurmkit_end_[0-9a-f]{16}__")
+UNREACHABLE_CTLD = "scontrol: error: Unable to contact slurm controller (connect failure)\n"
+
+
+@dataclass
+class FakeCluster:
+    """Nodes with states and reasons, leftovers per node, and switches for faults."""
+
+    nodes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    leftovers: dict[str, list[str]] = field(default_factory=dict)
+    jobs: list[tuple[str, str]] = field(default_factory=list)
+    unreachable: set[str] = field(default_factory=set)
+    stubborn: set[str] = field(default_factory=set)
+    ctld_down_after_select: bool = False
+    calls: list[list[str]] = field(default_factory=list)
+
+    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
+        argv = list(argv)
+        self.calls.append(argv)
+        rc, out, err = self._answer(argv)
+        return _proc.Completed(tuple(argv), rc, out, err, 0.01)
+
+    def _answer(self, argv: list[str]) -> tuple[int, str, str]:
+        if argv[:4] == ["scontrol", "--all", "--oneliner", "show"]:
+            if self.ctld_down_after_select and self.slurm_calls("update"):
+                return 1, "", UNREACHABLE_CTLD
+            return self._show(argv[5] if len(argv) > 5 else None)
+        if argv[0] == "squeue":
+            return 0, self._squeue(argv), ""
+        if argv[:2] == ["scontrol", "update"]:
+            if self.ctld_down_after_select:
+                return 1, "", UNREACHABLE_CTLD
+            return self._update(argv)
+        if argv[0] == "pdsh":
+            return self._pdsh(argv)
+        raise AssertionError(f"unexpected command: {shlex.join(argv)}")
+
+    def slurm_calls(self, word: str | None = None) -> list[list[str]]:
+        slurm = [c for c in self.calls if c[0] in ("scontrol", "squeue", "sinfo")]
+        return [c for c in slurm if word is None or word in c]
+
+    def _show(self, names: str | None) -> tuple[int, str, str]:
+        wanted = expand(names) if names else list(self.nodes)
+        unknown = [n for n in wanted if n not in self.nodes]
+        if unknown:
+            return 1, f"Node {unknown[0]} not found\n", ""
+        lines = []
+        for name in wanted:
+            state, reason = self.nodes[name]
+            extra = f" Reason={reason} [root@2026-11-21T00:03:40]" if reason else ""
+            lines.append(f"NodeName={name} State={state} CPUTot=8{extra}")
+        return 0, "\n".join(lines) + "\n", ""
+
+    def _squeue(self, argv: list[str]) -> str:
+        from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS
+
+        rows = []
+        for job_id, nodelist in self.jobs:
+            values = {"job_id": job_id, "state": "RUNNING", "nodelist": nodelist}
+            rows.append(DELIMITER.join(values.get(n, "N/A") for n, _ in SQUEUE_COLUMNS))
+        return "".join(r + "\n" for r in rows)
+
+    def _update(self, argv: list[str]) -> tuple[int, str, str]:
+        names = expand(argv[2].removeprefix("nodename="))
+        for name in names:
+            state, _ = self.nodes[name]
+            self.nodes[name] = (state.replace("+DRAIN", ""), None)
+        return 0, "", ""
+
+    def _pdsh(self, argv: list[str]) -> tuple[int, str, str]:
+        script = argv[-1]
+        check_token = re.search(r"T=(__slurmkit_end_[0-9a-f]{16}__)", script)
+        assert check_token is not None
+        end = next(t for t in TOKEN.findall(script) if t != check_token[1])
+        out, err = [], []
+        for node in expand(argv[argv.index("-w") + 1]):
+            if node in self.unreachable:
+                err += [
+                    f"{node}: ssh: connect to host {node} port 22: Connection refused",
+                    f"pdsh@admin: {node}: ssh exited with exit code 255",
+                ]
+                continue
+            body = (
+                self._kill(node, check_token[1])
+                if "signal TERM" in script
+                else (self._check(node, check_token[1]))
+            )
+            out += [f"{node}: {line}" for line in body] + [f"{node}: {end} rc=0 t0=1 t1=2"]
+        return 0, "".join(line + "\n" for line in out), "".join(line + "\n" for line in err)
+
+    def _check(self, node: str, t: str) -> list[str]:
+        ps = [
+            "      1       0       0     0 root     /sbin/init",
+            "    100       1     100     0 root     sh -c check",
+        ]
+        ps += [
+            f"    {300 + i}       1     {300 + i}  2001 alice    {cmd}"
+            for i, cmd in enumerate(self.leftovers.get(node, []))
+        ]
+        return [
+            f"{t} self 100",
+            f"{t} host {node}",
+            f"{t} ps",
+            *ps,
+            f"{t} ps-end 0",
+            f"{t} gpu-absent",
+            f"{t} done",
+        ]
+
+    def _kill(self, node: str, t: str) -> list[str]:
+        sent = [f"{t} sent TERM {300 + i}" for i in range(len(self.leftovers.get(node, [])))]
+        if node not in self.stubborn:
+            self.leftovers.pop(node, None)
+        return [*sent, f"{t} done"]
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeCluster]:
+    fake = FakeCluster()
+    monkeypatch.setattr(_proc, "runner", fake)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    yield fake
+
+
+def _drained(fake: FakeCluster, n: int, reason: str = "Kill task failed") -> list[str]:
+    names = [f"node-{i}" for i in range(1, n + 1)]
+    fake.nodes.update({name: ("IDLE+DRAIN", reason) for name in names})
+    return names
+
+
+def _opts(tmp_path: Path, **kw) -> UndrainOptions:
+    kw.setdefault("remote", RemoteOptions(timeout=5, notify=lambda _: None))
+    return UndrainOptions(lock=tmp_path / "lock", lock_wait=0, **kw)
+
+
+def _yes(plan) -> bool:
+    return True
+
+
+@pytest.mark.parametrize("count", [2, 40])
+def test_slurm_calls_do_not_grow_with_node_count(
+    cluster: FakeCluster, tmp_path: Path, count: int
+) -> None:
+    names = _drained(cluster, count)
+    before = len(_exec.call_log)
+    report = undrain(_opts(tmp_path), _yes)
+    assert report.exit_code == 0
+    assert all(o.returned for o in report.outcomes) and len(report.outcomes) == count
+    assert report.slurm_calls == len(_exec.call_log) - before == 4
+    (update,) = cluster.slurm_calls("update")
+    assert update == ["scontrol", "update", f"nodename=node-[1-{count}]", "state=undrain"]
+    assert len([c for c in cluster.calls if c[0] == "pdsh"]) == 1
+    assert {cluster.nodes[n][0] for n in names} == {"IDLE"}
+
+
+def test_only_matching_reasons_free_nodes_return(cluster: FakeCluster, tmp_path: Path) -> None:
+    cluster.nodes.update(
+        {
+            "node-1": ("IDLE", None),
+            "node-2": ("IDLE+DRAIN", "Kill task failed"),
+            "node-3": ("MIXED+DRAIN", "Kill task failed"),
+            "node-4": ("IDLE+DRAIN", "gpu ECC error"),
+            "node-5": ("DOWN+DRAIN", "Kill task failed"),
+            "node-6": ("IDLE+DRAIN", "Kill task failed"),
+        }
+    )
+    cluster.jobs = [("77", "node-6")]
+    report = undrain(_opts(tmp_path), _yes)
+    actions = {o.node: o.action_text for o in report.outcomes}
+    assert actions["node-2"] == "returned"
+    assert "jobs still running" in actions["node-3"]
+    assert "DOWN" in actions["node-5"]
+    assert actions["node-6"] == "skipped: job 77 on the node"
+    assert "node-4" not in actions and "node-1" not in actions
+    squeue = next(c for c in cluster.calls if c[0] == "squeue")
+    assert "--nodelist=node-[2,6]" in squeue  # only the candidates, in one call
+    assert (
+        "--states=RUNNING,SUSPENDED,COMPLETING,CONFIGURING,STOPPED,SIGNALING,STAGE_OUT,RESIZING"
+        in squeue
+    )
+    assert report.exit_code == 1
+
+
+def test_leftovers_skip_without_kill_and_are_ended_with_it(
+    cluster: FakeCluster, tmp_path: Path
+) -> None:
+    _drained(cluster, 2)
+    cluster.leftovers["node-2"] = ["sleep 600"]
+    report = undrain(_opts(tmp_path), _yes)
+    by_node = {o.node: o for o in report.outcomes}
+    assert by_node["node-1"].returned
+    assert not by_node["node-2"].returned and "--kill" in by_node["node-2"].why
+    assert "sleep 600" in by_node["node-2"].found
+    cluster.nodes["node-1"] = ("IDLE+DRAIN", "Kill task failed")
+    report = undrain(_opts(tmp_path, kill=True, grace=1), _yes)
+    node2 = next(o for o in report.outcomes if o.node == "node-2")
+    assert node2.returned and node2.killed == ["TERM 300"]
+    kill_call = [c for c in cluster.calls if c[0] == "pdsh" and "signal TERM" in c[-1]]
+    assert len(kill_call) == 1 and "-w" in kill_call[0]
+    assert kill_call[0][kill_call[0].index("-w") + 1] == "node-2"  # only where needed
+
+
+def test_leftovers_surviving_kill_keep_the_node_out(cluster: FakeCluster, tmp_path: Path) -> None:
+    _drained(cluster, 1)
+    cluster.leftovers["node-1"] = ["unkillable"]
+    cluster.stubborn.add("node-1")
+    report = undrain(_opts(tmp_path, kill=True, grace=0), _yes)
+    (o,) = report.outcomes
+    assert not o.returned and o.action == "skipped" and "killed TERM 300" in o.found
+    assert not cluster.slurm_calls("update")
+    assert report.exit_code == 1
+
+
+def test_unreachable_node_is_unknown_and_others_proceed(
+    cluster: FakeCluster, tmp_path: Path
+) -> None:
+    _drained(cluster, 3)
+    cluster.unreachable.add("node-2")
+    report = undrain(_opts(tmp_path), _yes)
+    by_node = {o.node: o for o in report.outcomes}
+    assert by_node["node-2"].found.startswith("unknown: check unreachable")
+    assert by_node["node-2"].action == "skipped"
+    assert by_node["node-1"].returned and by_node["node-3"].returned
+    assert cluster.slurm_calls("update")[0][2] == "nodename=node-[1,3]"
+    assert cluster.nodes["node-2"] == ("IDLE+DRAIN", "Kill task failed")
+
+
+def test_dry_run_changes_nothing(cluster: FakeCluster, tmp_path: Path) -> None:
+    _drained(cluster, 2)
+    cluster.leftovers["node-2"] = ["sleep 600"]
+    log = tmp_path / "actions.log"
+    report = undrain(_opts(tmp_path, dry_run=True, kill=True, log=log), _yes)
+    assert [o.action for o in report.outcomes] == [
+        "would return",
+        "would kill leftovers, then return if clean",
+    ]
+    assert not cluster.slurm_calls("update")
+    assert not [c for c in cluster.calls if "signal TERM" in c[-1]]
+    assert not log.exists()
+    assert report.exit_code == 0
+
+
+def test_declined_plan_changes_nothing_and_is_logged(cluster: FakeCluster, tmp_path: Path) -> None:
+    _drained(cluster, 1)
+    log = tmp_path / "actions.log"
+    report = undrain(_opts(tmp_path, log=log), lambda plan: False)
+    assert not cluster.slurm_calls("update")
+    assert report.outcomes[0].action_text == "skipped: not confirmed"
+    assert report.exit_code == 1
+    assert "node=node-1 action=skip" in log.read_text()
+
+
+def test_controller_lost_before_resume_names_every_node(
+    cluster: FakeCluster, tmp_path: Path
+) -> None:
+    _drained(cluster, 3)
+    cluster.leftovers["node-3"] = ["sleep 600"]
+    cluster.ctld_down_after_select = True
+    log = tmp_path / "actions.log"
+    report = undrain(_opts(tmp_path, log=log), _yes)
+    assert report.exit_code == 2
+    assert "returned: none" in report.error
+    assert "not returned: node-[1-2]" in report.error
+    assert "cannot reach slurmctld" in report.error
+    assert [o.action for o in report.outcomes] == ["not returned", "not returned", "skipped"]
+    lines = log.read_text().splitlines()
+    assert sum("action=undrain-failed" in ln for ln in lines) == 2
+
+
+def test_a_second_run_waits_then_gives_up_without_acting(
+    cluster: FakeCluster, tmp_path: Path
+) -> None:
+    _drained(cluster, 1)
+    with (
+        lock.hold(tmp_path / "lock"),
+        pytest.raises(lock.LockBusy, match="another undrain is running") as err,
+    ):
+        undrain(_opts(tmp_path), _yes)
+    assert err.value.exit_code == 2
+    assert cluster.calls == []
+    assert undrain(_opts(tmp_path), _yes).exit_code == 0  # released
+
+
+def test_log_records_before_and_after(cluster: FakeCluster, tmp_path: Path) -> None:
+    _drained(cluster, 1)
+    log = tmp_path / "actions.log"
+    undrain(_opts(tmp_path, log=log), _yes)
+    (line,) = log.read_text().splitlines()
+    words = dict(w.split("=", 1) for w in shlex.split(line)[1:])
+    assert words["node"] == "node-1" and words["action"] == "undrain"
+    assert words["before"] == "IDLE+DRAIN" and words["after"] == "IDLE"
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def test_cli_without_tty_or_yes_is_a_dry_run(cluster: FakeCluster, run_cli, tmp_path) -> None:
+    _drained(cluster, 2)
+    result = run_cli("undrain", "--lock", str(tmp_path / "l"), exit_code=0)
+    assert "dry run only" in result.stderr
+    assert "would return" in result.stdout
+    assert not cluster.slurm_calls("update")
+
+
+def test_cli_yes_returns_and_prints_the_table(cluster: FakeCluster, run_cli, tmp_path) -> None:
+    _drained(cluster, 2)
+    result = run_cli("undrain", "--yes", "--lock", str(tmp_path / "l"), exit_code=0)
+    header = result.stdout.splitlines()[0].split()
+    assert header[:2] == ["node", "old"] and "found" in header and "action" in header
+    assert result.stdout.count("returned") == 2
+
+
+def test_cli_controller_lost_is_exit_2_with_table(cluster: FakeCluster, run_cli, tmp_path) -> None:
+    _drained(cluster, 2)
+    cluster.ctld_down_after_select = True
+    result = run_cli("undrain", "--yes", "--lock", str(tmp_path / "l"), exit_code=2)
+    assert "not returned" in result.stdout
+    assert "slurmkit: scontrol update failed" in result.stderr
+    assert "not returned: node-[1-2]" in result.stderr
+
+
+def test_cli_json(cluster: FakeCluster, run_cli, tmp_path) -> None:
+    import json
+
+    _drained(cluster, 1)
+    result = run_cli("undrain", "--yes", "--json", "--lock", str(tmp_path / "l"))
+    data = json.loads(result.stdout)
+    assert data["slurm_calls"] == 4 and data["nodes"][0]["returned"] is True
+
+
+def test_cli_bad_input(cluster: FakeCluster, run_cli, tmp_path) -> None:
+    result = run_cli("undrain", "--reason", "Kill (", exit_code=2)
+    assert "not a valid regular expression" in result.stderr
+    assert cluster.calls == []
+    _drained(cluster, 1)
+    result = run_cli("undrain", "--nodes", "node-[1-9]", "--dry-run", exit_code=2)
+    assert "node-2" in result.stderr and "not found" in result.stderr
+    calls = len(cluster.calls)
+    result = run_cli("undrain", "--nodes", "node-[", exit_code=2)
+    assert "never closed" in result.stderr
+    assert len(cluster.calls) == calls  # refused before asking Slurm
+    result = run_cli("undrain", "--grace", "-1", exit_code=2)
+    assert "--grace" in result.stderr
+
+
+def test_cli_nothing_to_do(cluster: FakeCluster, run_cli, tmp_path) -> None:
+    cluster.nodes["node-1"] = ("IDLE", None)
+    result = run_cli("undrain", "--yes", "--lock", str(tmp_path / "l"), exit_code=0)
+    assert "nothing to do" in result.stderr and result.stdout == ""
+
+
+def test_cli_default_reason_is_the_librarys() -> None:
+    from slurmkit.cli.undrain import undrain_command
+    from slurmkit.undrain import DEFAULT_REASON
+
+    (option,) = [p for p in undrain_command.params if p.name == "reason"]
+    assert option.default == DEFAULT_REASON
+
+
+@pytest.mark.parametrize(("answer", "code", "updated"), [("n\n", 1, False), ("y\n", 0, True)])
+def test_cli_on_a_terminal_shows_the_plan_and_asks(
+    cluster: FakeCluster, run_cli, tmp_path, monkeypatch, answer, code, updated
+) -> None:
+    import types
+
+    import slurmkit.cli.undrain as cli_undrain
+
+    tty = types.SimpleNamespace(stdin=types.SimpleNamespace(isatty=lambda: True))
+    monkeypatch.setattr(cli_undrain, "sys", tty)
+    _drained(cluster, 1)
+    result = run_cli("undrain", "--lock", str(tmp_path / "l"), input=answer, exit_code=code)
+    assert "Proceed?" in result.stderr
+    assert result.stdout.count("would return") == 1  # the plan, before the question
+    assert bool(cluster.slurm_calls("update")) is updated
