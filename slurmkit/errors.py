@@ -76,3 +76,11 @@ class SlurmParseError(SlurmError):
 
 class RemoteError(SlurmkitError):
     """Running a command on nodes failed as a whole (not one node: those are per-node results)."""
+
+
+class TemplateError(UsageError):
+    """A template that cannot be rendered: a Jinja syntax error, an undefined name, a bad header.
+
+    A usage error (exit 2) because it is reported in one line like any bad input; the
+    message names the template and, where Jinja knows it, the line.
+    """

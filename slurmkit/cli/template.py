@@ -1,0 +1,254 @@
+"""``slurmkit template``: list, show, render and submit the shipped sbatch templates.
+
+A thin layer over :mod:`slurmkit.templating`; Jinja2 and tabulate load only when a
+command renders or prints a table.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from slurmkit.cli._output import print_json, print_table, progress
+from slurmkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from slurmkit.templating import Rendered
+
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+_set_option = click.option(
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A parameter value (repeatable); wins over --from-file and the site config.",
+)
+_from_file_option = click.option(
+    "--from-file",
+    "vars_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="VARS.toml",
+    help="Parameter values from a TOML file of name = value pairs.",
+)
+
+
+@click.group("template")
+def template_group() -> None:
+    """Shipped sbatch templates: launchers, train wrapper, cron, node checks.
+
+    Parameters have declared types and defaults (see `template show NAME`). Values come
+    from, lowest first: the template, the site config ($SLURMKIT_CONFIG or
+    ~/.config/slurmkit/config.toml, tables [defaults] and [template.NAME]), --from-file,
+    --set.
+    """
+
+
+@template_group.command("list")
+@_json_option
+def list_command(as_json: bool) -> None:
+    """List the templates: name, folder, whether it needs GPUs, what it is for."""
+    from slurmkit.templating import discover
+
+    templates = discover()
+    if as_json:
+        print_json(
+            [
+                {
+                    "name": t.name,
+                    "kind": t.kind,
+                    "gpu": t.header.gpu,
+                    "summary": t.header.summary,
+                    "path": str(t.path),
+                }
+                for t in templates
+            ]
+        )
+        return
+    print_table(
+        [(t.name, t.kind, "yes" if t.header.gpu else "no", t.header.summary) for t in templates],
+        headers=["NAME", "FOLDER", "GPU", "SUMMARY"],
+    )
+
+
+@template_group.command("show")
+@click.argument("name")
+@_json_option
+def show_command(name: str, as_json: bool) -> None:
+    """Show a template's parameters: type, default, site default, help."""
+    from slurmkit.templating import config, find
+
+    template = find(name)
+    header = template.header
+    site = config.load().values_for(template.name)
+    params = [
+        {
+            "name": p.name,
+            "type": p.type.spec,
+            "required": p.required,
+            "default": None if p.required else p.default_text(),
+            "site_default": site.get(p.name),
+            "help": p.help,
+        }
+        for p in header.params.values()
+    ]
+    if as_json:
+        print_json(
+            {
+                "name": template.name,
+                "kind": template.kind,
+                "path": str(template.path),
+                "gpu": header.gpu,
+                "summary": header.summary,
+                "notes": list(header.notes),
+                "params": params,
+            }
+        )
+        return
+    click.echo(f"{template.name}: {header.summary}")
+    click.echo(f"file: {template.path}")
+    click.echo(f"needs GPUs: {'yes' if header.gpu else 'no'}")
+    for note in header.notes:
+        click.echo(f"- {note}")
+    click.echo("")
+    with_site = any(p["site_default"] is not None for p in params)
+    rows = [
+        [
+            p["name"],
+            p["type"],
+            "(required)" if p["required"] else p["default"],
+            *([_site_text(p["site_default"])] if with_site else []),
+            p["help"],
+        ]
+        for p in params
+    ]
+    headers = ["PARAMETER", "TYPE", "DEFAULT", *(["SITE"] if with_site else []), "HELP"]
+    print_table(rows, headers=headers)
+
+
+def _site_text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+@template_group.command("render")
+@click.argument("name")
+@_set_option
+@_from_file_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the script to FILE (atomically: a temp file renamed) instead of stdout.",
+)
+def render_command(
+    name: str, assignments: tuple[str, ...], vars_file: Path | None, output: Path | None
+) -> None:
+    """Render template NAME to stdout or a file."""
+    from slurmkit.templating.output import write_atomic
+
+    rendered = _render(name, assignments, vars_file)
+    if output is None:
+        click.echo(rendered.text, nl=False)
+        return
+    write_atomic(output, rendered.text)
+    progress(f"slurmkit: wrote {output}")
+
+
+@template_group.command("submit")
+@click.argument("name")
+@_set_option
+@_from_file_option
+@click.option(
+    "--script-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("slurmkit-scripts"),
+    show_default=True,
+    help="Folder for the rendered script, named <template>-<date>-<time>-<id>.slurm.",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Write the script and print the sbatch command; submit nothing."
+)
+@_json_option
+@click.argument("sbatch_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SBATCH_ARGS...]")
+def submit_command(
+    name: str,
+    assignments: tuple[str, ...],
+    vars_file: Path | None,
+    script_dir: Path,
+    dry_run: bool,
+    as_json: bool,
+    sbatch_args: tuple[str, ...],
+) -> None:
+    """Render template NAME into --script-dir and submit it with sbatch; print the job id.
+
+    Options after `--` go to sbatch (before the script), e.g.
+    `slurmkit template submit torchrun --set nodes=4 -- --exclude=node-7`.
+    The job log folder (parameter log_dir) is created when missing, relative to the
+    current folder: with `-- --chdir=DIR`, give log_dir as an absolute path.
+    """
+    from slurmkit.templating.output import script_path, write_atomic
+    from slurmkit.templating.submit import sbatch_argv, submit
+
+    rendered = _render(name, assignments, vars_file)
+    log_dir = rendered.resolved.values.get("log_dir")
+    if isinstance(log_dir, str) and log_dir:
+        _make_dir(Path(log_dir), "log_dir")
+    _make_dir(script_dir, "--script-dir")
+    script = write_atomic(script_path(script_dir, rendered.template.name), rendered.text)
+    argv = sbatch_argv(script, sbatch_args)
+    if dry_run:
+        if as_json:
+            print_json({"dry_run": True, "script": str(script), "argv": argv})
+        else:
+            click.echo(shlex.join(argv))
+        return
+    job_id = submit(script, sbatch_args)
+    if as_json:
+        print_json({"dry_run": False, "job_id": job_id, "script": str(script), "argv": argv})
+    else:
+        progress(f"slurmkit: submitted {script}")
+        click.echo(job_id)
+
+
+def _make_dir(path: Path, what: str) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise UsageError(f"{what} {path} exists and is not a folder") from None
+    except PermissionError:
+        raise UsageError(f"{what} {path} cannot be created: permission denied") from None
+
+
+def _render(name: str, assignments: tuple[str, ...], vars_file: Path | None) -> Rendered:
+    """Resolve values from every source, warn about site defaults no template knows, render."""
+    from slurmkit.templating import config, discover, render_template
+    from slurmkit.templating.values import load_vars_file, parse_assignments
+
+    overrides = parse_assignments(assignments)
+    from_file = load_vars_file(vars_file) if vars_file is not None else None
+    site = config.load()
+    rendered = render_template(
+        name,
+        overrides=overrides,
+        from_file=from_file,
+        from_file_name=str(vars_file) if vars_file else "--from-file",
+        site=site,
+    )
+    unused = rendered.resolved.unused_site_defaults
+    if unused:
+        known = {p for t in discover() for p in t.header.params}
+        for key in unused:
+            if key not in known:
+                click.echo(
+                    f"slurmkit: warning: config file {site.path}: [defaults] {key} is not a "
+                    "parameter of any template",
+                    err=True,
+                )
+    return rendered
