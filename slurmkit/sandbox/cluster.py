@@ -7,6 +7,8 @@ can stop exactly those), and cleans up after itself when a step fails.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -83,6 +85,19 @@ def _slurm_env(spec: SandboxSpec) -> dict[str, str]:
     return {"SLURM_CONF": str(spec.slurm_conf)}
 
 
+@contextlib.contextmanager
+def _exclusive(directory: Path):
+    """Serialise up/down on one sandbox: parallel test sessions may all try to start it."""
+    lock_path = Path(f"{Path(directory).resolve()}.lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 # --------------------------------------------------------------------------- up
 def up(
     spec: SandboxSpec | None = None, *, install: bool = True, progress: Progress = _quiet
@@ -92,6 +107,13 @@ def up(
     require_root()
     started = time.monotonic()
     installed = ensure_installed() if install else []
+    with _exclusive(spec.dir):
+        return _up_locked(spec, started, installed, progress)
+
+
+def _up_locked(
+    spec: SandboxSpec, started: float, installed: list[str], progress: Progress
+) -> UpReport:
     existing = SandboxSpec.load(spec.dir)
     if existing is not None and status(existing.dir).up:
         if (existing.nodes, existing.port_base) != (spec.nodes, spec.port_base):
@@ -105,7 +127,7 @@ def up(
         _start_all(spec, progress)
     except BaseException:
         progress("start failed; stopping what was started")
-        down(spec.dir)
+        _down_locked(spec.dir, progress)
         raise
     return UpReport(spec, False, time.monotonic() - started, installed)
 
@@ -116,7 +138,7 @@ def _prepare_dir(spec: SandboxSpec) -> None:
     if d.exists() and any(d.iterdir()) and not (d / MARKER).exists():
         raise UsageError(f"{d} exists and is not a slurmkit sandbox; choose another --dir")
     if d.exists():
-        down(d)  # a half-dead previous sandbox: stop its leftovers before wiping
+        _down_locked(d, _quiet)  # a half-dead previous sandbox: stop its leftovers first
     for sub in _OWNED_SUBDIRS:
         shutil.rmtree(d / sub, ignore_errors=True)
     for name in ("state.json", "spec.json"):
@@ -461,7 +483,14 @@ def _remove_ssh_include(spec: SandboxSpec) -> None:
 
 # --------------------------------------------------------------------------- down
 def down(directory: Path | str = DEFAULT_DIR, *, progress: Progress = _quiet) -> list[str]:
-    """Stop exactly the daemons ``up`` recorded, newest first; return the names stopped."""
+    """Stop exactly the daemons ``up`` recorded; return the names stopped."""
+    if not Path(directory).exists():
+        return []
+    with _exclusive(Path(directory)):
+        return _down_locked(Path(directory), progress)
+
+
+def _down_locked(directory: Path, progress: Progress) -> list[str]:
     spec = SandboxSpec.load(Path(directory))
     if spec is None:
         return []

@@ -28,12 +28,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[sandbox.SandboxSpec]:
-    """The default sandbox: reused when already up, else started here and stopped at the end."""
+    """The default sandbox: reused when already up, else started here and stopped at the end.
+
+    SLURMKIT_KEEP_SANDBOX=1 keeps a sandbox this session started (for parallel sessions).
+    """
     if os.geteuid() != 0:
         pytest.fail("integration tests need root to run the sandbox cluster")
     directory = Path(os.environ.get("SLURMKIT_SANDBOX_DIR", str(sandbox.DEFAULT_DIR)))
-    was_up = sandbox.status(directory).up
     report = sandbox.up(sandbox.SandboxSpec(dir=directory))
+    keep = report.already_up or bool(os.environ.get("SLURMKIT_KEEP_SANDBOX"))
     old_conf = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(report.spec.slurm_conf)
     try:
@@ -43,7 +46,7 @@ def cluster() -> Iterator[sandbox.SandboxSpec]:
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = old_conf
-        if not was_up:
+        if not keep:
             sandbox.down(directory)
 
 
