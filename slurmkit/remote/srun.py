@@ -1,8 +1,11 @@
 """The srun transport: one task per node inside a running job's allocation.
 
 ``srun --jobid J --overlap`` starts a step that shares the job's resources
-instead of waiting for them, with no GPUs of its own (``--gres=gpu:0``) so it
-never blocks on the job's devices. ``--label`` prefixes each line with the
+instead of waiting for them. When the job holds GPUs the step asks for none
+(``--gres=gpu:0``) so it never blocks on the job's devices; when it holds
+none, the option is left out, because on a cluster without GPU gres Slurm
+refuses it ("Invalid generic resource specification"). Knowing which costs one
+``scontrol show job`` per run. ``--label`` prefixes each line with the
 task id; the end marker (:mod:`.command`) adds the Slurm node name
 (``$SLURMD_NODENAME``, not the host name) and the task's exit code, which srun
 folds into one. The command runs under coreutils ``timeout`` on the node: a
@@ -22,9 +25,14 @@ from slurmkit.hostlist import fold
 from slurmkit.remote import command as cmd
 from slurmkit.remote.base import RemoteOptions, TransportMissing
 from slurmkit.remote.result import FAILED, TIMEOUT, NodeResult, from_exit_code
+from slurmkit.slurm import query
 from slurmkit.slurm._exec import first_message, run_slurm
+from slurmkit.slurm.records import Job
 
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+# gpu:4, gpu:a100:4(IDX:0-3), gres:gpu:4 in GRES strings; gres/gpu=8, gres/gpu:a100=8 in TRES.
+_GRES_GPU = re.compile(r"\bgpu(?::[A-Za-z0-9_.-]+)?:(\d+)")
+_TRES_GPU = re.compile(r"\bgres/gpu(?::[^=,]+)?=(\d+)")
 _TIMEOUT_RC = 124
 _BACKSTOP = 30.0
 
@@ -37,12 +45,13 @@ class SrunTransport:
             raise UsageError("--via srun needs --jobid: srun runs inside a job's allocation")
         self.options = options
 
-    def argv(self, nodes: Sequence[str], remote_command: str) -> list[str]:
+    def argv(self, nodes: Sequence[str], remote_command: str, *, no_gpus: bool = True) -> list[str]:
+        """The step; ``no_gpus`` adds ``--gres=gpu:0`` (only valid where GPU gres exist)."""
         return [
             "srun",
             f"--jobid={self.options.jobid}",
             "--overlap",
-            "--gres=gpu:0",
+            *(["--gres=gpu:0"] if no_gpus else []),
             f"--nodes={len(nodes)}",
             "--ntasks-per-node=1",
             f"--nodelist={fold(nodes)}",
@@ -56,7 +65,7 @@ class SrunTransport:
     def run(self, nodes: Sequence[str], command: str) -> list[NodeResult]:
         token = cmd.new_token()
         script = cmd.wrap_script(command, token, with_node=True, time_limit=self.options.timeout)
-        argv = self.argv(nodes, script)
+        argv = self.argv(nodes, script, no_gpus=self._job_holds_gpus())
         started = time.monotonic()
         try:
             done = run_slurm(argv, check=False, timeout=self.options.timeout + _BACKSTOP)
@@ -75,6 +84,21 @@ class SrunTransport:
             time.monotonic() - started,
             self.options.timeout,
         )
+
+    def _job_holds_gpus(self) -> bool:
+        """One ``scontrol show job``; an unknown job or a down controller ends the run here."""
+        try:
+            return holds_gpus(query.job(str(self.options.jobid)))
+        except SlurmNotInstalled as exc:
+            raise TransportMissing(str(exc)) from exc
+
+
+def holds_gpus(job: Job) -> bool:
+    """Whether the job was given GPUs, from its allocated TRES or its per-node GRES detail."""
+    gres = [job.gres_per_node, *(alloc.gres for alloc in job.gres_detail)]
+    counts = [int(n) for text in gres for n in _GRES_GPU.findall(text)]
+    counts += [int(n) for n in _TRES_GPU.findall(job.alloc_tres)]
+    return any(counts)
 
 
 def parse(

@@ -1,4 +1,8 @@
-"""The srun transport at the argv seam: the step it asks for and ``--label`` output parsed."""
+"""The srun transport at the argv seam: the step it asks for and ``--label`` output parsed.
+
+The transport asks ``scontrol show job`` whether the job holds GPUs before it
+starts the step; the fake answers with recorded 22.05 job records.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,21 @@ import re
 import shlex
 from collections.abc import Iterator
 
+import fixtures_path
 import pytest
 
 from slurmkit import _proc, remote
-from slurmkit.errors import UsageError
+from slurmkit.errors import NotFound, UsageError
 from slurmkit.remote.base import RemoteOptions
-from slurmkit.remote.srun import SrunTransport
+from slurmkit.remote.srun import SrunTransport, holds_gpus
 from slurmkit.slurm import _exec
+from slurmkit.slurm.parse_text import parse_scontrol_jobs
+from slurmkit.slurm.records import GresAlloc, Job
 
 TOKEN = re.compile(r"__slurmkit_end_[0-9a-f]{16}__")
+GPU_JOB = fixtures_path.read("22.05", "03_jobs", "scontrol_show_job_d_running_gpu_2node.txt")
+CPU_JOB = fixtures_path.read("22.05", "03_jobs", "scontrol_show_job_d_array.txt")
+UNKNOWN_JOB = "slurm_load_jobs error: Invalid job id specified\n"
 
 
 class FakeSrun:
@@ -22,10 +32,17 @@ class FakeSrun:
         self.stdout = ""
         self.stderr = ""
         self.rc = 0
+        self.job = GPU_JOB
         self.calls: list[list[str]] = []
+        self.job_queries = 0
 
     def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
         argv = list(argv)
+        if argv[:4] == ["scontrol", "--details", "show", "job"]:
+            self.job_queries += 1
+            if self.job is None:
+                return _proc.Completed(tuple(argv), 1, "", UNKNOWN_JOB, 0.1)
+            return _proc.Completed(tuple(argv), 0, self.job, "", 0.1)
         if argv[0] != "srun":
             raise AssertionError(f"unexpected command: {shlex.join(argv)}")
         self.calls.append(argv)
@@ -59,7 +76,51 @@ def test_argv_is_one_overlapping_step_without_gpus(srun: FakeSrun) -> None:
     ]
     assert argv[9:11] == ["sh", "-c"]
     assert "timeout -k 5 9 sh -c hostname" in argv[11]
-    assert len(_exec.call_log) - before == 1  # through run_slurm, counted
+    assert len(_exec.call_log) - before == 2  # scontrol show job + srun, through run_slurm
+    assert srun.job_queries == 1
+
+
+def test_job_without_gpus_gets_no_gres_option(srun: FakeSrun) -> None:
+    """Where no GPU gres exist Slurm refuses --gres=gpu:0 ("Invalid generic resource ...")."""
+    srun.job = CPU_JOB
+    srun.stdout = "0: TOKEN rc=0 t0=1 t1=2 node=node-4\n"
+    (result,) = SrunTransport(RemoteOptions(jobid="5")).run(["node-4"], "true")
+    (argv,) = srun.calls
+    assert result.ok
+    assert not any(a.startswith("--gres") for a in argv[: argv.index("sh")])
+    assert argv[:4] == ["srun", "--jobid=5", "--overlap", "--nodes=1"]
+    assert srun.job_queries == 1
+
+
+def test_unknown_job_stops_before_srun(srun: FakeSrun) -> None:
+    srun.job = None
+    with pytest.raises(NotFound, match="unknown job 77"):
+        SrunTransport(RemoteOptions(jobid="77")).run(["node-1"], "true")
+    assert srun.calls == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"alloc_tres": "cpu=8,node=2,billing=8,gres/gpu=8"}, True),
+        ({"alloc_tres": "cpu=8,node=2,gres/gpu:a100=8"}, True),
+        ({"alloc_tres": "cpu=8,node=2,gres/gpu=0"}, False),
+        ({"alloc_tres": "cpu=8,node=2,gres/nic=1"}, False),
+        ({"gres_detail": (GresAlloc(nodes="n1", gres="gpu:a100:2(IDX:0,2)"),)}, True),
+        ({"gres_detail": (GresAlloc(nodes="n1", gres="nic:1"),)}, False),
+        ({"gres_per_node": "gpu:4"}, True),
+        ({"gres_per_node": "gpu:h100:0"}, False),
+        ({}, False),
+    ],
+)
+def test_holds_gpus(fields: dict, expected: bool) -> None:
+    assert holds_gpus(Job(job_id="1", **fields)) is expected
+
+
+def test_holds_gpus_on_recorded_jobs() -> None:
+    (gpu,) = parse_scontrol_jobs(GPU_JOB)
+    assert holds_gpus(gpu)
+    assert not any(holds_gpus(j) for j in parse_scontrol_jobs(CPU_JOB))
 
 
 def test_label_output_is_mapped_to_slurm_node_names(srun: FakeSrun) -> None:

@@ -1,0 +1,95 @@
+"""``slurmkit pyspy``: dump every Python rank of a running job and say who is stuck where.
+
+Thin over :mod:`slurmkit.pyspy`; the transports (and paramiko) load only when
+a run needs them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from slurmkit.cli._group import exit_with
+
+
+def _notify(message: str) -> None:
+    click.echo(f"slurmkit: {message}", err=True)
+
+
+@click.command("pyspy")
+@click.option("--jobid", required=True, metavar="ID", help="The running job to look at.")
+@click.option("--native", is_flag=True, help="Add C/C++ frames (py-spy dump --native).")
+@click.option(
+    "--all-processes",
+    is_flag=True,
+    help="Also dump Python children of the ranks (data-loader workers, helpers).",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Where trace-<node>.txt go. Default: ./pyspy-<jobid>-<YYYYmmdd-HHMMSS>/",
+)
+@click.option(
+    "--via",
+    type=click.Choice(["srun", "ssh"]),
+    default="srun",
+    show_default=True,
+    help="srun: a step inside the job (scontrol listpids). "
+    "ssh: pdsh or paramiko to its nodes, when no step can start.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="Limit for each node's answer, in seconds.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Every process's stack, groups and problems.")
+@click.option(
+    "--py-spy",
+    "py_spy",
+    metavar="PATH",
+    help="py-spy on the nodes. Default: py-spy on the node's PATH, then next to slurmkit's Python.",
+)
+def pyspy_command(
+    jobid: str,
+    native: bool,
+    all_processes: bool,
+    output_dir: Path | None,
+    via: str,
+    timeout: float,
+    as_json: bool,
+    py_spy: str | None,
+) -> None:
+    """Dump the Python stack of every rank of job ID and group identical stacks.
+
+    Processes are grouped by their main thread's stack (innermost frame
+    first); the smallest groups of ranks are marked OUTLIER: in a hang, the
+    culprit is usually the rank that is somewhere else. py-spy's full output
+    per node goes to DIR/trace-<node>.txt. Exit 0 when every node's ranks
+    were dumped, 1 when some node or process failed or the job runs no
+    Python, 2 for a job that does not exist, is not running or is not yours.
+    """
+    from slurmkit import pyspy
+    from slurmkit.cli._output import print_json, progress
+    from slurmkit.pyspy.render import as_json as to_json
+    from slurmkit.pyspy.render import render
+    from slurmkit.pyspy.traces import default_dir, prepare_dir, write_traces
+
+    options = pyspy.DumpOptions(native=native, all_processes=all_processes, py_spy=py_spy)
+    settings = pyspy.Settings(via=via, timeout=timeout, dump=options, notify=_notify)
+    job = pyspy.running_job(jobid)
+    directory = prepare_dir(output_dir or default_dir(jobid))
+    progress(f"dumping job {jobid} on {job.nodelist} via {via}...")
+    collection = pyspy.collect(jobid, job, settings)
+    write_traces(directory, collection)
+    if as_json:
+        print_json(to_json(collection, directory))
+        if collection.no_python:
+            _notify(f"job {jobid} has no Python processes")
+    else:
+        click.echo(render(collection, directory), nl=False)
+    exit_with(collection.exit_code)

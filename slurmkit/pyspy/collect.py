@@ -1,0 +1,104 @@
+"""Run the node-side script on every node of a job and gather what came back.
+
+``srun``: one step of the job on all its nodes (``srun --jobid --overlap``),
+processes found by the local slurmd (``scontrol listpids``). ``ssh``: pdsh
+(paramiko when pdsh is missing) to the job's nodes, for when no new step can
+start (a wedged slurmd, a job at its step limit); processes found by the
+job's user and ``SLURM_JOB_ID`` in their environment. Both go through
+:func:`slurmkit.remote.run`, which returns one result per node whatever
+happens to the others.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from slurmkit import remote
+from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from slurmkit.hostlist import expand
+from slurmkit.pyspy.decode import decode
+from slurmkit.pyspy.grouping import StackGroup, group_stacks
+from slurmkit.pyspy.nodecmd import ENVIRON, LISTPIDS, DumpOptions, node_command
+from slurmkit.pyspy.records import NodeReport, Problem, ProcessStack
+from slurmkit.pyspy.target import job_uid
+from slurmkit.slurm.records import Job
+
+VIA = ("srun", "ssh")
+DEFAULT_TIMEOUT = 30.0
+
+
+def _to_stderr(message: str) -> None:
+    print(f"slurmkit: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Settings:
+    via: str = "srun"
+    timeout: float = DEFAULT_TIMEOUT
+    dump: DumpOptions = field(default_factory=DumpOptions)
+    notify: Callable[[str], None] = field(default=_to_stderr, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.via not in VIA:
+            raise UsageError(f"--via must be one of {', '.join(VIA)}, got {self.via!r}")
+        if self.timeout <= 0:
+            raise UsageError(f"--timeout must be positive, got {self.timeout:g}")
+
+
+@dataclass(frozen=True)
+class Collection:
+    """Every node's report for one job, in the job's node order."""
+
+    jobid: str
+    job: Job
+    transport: str
+    timeout: float
+    reports: tuple[NodeReport, ...]
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return tuple(r.node for r in self.reports)
+
+    @property
+    def processes(self) -> list[ProcessStack]:
+        return [p for r in self.reports for p in r.processes]
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [p for r in self.reports for p in r.problems]
+
+    @property
+    def groups(self) -> list[StackGroup]:
+        return group_stacks(self.processes)
+
+    @property
+    def no_python(self) -> bool:
+        """Every node answered and none has a Python process of the job."""
+        return all(r.python == 0 for r in self.reports)
+
+    @property
+    def exit_code(self) -> int:
+        dumped = any(p.ok for p in self.processes)
+        return EXIT_OK if dumped and not self.problems else EXIT_FINDINGS
+
+
+def collect(jobid: str, job: Job, settings: Settings) -> Collection:
+    """Dump the job's Python processes on all its nodes; never raises for one node's trouble."""
+    nodes = expand(job.nodelist)
+    if settings.via == "srun":
+        command = node_command(job, LISTPIDS, settings.timeout, settings.dump)
+        options = remote.RemoteOptions(
+            timeout=settings.timeout, jobid=job.job_id, notify=settings.notify
+        )
+        outcome = remote.run(nodes, command, via="srun", options=options)
+    else:
+        command = node_command(job, ENVIRON, settings.timeout, settings.dump, job_uid(job))
+        options = remote.RemoteOptions(timeout=settings.timeout, notify=settings.notify)
+        outcome = remote.run(nodes, command, via="pdsh", options=options)
+    reports = tuple(
+        decode(result, job.job_id, settings.timeout, outcome.transport)
+        for result in outcome.results
+    )
+    return Collection(jobid, job, outcome.transport, settings.timeout, reports)
