@@ -1,0 +1,262 @@
+"""``slurmkit nodes``: expand, fold, count and combine hostlists; list a job's or partition's nodes.
+
+Job scripts call these once per step, so this module imports only click and
+:mod:`slurmkit.hostlist` at load time; JSON output and the Slurm layer are
+imported when used. The hostlist commands never need Slurm or a slurm.conf.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import TYPE_CHECKING
+
+import click
+
+from slurmkit import hostlist
+from slurmkit.cli._group import LazyGroup, exit_with
+from slurmkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from slurmkit.hostlist import HostSet
+
+_CHUNK = 65536  # names per write when streaming an expansion
+_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\0": "\0"}
+
+_max_option = click.option(
+    "--max",
+    "limit",
+    type=click.IntRange(min=0),
+    default=hostlist.DEFAULT_LIMIT,
+    show_default=True,
+    metavar="N",
+    help="Refuse a LIST that would be written out as more than N names (0: no limit). "
+    "Counting and set operations work on ranges and do not list names.",
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+@click.group(
+    "nodes",
+    cls=LazyGroup,
+    invoke_without_command=True,
+    lazy_subcommands={"drained": "slurmkit.cli.drained:drained_command"},
+)
+@click.option("--jobid", metavar="ID", help="Nodes allocated to this job.")
+@click.option("--partition", metavar="NAME", help="Nodes of this partition.")
+@click.option("--state", metavar="STATE", help="Nodes in this state (idle, drain, down, mix...).")
+@click.option("--expand", "expand_names", is_flag=True, help="One name per line, not folded.")
+@_json_option
+@click.pass_context
+def nodes_group(
+    ctx: click.Context,
+    jobid: str | None,
+    partition: str | None,
+    state: str | None,
+    expand_names: bool,
+    as_json: bool,
+) -> None:
+    """Hostlists in Slurm's syntax, e.g. gpu[01-16],login1, and the nodes of a job or partition.
+
+    With --jobid, --partition or --state, print those nodes folded (several
+    options: the nodes matching all of them). LIST arguments may be hostlists;
+    '-' reads one from stdin (names separated by commas or whitespace).
+    """
+    chosen = [
+        flag
+        for flag, value in (("--jobid", jobid), ("--partition", partition), ("--state", state))
+        if value is not None
+    ]
+    extras = [flag for flag, on in (("--expand", expand_names), ("--json", as_json)) if on]
+    if ctx.invoked_subcommand is not None:
+        if chosen or extras:
+            raise UsageError(f"{', '.join(chosen + extras)} cannot be used with a subcommand")
+        return
+    if not chosen:
+        if extras:
+            raise UsageError(f"{', '.join(extras)} needs --jobid, --partition or --state")
+        click.echo(ctx.get_help())
+        return
+    nodes = _query_nodes(jobid, partition, state)
+    if not nodes:
+        click.echo("slurmkit: no nodes match", err=True)
+        exit_with(1)
+    if expand_names:
+        _print_names(list(nodes), as_json)
+    else:
+        _print_set(nodes, as_json)
+
+
+def _query_nodes(jobid: str | None, partition: str | None, state: str | None) -> HostSet:
+    """Ask Slurm (one call per option given) and intersect the answers."""
+    from slurmkit.slurm import query
+
+    found: list[HostSet] = []
+    if jobid is not None:
+        found.append(hostlist.HostSet(query.job_nodelist(jobid)))
+    if partition is not None:
+        found.append(hostlist.HostSet(query.partition_nodelist(partition)))
+    if state is not None:
+        found.append(hostlist.HostSet(query.nodes_in_state(state)))
+    return found[0].intersection(*found[1:])
+
+
+@nodes_group.command("expand")
+@click.argument("hostlists", nargs=-1, required=True, metavar="LIST...")
+@click.option(
+    "--sep",
+    default="\\n",
+    show_default=True,
+    help=r"Separator between names; \n, \t and \0 are understood.",
+)
+@_max_option
+@_json_option
+def expand_command(hostlists: tuple[str, ...], sep: str, limit: int, as_json: bool) -> None:
+    """Print every name of each LIST in Slurm's order, duplicates kept (scontrol show hostnames)."""
+    # Build every iterator first: a bad LIST fails before anything is printed.
+    names = [hostlist.iter_expand(text, limit=limit or None) for text in _read_args(hostlists)]
+    if as_json:
+        _print_json([name for chunk in names for name in chunk])
+        return
+    _stream(names, _unescape(sep))
+
+
+@nodes_group.command("fold")
+@click.argument("names", nargs=-1, required=True, metavar="NAMES...")
+@click.option(
+    "--keep-order",
+    is_flag=True,
+    help="Keep input order and duplicates (scontrol show hostlist); default: sorted, unique.",
+)
+@click.option(
+    "--multi-dim",
+    is_flag=True,
+    help="Also fold numbers before the last one: rack[1-2]-n[01-04]. Output may use text "
+    "after a bracket, which Slurm 22.05 cannot read back.",
+)
+@_max_option
+@_json_option
+def fold_command(
+    names: tuple[str, ...], keep_order: bool, multi_dim: bool, limit: int, as_json: bool
+) -> None:
+    """Fold NAMES (names or hostlists) into one hostlist, like scontrol show hostlistsorted."""
+    if keep_order and multi_dim:
+        raise UsageError("--keep-order and --multi-dim cannot be combined")
+    folded = hostlist.fold(
+        _read_args(names), sort=not keep_order, multi_dim=multi_dim, limit=limit or None
+    )
+    if as_json:
+        _print_json({"nodes": folded, "count": hostlist.count(folded)})
+    elif folded:
+        click.echo(folded)
+
+
+@nodes_group.command("count")
+@click.argument("hostlists", nargs=-1, required=True, metavar="LIST...")
+@click.option("--unique", is_flag=True, help="Count distinct names (default counts duplicates).")
+@_max_option
+@_json_option
+def count_command(hostlists: tuple[str, ...], unique: bool, limit: int, as_json: bool) -> None:
+    """Print how many names the LISTs hold, computed from the ranges (nothing is expanded)."""
+    texts = _read_args(hostlists)
+    total = (
+        len(hostlist.HostSet(texts, limit=limit or None))
+        if unique
+        else sum(map(hostlist.count, texts))
+    )
+    if as_json:
+        _print_json({"count": total})
+    else:
+        click.echo(total)
+
+
+def _set_command(name: str, nargs: int, metavar: str, operation: Callable[..., HostSet]) -> None:
+    """Register one set operation; all of them print the folded result (or JSON with its size)."""
+
+    @nodes_group.command(name, help=operation.__doc__)
+    @click.argument("hostlists", nargs=nargs, required=True, metavar=metavar)
+    @_max_option
+    @_json_option
+    def command(hostlists: tuple[str, ...], limit: int, as_json: bool) -> None:
+        sets = [hostlist.HostSet(text, limit=limit or None) for text in _read_args(hostlists)]
+        _print_set(operation(*sets), as_json)
+
+
+def _difference(first: HostSet, *others: HostSet) -> HostSet:
+    """Print the names of A that are in none of the other LISTs."""
+    return first.difference(*others)
+
+
+def _union(first: HostSet, *others: HostSet) -> HostSet:
+    """Print the names in any of the LISTs."""
+    return first.union(*others)
+
+
+def _intersection(first: HostSet, *others: HostSet) -> HostSet:
+    """Print the names in every LIST."""
+    return first.intersection(*others)
+
+
+def _symmetric_difference(first: HostSet, second: HostSet) -> HostSet:
+    """Print the names in exactly one of A and B."""
+    return first.symmetric_difference(second)
+
+
+_set_command("diff", -1, "A B...", _difference)
+_set_command("union", -1, "A B...", _union)
+_set_command("intersect", -1, "A B...", _intersection)
+_set_command("xor", 2, "A B", _symmetric_difference)
+
+
+# -- input and output -------------------------------------------------------------
+
+
+def _read_args(args: Iterable[str]) -> list[str]:
+    """The texts of the arguments, '-' replaced by stdin (allowed once)."""
+    args = list(args)
+    if args.count("-") > 1:
+        raise UsageError("'-' (stdin) can be given only once")
+    return [sys.stdin.read() if arg == "-" else arg for arg in args]
+
+
+def _unescape(sep: str) -> str:
+    for escape, char in _ESCAPES.items():
+        sep = sep.replace(escape, char)
+    return sep
+
+
+def _stream(iterators: list[Iterator[str]], sep: str) -> None:
+    """Write names in chunks so that a million names never sit in one string; quiet on EPIPE."""
+    wrote = False
+    try:
+        for names in iterators:
+            while chunk := list(islice(names, _CHUNK)):
+                click.echo((sep if wrote else "") + sep.join(chunk), nl=False)
+                wrote = True
+        if wrote:
+            click.echo()
+    except BrokenPipeError:  # `| head`: stop quietly, like other Unix filters
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        exit_with(0)
+
+
+def _print_names(names: list[str], as_json: bool) -> None:
+    if as_json:
+        _print_json(names)
+    else:
+        _stream([iter(names)], "\n")
+
+
+def _print_set(hosts: HostSet, as_json: bool) -> None:
+    if as_json:
+        _print_json({"nodes": str(hosts), "count": len(hosts)})
+    elif hosts:
+        click.echo(str(hosts))
+
+
+def _print_json(data: object) -> None:
+    from slurmkit.cli._output import print_json
+
+    print_json(data)
