@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import traceback
 
 import click
 
@@ -47,8 +46,7 @@ class RootGroup(LazyGroup):
         try:
             return super().invoke(ctx)
         except SlurmkitError as exc:
-            if ctx.meta.get("slurmkit.debug"):
-                traceback.print_exc()
+            _traceback_if_debug(ctx)
             click.echo(f"slurmkit: {exc}", err=True)
             raise click.exceptions.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
@@ -56,10 +54,16 @@ class RootGroup(LazyGroup):
             raise click.exceptions.Exit(130) from None
         except FileNotFoundError as exc:
             # A missing input file the user named, not a bug.
-            if ctx.meta.get("slurmkit.debug"):
-                traceback.print_exc()
+            _traceback_if_debug(ctx)
             click.echo(f"slurmkit: {exc.strerror}: {exc.filename}", err=True)
             raise click.exceptions.Exit(EXIT_ERROR) from None
+
+
+def _traceback_if_debug(ctx: click.Context) -> None:
+    if ctx.meta.get("slurmkit.debug"):
+        import traceback
+
+        traceback.print_exc()
 
 
 def exit_with(code: int) -> None:
