@@ -13,15 +13,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurmkit.cli import _confirm
 from slurmkit.cli._group import exit_with
 from slurmkit.errors import SlurmkitError
 
 if TYPE_CHECKING:
     from slurmkit.undrain import Plan, UndrainReport
-
-
-def _notify(message: str) -> None:
-    click.echo(f"slurmkit: {message}", err=True)
 
 
 @click.command("undrain")
@@ -142,9 +139,7 @@ def undrain_command(
     from slurmkit.remote import RemoteOptions
     from slurmkit.undrain import UndrainOptions, undrain
 
-    if not dry_run and not yes and not sys.stdin.isatty():
-        _notify("no terminal and no --yes: dry run only, nothing will be changed")
-        dry_run = True
+    dry_run = _confirm.unattended_dry_run(dry_run, yes, interactive=sys.stdin.isatty())
     options = UndrainOptions(
         reason=reason,
         nodes=nodelist,
@@ -154,13 +149,17 @@ def undrain_command(
         dry_run=dry_run,
         via=via,
         remote=RemoteOptions(
-            timeout=timeout, fanout=fanout, insecure=insecure, ssh_config=ssh_config, notify=_notify
+            timeout=timeout,
+            fanout=fanout,
+            insecure=insecure,
+            ssh_config=ssh_config,
+            notify=_confirm.notify,
         ),
         log=log_path,
         lock=lock_path,
         lock_wait=lock_wait,
     )
-    report = undrain(options, confirm=lambda plan: _confirm(plan, yes))
+    report = undrain(options, confirm=lambda plan: _ask(plan, yes))
     if as_json:
         from slurmkit.cli._output import print_json
 
@@ -182,12 +181,11 @@ def _print(report: UndrainReport) -> None:
     print_table([o.as_row() for o in report.outcomes], TABLE_HEADERS)
 
 
-def _confirm(plan: Plan, yes: bool) -> bool:
+def _ask(plan: Plan, yes: bool) -> bool:
     """Show the plan and ask, unless --yes."""
-    if yes:
-        return True
     from slurmkit.cli._output import print_table
     from slurmkit.undrain import TABLE_HEADERS
 
-    print_table([o.as_row() for o in plan.outcomes], TABLE_HEADERS)
-    return click.confirm("Proceed?", default=False, err=True)
+    return _confirm.confirm(
+        yes, lambda: print_table([o.as_row() for o in plan.outcomes], TABLE_HEADERS)
+    )
