@@ -1,0 +1,91 @@
+"""Hostfiles in the formats launchers read, and writing them atomically.
+
+The formats and where they are documented:
+
+- ``deepspeed``: ``<host> slots=<n>`` per line. DeepSpeed "Getting Started",
+  Resource Configuration (multi-node) (``worker-1 slots=4``); its runner
+  (``deepspeed/launcher/runner.py``, ``_parse_hostfile``) matches
+  ``^(\\S+)\\s+slots=(\\d+)``, skips blank and ``#`` lines and rejects a host
+  listed twice. Also what ``ds_ssh -f`` reads.
+- ``openmpi``: ``<host> slots=<n>`` per line. Open MPI ``mpirun(1)``,
+  "Specifying Host Nodes" / ``--hostfile`` (``slots=N`` clauses; a host
+  without one gets one slot per core).
+- ``mpich``: ``<host>:<n>`` per line. MPICH wiki "Using the Hydra Process
+  Manager" (``mpiexec -f hosts``; ``donner:2``); Intel MPI's Hydra reads the same.
+- ``plain``: one host per line (pdsh ``-w ^file``, ``mpiexec -f`` with one
+  process per host round robin, clush ``--hostfile``).
+- ``json``: ``[{"host": ..., "slots": n}, ...]`` for scripts.
+
+Hosts are written in Slurm's order (``scontrol show hostnames``), so line 1
+is the node launchers treat as rank 0 / MASTER_ADDR.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from slurmkit.errors import EnvironmentProblem, UsageError
+
+FORMATS = ("deepspeed", "openmpi", "mpich", "plain", "json")
+
+
+def render(hosts: Sequence[str], slots: Sequence[int], fmt: str = "deepspeed") -> str:
+    """The hostfile text for ``hosts`` with ``slots[i]`` processes on ``hosts[i]``."""
+    if len(hosts) != len(slots):
+        raise ValueError(f"{len(hosts)} hosts but {len(slots)} slot counts")
+    pairs = list(zip(hosts, slots, strict=True))
+    if fmt in ("deepspeed", "openmpi"):
+        lines = [f"{host} slots={n}" for host, n in pairs]
+    elif fmt == "mpich":
+        lines = [f"{host}:{n}" for host, n in pairs]
+    elif fmt == "plain":
+        lines = list(hosts)
+    elif fmt == "json":
+        return json.dumps([{"host": host, "slots": n} for host, n in pairs], indent=2) + "\n"
+    else:
+        raise UsageError(f"unknown hostfile format {fmt!r} (one of {', '.join(FORMATS)})")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
+
+    A temporary file in the same directory (same file system) is written,
+    flushed to disk and renamed over ``path``; on any failure it is removed
+    and ``path`` is untouched. The new file gets the mode a plain ``open``
+    would give it (0666 minus the umask), not mkstemp's 0600.
+    """
+    target = Path(path)
+    directory = target.parent
+    if not directory.is_dir():
+        raise UsageError(f"cannot write {target}: directory {directory} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot write {target}: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise EnvironmentProblem(f"cannot write {target}: {exc.strerror}") from exc
+        raise
+    return target
+
+
+def _umask() -> int:
+    """The process umask (reading it means setting it; set it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,125 @@
+"""Slurm's compact value formats in job environments and ``scontrol show job -d``.
+
+Each function reads one documented format exactly and raises
+:class:`~slurmkit.errors.SlurmParseError` on anything else, so a caller can
+say which variable was malformed instead of guessing a slot count:
+
+- ``SLURM_TASKS_PER_NODE=2(x3),1`` and ``SLURM_JOB_CPUS_PER_NODE=72(x2),36``:
+  per-node counts in the order of ``SLURM_JOB_NODELIST`` (``man sbatch``,
+  OUTPUT ENVIRONMENT VARIABLES);
+- ``SLURM_JOB_GPUS`` / ``SLURM_STEP_GPUS``: *global* GPU ids (``2,3``), so the
+  count is the number of ids, never the largest id plus one;
+- ``SLURM_GPUS_PER_NODE``: ``4``, ``a100:4`` or ``a100:2,v100:2``;
+- GRES strings: ``gpu:4``, ``gpu:h100:4``, ``gpu:4(IDX:0-3)``,
+  ``gpu:h100:2(IDX:0,2),gpu:a100:1(IDX:3)``, ``gpu:4(S:0-1)``, bare ``gpu``.
+
+Node names are never parsed here: that is :mod:`slurmkit.hostlist`'s job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from slurmkit.errors import SlurmParseError
+
+_REPEATED = re.compile(r"(\d+)(?:\(x(\d+)\))?")
+_ID_RANGE = re.compile(r"(\d+)(?:-(\d+))?")
+_TYPED_COUNT = re.compile(r"(?:([^:,()=\s]+):)?(\d+)")
+# name[:type][:count][(IDX:...|S:...)] -- the count, when present, is the last numeric field.
+_GRES_ITEM = re.compile(r"([A-Za-z][\w.-]*)((?::[^:()=\s]+)*(?:=\d+)?)(\([^()]*\))?")
+
+
+def parse_repeated(text: str) -> list[tuple[int, int]]:
+    """``2(x3),1`` -> ``[(2, 3), (1, 1)]``: (count, how many consecutive nodes have it).
+
+    Kept compressed: a hostile ``1(x999999999)`` costs nothing until it is
+    checked against the node count by :func:`per_node`.
+    """
+    pairs: list[tuple[int, int]] = []
+    for part in text.strip().split(","):
+        match = _REPEATED.fullmatch(part.strip())
+        if not match or (match.group(2) is not None and int(match.group(2)) == 0):
+            raise SlurmParseError(f"not a Slurm per-node count list: {text!r}")
+        pairs.append((int(match.group(1)), int(match.group(2) or 1)))
+    return pairs
+
+
+def per_node(text: str, nodes: int) -> list[int]:
+    """Per-node counts of ``text`` (``2(x3),1``), which must describe exactly ``nodes`` nodes."""
+    pairs = parse_repeated(text)
+    described = sum(times for _, times in pairs)
+    if described != nodes:
+        raise SlurmParseError(f"{text!r} describes {described} nodes, the allocation has {nodes}")
+    return [value for value, times in pairs for _ in range(times)]
+
+
+def count_ids(text: str) -> int:
+    """How many GPU ids ``2,3`` or ``0-3,6`` names: global ids, so ``2,3`` is 2 GPUs, not 4."""
+    ids: set[int] = set()
+    for part in text.strip().split(","):
+        match = _ID_RANGE.fullmatch(part.strip())
+        if not match:
+            raise SlurmParseError(f"not a list of GPU ids: {text!r}")
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) is not None else low
+        if high < low:
+            raise SlurmParseError(f"not a list of GPU ids (range backwards): {text!r}")
+        ids.update(range(low, high + 1))
+    return len(ids)
+
+
+def typed_counts(text: str) -> int:
+    """``4``, ``a100:4`` or ``a100:2,v100:2`` (``SLURM_GPUS_PER_NODE``, ``--gpus``) -> the sum."""
+    total = 0
+    for part in text.strip().split(","):
+        match = _TYPED_COUNT.fullmatch(part.strip())
+        if not match:
+            raise SlurmParseError(f"not a [type:]count list: {text!r}")
+        total += int(match.group(2))
+    return total
+
+
+def split_top_level(text: str) -> Iterator[str]:
+    """Split on commas outside parentheses: ``gpu:2(IDX:0,2),mps:100`` has two items."""
+    depth, start = 0, 0
+    for i, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                raise SlurmParseError(f"unbalanced parentheses in {text!r}")
+        elif char == "," and depth == 0:
+            yield text[start:i]
+            start = i + 1
+    if depth != 0:
+        raise SlurmParseError(f"unbalanced parentheses in {text!r}")
+    yield text[start:]
+
+
+def gres_count(text: str, name: str = "gpu") -> int | None:
+    """Units of GRES ``name`` in a GRES string, summed over types; None when it has none.
+
+    ``gpu:h100:4(IDX:0-3)`` -> 4; ``gpu`` -> 1 (Slurm's implied count);
+    ``gpu:a100`` -> 1 (a type, no count); ``gres:gpu:4`` and ``gres/gpu:4``
+    (22.05 and 23.02+ spellings) -> 4; the TRES form ``gres/gpu:h100=4`` -> 4.
+    Other GRES (``mps``, ``shard``) are ignored.
+    """
+    text = text.strip()
+    if not text or text in ("(null)", "N/A", "None"):
+        return None
+    total: int | None = None
+    for raw in split_top_level(text):
+        item = re.sub(r"^gres[:/]", "", raw.strip())
+        if not item:
+            continue
+        match = _GRES_ITEM.fullmatch(item)
+        if not match:
+            raise SlurmParseError(f"not a GRES string: {text!r}")
+        if match.group(1) != name:
+            continue
+        fields = [f for f in re.split(r"[:=]", match.group(2)) if f]
+        count = int(fields[-1]) if fields and fields[-1].isdigit() else 1
+        total = (total or 0) + count
+    return total

@@ -1,0 +1,278 @@
+"""A job's time: limit, used, left; and raising the limit (``scontrol update ... TimeLimit``).
+
+Seconds left is ``TimeLimit - RunTime`` from ``scontrol show job`` (RunTime
+excludes suspended time and follows limit changes, as Slurm's own enforcement
+does). A job without a limit has :data:`UNLIMITED_SECONDS` left: a plain
+integer, so ``[ "$left" -lt 600 ]`` and ``int(out)`` work unchanged in the
+training loops this is for. Each query is one RPC to slurmctld: read it once
+and keep the deadline, do not ask every step.
+
+Limit changes are parsed strictly, in two forms:
+
+- relative, always with ``+``: ``+3h``, ``+90m``, ``+1d``, ``+1d12h``, or a
+  Slurm duration after the sign (``+30`` is 30 minutes, ``+1:30:00``);
+- absolute, Slurm's formats (``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``,
+  ``D-HH:MM``, ``D-HH:MM:SS``) or ``UNLIMITED``.
+
+Slurm keeps limits in whole minutes and would round seconds up; they are
+refused here so the limit set is the one typed. ``3h`` without a sign is
+refused too: it could mean "by" or "to".
+
+On Slurm 22.05 (checked on 22.05.8) ``scontrol update JobId=N TimeLimit+=M``
+(the job syntax in ``man scontrol``) and ``TimeLimit=+M`` (documented there
+for steps) both add M minutes; ``JobId=`` must come first. Only operators,
+administrators and root may *raise* a running job's limit; users may lower
+it, and may change a pending job's limit within the partition's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from slurmkit.errors import PermissionDenied, SlurmkitError, UsageError
+from slurmkit.slurm.records import Job
+
+UNLIMITED_SECONDS = 2**31 - 1  # 68 years: "no limit" as an integer every shell can compare
+
+_UNITS = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?")
+_SLURM = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
+_UNLIMITED_WORDS = ("UNLIMITED", "INFINITE")
+
+
+# ---------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class JobTime:
+    """What ``job info`` shows: where and when a job runs and how long it has left."""
+
+    job_id: str
+    state: str
+    nodelist: str
+    num_nodes: int | None
+    start: datetime | None
+    end: datetime | None
+    time_limit: int | None  # seconds; None = UNLIMITED
+    time_used: int | None
+    seconds_left: int | None  # None: not running, or no limit (see ``unlimited``)
+
+    @property
+    def unlimited(self) -> bool:
+        return self.time_limit is None
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(field, value) rows for people."""
+        return [
+            ("state", self.state),
+            ("nodes", self.nodelist + (f" ({self.num_nodes})" if self.num_nodes else "") or "-"),
+            ("start", _when(self.start)),
+            ("end", _when(self.end)),
+            ("time limit", format_duration(self.time_limit)),
+            ("time used", format_duration(self.time_used) if self.time_used is not None else "-"),
+            ("time left", self._left_text()),
+        ]
+
+    def _left_text(self) -> str:
+        if self.state == "PENDING":
+            return "- (not started)"
+        if self.unlimited:
+            return "UNLIMITED"
+        return format_duration(self.seconds_left) if self.seconds_left is not None else "-"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "state": self.state,
+            "nodes": self.nodelist,
+            "num_nodes": self.num_nodes,
+            "start": self.start.isoformat() if self.start else None,
+            "end": self.end.isoformat() if self.end else None,
+            "time_limit_seconds": self.time_limit,
+            "time_used_seconds": self.time_used,
+            "seconds_left": self.seconds_left,
+            "unlimited": self.unlimited,
+        }
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.isoformat(sep=" ", timespec="seconds") if moment else "-"
+
+
+def job_time(job: Job) -> JobTime:
+    running = not job.is_pending and not job.is_finished
+    return JobTime(
+        job_id=job.job_id,
+        state=job.state,
+        nodelist=job.nodelist,
+        num_nodes=job.num_nodes,
+        start=None if job.is_pending else job.start_time,
+        end=job.end_time,
+        time_limit=job.time_limit,
+        time_used=job.time_used,
+        seconds_left=job.time_left if running else None,
+    )
+
+
+def seconds_left(job: Job) -> int:
+    """Seconds until the limit; :data:`UNLIMITED_SECONDS` without one; an error unless running."""
+    if job.is_pending:
+        why = f" ({job.reason})" if job.reason else ""
+        raise SlurmkitError(f"job {job.job_id} is pending{why}: it has not started")
+    if job.is_finished:
+        raise SlurmkitError(f"job {job.job_id} has ended ({job.state})")
+    if job.time_limit is None:
+        return UNLIMITED_SECONDS
+    return max(job.time_left if job.time_left is not None else job.time_limit, 0)
+
+
+def format_duration(seconds: int | None) -> str:
+    """Slurm's ``[D-]HH:MM:SS``; ``UNLIMITED`` for None."""
+    if seconds is None:
+        return "UNLIMITED"
+    days, rest = divmod(max(seconds, 0), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+# ---------------------------------------------------------------- changing
+
+
+@dataclass(frozen=True)
+class LimitChange:
+    """A parsed ``job extend`` TIME: add ``minutes``, or set the limit to it (None: UNLIMITED)."""
+
+    minutes: int | None
+    relative: bool
+
+    @property
+    def assignment(self) -> str:
+        """The ``scontrol update`` word: ``TimeLimit+=180`` or ``TimeLimit=2-00:00:00``."""
+        if self.relative:
+            return f"TimeLimit+={self.minutes}"
+        if self.minutes is None:
+            return "TimeLimit=UNLIMITED"
+        return f"TimeLimit={format_duration(self.minutes * 60)}"
+
+    def new_limit(self, current: int | None) -> int | None:
+        """The limit in seconds after the change, from the current one (None: UNLIMITED)."""
+        if not self.relative:
+            return None if self.minutes is None else self.minutes * 60
+        if current is None:
+            return None
+        return current + (self.minutes or 0) * 60
+
+
+def parse_change(text: str) -> LimitChange:
+    """``+3h``, ``+90m``, ``+1d``, ``+1:30:00`` (add); ``2-00:00:00``, ``90``, UNLIMITED (set)."""
+    value = text.strip()
+    if not value:
+        raise UsageError("no time given: use +3h, +90m, +1d (add) or D-HH:MM:SS (set)")
+    if value.upper() in _UNLIMITED_WORDS:
+        return LimitChange(None, relative=False)
+    if value.startswith("-"):
+        raise UsageError(
+            f"{text!r}: extend only adds time; to lower the limit give the new value (e.g. 30:00)"
+        )
+    relative = value.startswith("+")
+    body = value[1:].strip() if relative else value
+    minutes = _unit_minutes(body, text) if relative and body[-1:].isalpha() else None
+    if minutes is None:
+        if body[-1:].isalpha():
+            raise UsageError(
+                f"{text!r}: a unit needs a sign: +{body} adds, or give the new limit as D-HH:MM:SS"
+            )
+        minutes = _slurm_minutes(body, text)
+    if minutes <= 0:
+        raise UsageError(f"{text!r}: the time must be at least one minute")
+    return LimitChange(minutes, relative=relative)
+
+
+def _unit_minutes(body: str, text: str) -> int:
+    match = _UNITS.fullmatch(body.lower())
+    if not match or not any(match.groups()):
+        raise UsageError(
+            f"{text!r}: not a duration; use +<n>d, +<n>h, +<n>m or combined (+1d12h); "
+            "Slurm limits are whole minutes, so no seconds"
+        )
+    days, hours, minutes = (int(g or 0) for g in match.groups())
+    return (days * 24 + hours) * 60 + minutes
+
+
+def _slurm_minutes(body: str, text: str) -> int:
+    """Slurm's duration formats, strictly: fields after the first in range, no stray seconds."""
+    match = _SLURM.fullmatch(body)
+    if not match:
+        raise UsageError(
+            f"{text!r}: not a Slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)"
+        )
+    days, first, second, third = match.groups()
+    if days is not None:
+        hours, minutes, seconds = int(first), int(second or 0), int(third or 0)
+        if hours > 23:
+            raise UsageError(f"{text!r}: hours after a day count must be 0-23")
+    elif third is not None:
+        hours, minutes, seconds = int(first), int(second), int(third)
+    elif second is not None:
+        hours, minutes, seconds = 0, int(first), int(second)
+    else:
+        hours, minutes, seconds = 0, int(first), 0
+    leading_minutes = days is None and third is None
+    if (minutes > 59 and not leading_minutes) or seconds > 59:
+        raise UsageError(f"{text!r}: minutes and seconds must be 0-59")
+    if seconds:
+        raise UsageError(f"{text!r}: Slurm time limits are whole minutes (it would round up)")
+    return (int(days or 0) * 24 + hours) * 60 + minutes
+
+
+@dataclass(frozen=True)
+class ExtendPlan:
+    """What ``job extend`` will do: the command, and the limit before and after (seconds)."""
+
+    job_id: str
+    change: LimitChange
+    before: int | None
+    after: int | None
+
+    @property
+    def argv(self) -> list[str]:
+        from slurmkit.slurm import query
+
+        return query.update_job_argv(self.job_id, self.change.assignment)
+
+    def describe(self) -> str:
+        return (
+            f"job {self.job_id}: time limit {format_duration(self.before)} -> "
+            f"{format_duration(self.after)}"
+        )
+
+
+def plan_extend(job: Job, change: LimitChange) -> ExtendPlan:
+    """Check the change makes sense for ``job`` (ended jobs and unlimited ones cannot grow)."""
+    if job.is_finished:
+        raise SlurmkitError(f"job {job.job_id} has ended ({job.state}): its limit cannot change")
+    if change.relative and job.time_limit is None:
+        raise UsageError(f"job {job.job_id} has no time limit (UNLIMITED): nothing to extend")
+    return ExtendPlan(job.job_id, change, job.time_limit, change.new_limit(job.time_limit))
+
+
+def apply_extend(plan: ExtendPlan) -> Job:
+    """Run the ``scontrol update`` and return the job as Slurm reports it afterwards."""
+    from slurmkit.slurm import query
+
+    try:
+        query.update_job(plan.job_id, plan.change.assignment)
+    except PermissionDenied as exc:
+        raise PermissionDenied(
+            f"Slurm refused to change the time limit of job {plan.job_id} ({exc}): only Slurm "
+            "operators, administrators and root can raise a running job's limit; ask one to "
+            f"run: scontrol update JobId={plan.job_id} {plan.change.assignment}",
+            exc.argv,
+            exc.returncode,
+            exc.stderr,
+        ) from exc
+    return query.job(plan.job_id)

@@ -1,0 +1,115 @@
+"""Slurm's compact formats: per-node repetition lists, GPU id lists, typed counts, GRES strings."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurmkit.errors import SlurmParseError
+from slurmkit.jobenv import slurmvars
+
+
+@pytest.mark.parametrize(
+    ("text", "nodes", "expected"),
+    [
+        ("8(x2),4", 3, [8, 8, 4]),  # SLURM_JOB_CPUS_PER_NODE, heterogeneous
+        ("2(x3),1", 4, [2, 2, 2, 1]),  # man sbatch's SLURM_TASKS_PER_NODE example
+        ("72(x2),36", 3, [72, 72, 36]),  # man sbatch's SLURM_JOB_CPUS_PER_NODE example
+        ("1,2", 2, [1, 2]),  # sandbox: -N2 -n3
+        ("4,2", 2, [4, 2]),  # sandbox: -N2 -n3 -c2
+        ("1(x2)", 2, [1, 1]),
+        ("1", 1, [1]),
+        (" 3(x2) ", 2, [3, 3]),
+    ],
+)
+def test_per_node_lists(text: str, nodes: int, expected: list[int]) -> None:
+    assert slurmvars.per_node(text, nodes) == expected
+
+
+def test_per_node_must_describe_every_node() -> None:
+    with pytest.raises(SlurmParseError, match="describes 3 nodes, the allocation has 2"):
+        slurmvars.per_node("8(x2),4", 2)
+    with pytest.raises(SlurmParseError, match="describes 1 nodes"):
+        slurmvars.per_node("2", 4)
+
+
+def test_huge_repetition_is_refused_without_expanding() -> None:
+    with pytest.raises(SlurmParseError, match="999999999999"):
+        slurmvars.per_node("1(x999999999999)", 4)
+
+
+@pytest.mark.parametrize("text", ["", "x", "8(x)", "8(x0)", "8(2)", "8x2", "-1", "2,,1", "2(x2"])
+def test_malformed_per_node_lists(text: str) -> None:
+    with pytest.raises(SlurmParseError):
+        slurmvars.per_node(text, 2)
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [
+        ("0,1,2,3", 4),
+        ("2,3", 2),  # global ids, not starting at 0: two GPUs, not four
+        ("6", 1),
+        ("0-3", 4),
+        ("4-7", 4),
+        ("1-2,6", 3),
+        ("2,2", 1),
+    ],
+)
+def test_gpu_id_counts(text: str, count: int) -> None:
+    assert slurmvars.count_ids(text) == count
+
+
+@pytest.mark.parametrize("text", ["", "a", "1,,2", "3-1", "gpu0"])
+def test_malformed_gpu_ids(text: str) -> None:
+    with pytest.raises(SlurmParseError):
+        slurmvars.count_ids(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [("4", 4), ("a100:4", 4), ("a100:2,v100:2", 4), ("h100:8", 8), ("1g.5gb:3", 3)],
+)
+def test_gpus_per_node_values(text: str, count: int) -> None:
+    assert slurmvars.typed_counts(text) == count
+
+
+@pytest.mark.parametrize("text", ["", "a100", "a100:", ":4", "4:a100"])
+def test_malformed_gpus_per_node(text: str) -> None:
+    with pytest.raises(SlurmParseError):
+        slurmvars.typed_counts(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [
+        ("gpu:4", 4),
+        ("gpu:h100:4", 4),
+        ("gpu:4(IDX:0-3)", 4),
+        ("gpu:h100:4(IDX:0-3)", 4),
+        ("gpu:1(IDX:1)", 1),  # sandbox, --gpus-per-task: ids need not start at 0
+        ("gpu:2(IDX:1-2)", 2),
+        ("gpu:h100:2(IDX:0,2),gpu:a100:1(IDX:3)", 3),  # two types on one node
+        ("gpu:4(S:0-1)", 4),
+        ("gres:gpu:4", 4),  # 22.05 TresPerNode
+        ("gres/gpu:4", 4),  # 23.02+ TresPerNode
+        ("gres/gpu:h100=4", 4),  # TRES spelling
+        ("gpu", 1),
+        ("gpu:a100", 1),
+        ("gpu:0", 0),
+        ("gpu:4,mps:100", 4),
+        ("gpu:1g.5gb:2", 2),  # MIG type
+    ],
+)
+def test_gpu_counts_in_gres(text: str, count: int) -> None:
+    assert slurmvars.gres_count(text) == count
+
+
+@pytest.mark.parametrize("text", ["", "(null)", "N/A", "mps:100", "shard:2,license:1"])
+def test_gres_without_gpus(text: str) -> None:
+    assert slurmvars.gres_count(text) is None
+
+
+@pytest.mark.parametrize("text", ["gpu:4(IDX:0-3", "gpu:4)", "4:gpu", "gpu::"])
+def test_malformed_gres(text: str) -> None:
+    with pytest.raises(SlurmParseError):
+        slurmvars.gres_count(text)
