@@ -1,0 +1,153 @@
+"""``slurmkit lint``: static, version-aware checks of sbatch scripts over :mod:`slurmkit.lint`.
+
+The Slurm version comes from ``--slurm-version`` or ``sinfo --version``. When neither
+answers (no Slurm here), the script is linted for every version from 22.05 on and a
+warning says so: the fixes that satisfy all versions (an explicit ``srun
+--cpus-per-task``) are right on each of them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from slurmkit.cli._group import exit_with
+from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, SlurmError, UsageError
+
+if TYPE_CHECKING:
+    from slurmkit.lint import Finding, LintContext
+
+
+@click.command("lint")
+@click.argument("scripts", nargs=-1, metavar="SCRIPT...")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@click.option(
+    "--slurm-version",
+    metavar="X",
+    help="Lint for this Slurm version (e.g. 22.05, 24.11.5) instead of the installed one.",
+)
+@click.option("--list-rules", is_flag=True, help="List the rules (id, severity, what) and exit.")
+def lint_command(
+    scripts: tuple[str, ...], as_json: bool, slurm_version: str | None, list_rules: bool
+) -> None:
+    """Check sbatch scripts for the mistakes that silently cost a training (SCRIPT - is stdin).
+
+    Each finding names the file, line, severity, rule and the fix. Silence a rule where
+    a script breaks it on purpose with `# slurmkit-lint: disable=RULE` on the line or
+    the line above.
+
+    Exit 0 no errors (warnings alone are fine), 1 errors found, 2 a script is missing or
+    not text.
+    """
+    if list_rules:
+        _print_rules(as_json)
+        return
+    if not scripts:
+        raise UsageError("lint: give at least one SCRIPT (or - for stdin), or --list-rules")
+    texts = _read_all(scripts)
+    context = _context(slurm_version)
+    findings = _lint(texts, context)
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = len(findings) - errors
+    if as_json:
+        from slurmkit.cli._output import print_json
+
+        print_json(
+            {
+                "slurm_version": str(context.version) if context.version else None,
+                "version_source": context.version_source,
+                "scripts": [name for name, _ in texts],
+                "errors": errors,
+                "warnings": warnings,
+                "findings": [f.to_json() for f in findings],
+            }
+        )
+    else:
+        for finding in findings:
+            click.echo(
+                f"{finding.file}:{finding.line}: {finding.severity}: {finding.message} "
+                f"[{finding.rule}]"
+            )
+            click.echo(f"    fix: {finding.fix}")
+        click.echo(
+            f"slurmkit: {_count(errors, 'error')}, {_count(warnings, 'warning')} in "
+            f"{_count(len(texts), 'script')} (Slurm {_version_label(context)})",
+            err=True,
+        )
+    exit_with(EXIT_FINDINGS if errors else EXIT_OK)
+
+
+def _read_all(scripts: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Every script's text, or one usage error naming every file that cannot be linted."""
+    from slurmkit.lint import decode_script, read_script
+
+    texts: list[tuple[str, str]] = []
+    problems: list[str] = []
+    for name in scripts:
+        try:
+            if name == "-":
+                data = sys.stdin.buffer.read()
+                texts.append(("-", decode_script(data, "stdin")))
+            else:
+                texts.append((name, read_script(Path(name))))
+        except UsageError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise UsageError("; ".join(problems))
+    return texts
+
+
+def _context(slurm_version: str | None) -> LintContext:
+    from slurmkit.lint import LintContext
+    from slurmkit.slurm.records import SlurmVersion
+
+    if slurm_version is not None:
+        try:
+            return LintContext(SlurmVersion.parse(slurm_version), "option")
+        except SlurmError:
+            raise UsageError(
+                f"--slurm-version {slurm_version!r}: expected a version such as 22.05 or 24.11.5"
+            ) from None
+    from slurmkit.slurm import query
+
+    try:
+        return LintContext(query.version(), "sinfo")
+    except SlurmError as exc:
+        click.echo(
+            f"slurmkit: warning: cannot read the Slurm version ({exc}); linting for every "
+            "version from 22.05 on (pass --slurm-version to choose one)",
+            err=True,
+        )
+        return LintContext(None, "unknown")
+
+
+def _lint(texts: list[tuple[str, str]], context: LintContext) -> list[Finding]:
+    from slurmkit.lint import lint_text
+
+    return [f for name, text in texts for f in lint_text(text, name, context)]
+
+
+def _print_rules(as_json: bool) -> None:
+    from slurmkit.cli._output import print_json, print_table
+    from slurmkit.lint import RULES
+
+    rows = [{"id": r.id, "severity": r.severity, "summary": r.summary} for r in RULES]
+    if as_json:
+        print_json(rows)
+    else:
+        print_table(
+            [(r["id"], r["severity"], r["summary"]) for r in rows], ["RULE", "SEVERITY", "WHAT"]
+        )
+
+
+def _version_label(context: LintContext) -> str:
+    if context.version is None:
+        return "version unknown: every version from 22.05 on"
+    return f"{context.version}, from {context.version_source}"
+
+
+def _count(number: int, word: str) -> str:
+    return f"{number} {word}{'' if number == 1 else 's'}"

@@ -1,0 +1,35 @@
+"""The checks a faulty-node scan can run, as the ``faulty-node-check`` template knows them."""
+
+from __future__ import annotations
+
+from slurmkit.errors import UsageError
+
+KNOWN = ("python", "cuda", "gpu-count", "gpu-mem", "nccl", "disk", "dcgmi")
+GPU_CHECKS = frozenset({"cuda", "gpu-count", "gpu-mem", "nccl", "dcgmi"})
+DEFAULT = ("python", "cuda", "gpu-count", "gpu-mem", "nccl", "disk")
+CMD = "cmd:"
+
+
+def parse_checks(text: str) -> tuple[str, ...]:
+    """``python,cmd:test -d /scratch`` -> the checks, validated; a usage error names the bad one.
+
+    Commas separate checks, so a ``cmd:`` command cannot contain one (put it in a script).
+    """
+    checks = tuple(item.strip() for item in text.split(",") if item.strip())
+    if not checks:
+        raise UsageError("--checks: give at least one check")
+    for check in checks:
+        if check.startswith(CMD):
+            if not check[len(CMD) :].strip():
+                raise UsageError("--checks: cmd: needs a command, e.g. cmd:test -d /scratch")
+        elif check not in KNOWN:
+            raise UsageError(
+                f"--checks: unknown check {check!r} (known: {', '.join(KNOWN)}, cmd:COMMAND)"
+            )
+    if len(set(checks)) != len(checks):
+        raise UsageError("--checks: a check is listed twice")
+    return checks
+
+
+def needs_gpus(checks: tuple[str, ...]) -> bool:
+    return any(check in GPU_CHECKS for check in checks)

@@ -1,0 +1,194 @@
+"""Per-node results of a scan: pass, FAIL, skipped, unknown, unavailable; the --exclude string.
+
+A node's result is its worst check: FAIL if any check failed; unknown if a check
+printed no result line (the node died or the scan timed out: never taken as a
+pass); skipped if a check could not run there (a GPU check without a driver);
+pass only when every check passed. Nodes left out because they could not run a job
+are "unavailable". ``--exclude`` names failing and unknown nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from slurmkit.hostlist import expand, fold
+from slurmkit.templating.results import CheckResult
+
+PASS = "pass"
+FAIL = "FAIL"
+SKIPPED = "skipped"
+UNKNOWN = "unknown"
+UNAVAILABLE = "unavailable"
+_SHORT = {"pass": "pass", "fail": "FAIL", "skipped": "skip"}
+
+
+@dataclass
+class NodeResult:
+    node: str
+    checks: dict[str, CheckResult | None]
+    result: str = UNKNOWN
+    note: str = ""
+
+    @property
+    def failed_checks(self) -> list[str]:
+        return [name for name, r in self.checks.items() if r is not None and r.status == "fail"]
+
+    @property
+    def detail(self) -> str:
+        """Why the node is not a plain pass: failures first, then missing, then skips."""
+        if self.note:
+            return self.note
+        parts = [
+            f"{name}: {r.detail}"
+            for name, r in self.checks.items()
+            if r is not None and r.status == "fail"
+        ]
+        missing = [name for name, r in self.checks.items() if r is None]
+        if missing:
+            parts.append(f"no result for {', '.join(missing)}")
+        skipped = [(n, r.detail) for n, r in self.checks.items() if r and r.status == "skipped"]
+        reasons = sorted({why for _, why in skipped})
+        if skipped:
+            names = ", ".join(n for n, _ in skipped)
+            parts.append(f"skipped {names}: {'; '.join(reasons)}")
+        return "; ".join(parts)
+
+    def status_of(self, check: str) -> str:
+        found = self.checks.get(check)
+        if self.result == UNAVAILABLE:
+            return "-"
+        return "?" if found is None else _SHORT[found.status]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "node": self.node,
+            "result": self.result,
+            "note": self.note or None,
+            "checks": [
+                {
+                    "check": name,
+                    "status": r.status if r else ("not run" if self.note else UNKNOWN),
+                    "detail": r.detail if r else None,
+                }
+                for name, r in self.checks.items()
+            ],
+        }
+
+
+@dataclass
+class DrainOutcome:
+    """What --drain did (or would do): reason -> nodes, and nodes left alone."""
+
+    dry_run: bool
+    groups: dict[str, list[str]] = field(default_factory=dict)
+    left_alone: list[tuple[str, str]] = field(default_factory=list)
+    done: bool = False
+    declined: bool = False
+    states: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> list[str]:
+        return [n for names in self.groups.values() for n in names]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "dry_run": self.dry_run,
+            "done": self.done,
+            "declined": self.declined,
+            "groups": [{"reason": r, "nodes": fold(n)} for r, n in self.groups.items()],
+            "left_alone": [{"node": n, "why": w} for n, w in self.left_alone],
+            "states": self.states,
+        }
+
+
+@dataclass
+class ScanReport:
+    job_id: str
+    job_state: str
+    checks: tuple[str, ...]
+    nodes: list[NodeResult]
+    log: str
+    timed_out: bool = False
+    drain: DrainOutcome | None = None
+
+    def named(self, result: str) -> list[str]:
+        return [n.node for n in self.nodes if n.result == result]
+
+    @property
+    def failing(self) -> list[str]:
+        return self.named(FAIL)
+
+    @property
+    def exclude(self) -> str:
+        """``node-[3,7]``: the failing and unknown nodes, for ``sbatch --exclude``."""
+        bad = self.failing + self.named(UNKNOWN)
+        return fold(bad) if bad else ""
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if all(n.result == PASS for n in self.nodes) else 1
+
+    def headers(self) -> list[str]:
+        return ["NODE", "RESULT", *(_column(c) for c in self.checks), "DETAIL"]
+
+    def rows(self) -> list[list[str]]:
+        return [
+            [n.node, n.result, *(n.status_of(c) for c in self.checks), n.detail] for n in self.nodes
+        ]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "job_id": self.job_id,
+            "job_state": self.job_state,
+            "timed_out": self.timed_out,
+            "log": self.log,
+            "checks": list(self.checks),
+            "nodes": [n.to_json() for n in self.nodes],
+            "failing": fold(self.failing) if self.failing else "",
+            "unknown": fold(self.named(UNKNOWN)) if self.named(UNKNOWN) else "",
+            "exclude": self.exclude,
+            "drain": self.drain.to_json() if self.drain else None,
+        }
+
+
+def _column(check: str) -> str:
+    return check if len(check) <= 16 else check[:15] + "…"
+
+
+def node_results(
+    checks: Sequence[str],
+    expected: Iterable[str],
+    results: Iterable[CheckResult],
+    unavailable: Iterable[tuple[str, str]] = (),
+) -> list[NodeResult]:
+    """One result per node: every expected node, every node that reported, the unavailable."""
+    by_node: dict[str, dict[str, CheckResult]] = {}
+    for result in results:
+        by_node.setdefault(result.node, {})[result.check] = result
+    names = list(dict.fromkeys([*expected, *by_node]))
+    nodes = []
+    for name in names:
+        mine = by_node.get(name, {})
+        node = NodeResult(name, {c: mine.get(c) for c in checks})
+        node.result = _verdict(node)
+        nodes.append(node)
+    for name, state in unavailable:
+        nodes.append(
+            NodeResult(
+                name, dict.fromkeys(checks), UNAVAILABLE, f"not scanned: {state} (cannot run jobs)"
+            )
+        )
+    order = {name: i for i, name in enumerate(expand(fold([n.node for n in nodes])))}
+    return sorted(nodes, key=lambda n: order[n.node])
+
+
+def _verdict(node: NodeResult) -> str:
+    found = list(node.checks.values())
+    if any(r is not None and r.status == "fail" for r in found):
+        return FAIL
+    if any(r is None for r in found):
+        return UNKNOWN
+    if any(r.status == "skipped" for r in found if r is not None):
+        return SKIPPED
+    return PASS

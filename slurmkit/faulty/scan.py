@@ -1,0 +1,90 @@
+"""A faulty-node scan: one discovery job, one task per node, one result line per node and check.
+
+The ``faulty-node-check`` template does the work on the nodes; this module picks the
+nodes, sizes the job (GPUs per node only when a GPU check runs: the nodes' own count,
+which must be the same on all of them), waits, reads the result lines and builds the
+per-node report. Everything the template takes can be overridden with
+``sets`` (``--set KEY=VALUE``), e.g. ``disk_min_gb`` or ``python``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slurmkit.errors import UsageError
+from slurmkit.faulty import checkjob
+from slurmkit.faulty.checks import needs_gpus
+from slurmkit.faulty.history import SCAN_JOB_PREFIX
+from slurmkit.faulty.report import ScanReport, node_results
+from slurmkit.faulty.targets import Targets, choose
+from slurmkit.hostlist import expand
+from slurmkit.templating.results import parse_check_lines
+
+TEMPLATE = "faulty-node-check"
+DEFAULT_TIMEOUT = 900.0
+DEFAULT_DIR = Path("slurmkit-checks")
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    checks: tuple[str, ...]
+    partition: str | None = None
+    nodes: int | None = None
+    nodelist: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    work_dir: Path = DEFAULT_DIR
+    sets: Mapping[str, str] = field(default_factory=dict)
+    poll: float = checkjob.MAX_POLL
+
+
+def template_values(options: ScanOptions, targets: Targets) -> dict[str, object]:
+    """The job's size; GPU checks on nodes with different GPU counts need a choice."""
+    gpu_checks = needs_gpus(options.checks)
+    if gpu_checks and targets.mixed_gpus and "gpus_per_node" not in options.sets:
+        counts = ", ".join(f"{n}: {c}" for n, c in sorted(targets.gpus.items()))
+        raise UsageError(
+            f"the nodes to scan have different GPU counts ({counts}): a GPU check would see "
+            "only the smallest count everywhere; scan them in groups (-w) or pass "
+            "--set gpus_per_node=N"
+        )
+    values: dict[str, object] = {
+        "nodes": targets.count,
+        "checks": list(options.checks),
+        "gpus_per_node": targets.gpus_per_node if gpu_checks else 0,
+        "time": checkjob.time_limit(options.timeout),
+    }
+    if options.partition:
+        values["partition"] = options.partition
+    return values
+
+
+def scan(options: ScanOptions, progress: checkjob.Progress) -> ScanReport:
+    targets = choose(options.partition, options.nodes, options.nodelist)
+    extra = (f"--nodelist={targets.nodelist}",) if targets.nodelist else ()
+    job = checkjob.submit_check(
+        TEMPLATE,
+        template_values(options, targets),
+        options.work_dir,
+        SCAN_JOB_PREFIX.rstrip("-"),
+        extra,
+        options.sets,
+    )
+    progress(f"slurmkit: submitted check job {job.job_id} ({targets.count} node(s)), log {job.log}")
+    finished = checkjob.wait(job, options.timeout, progress, options.poll)
+    scanned = finished.nodelist or targets.nodelist or ""
+    nodes = node_results(
+        options.checks,
+        expand(scanned) if scanned else [],
+        parse_check_lines(finished.log_text),
+        targets.unavailable,
+    )
+    return ScanReport(
+        job_id=job.job_id,
+        job_state=finished.state,
+        checks=options.checks,
+        nodes=nodes,
+        log=str(job.log),
+        timed_out=finished.timed_out,
+    )

@@ -1,0 +1,53 @@
+"""Which Slurm the script is linted for, and what that version's srun does with CPUs.
+
+Verified on real clusters (issue 9): 22.05.8 srun does not inherit
+``--cpus-per-task`` from sbatch/salloc and reads only ``SRUN_CPUS_PER_TASK``
+(``SLURM_CPUS_PER_TASK`` is ignored); upstream switched back in 23.11.0, and
+24.11.5/26.05.5 inherit it (sbatch exports ``SLURM_CPUS_PER_TASK`` and
+``SLURM_TRES_PER_TASK=cpu=N``, srun reads both and ignores ``SRUN_CPUS_PER_TASK``).
+
+An unknown version (Slurm not installed here and no ``--slurm-version``) lints for
+every version at once: the explicit ``srun --cpus-per-task`` that satisfies all of
+them is right everywhere, so the union of the rules never asks for a wrong fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slurmkit.slurm.records import SlurmVersion
+
+NO_INHERIT_FROM = SlurmVersion(22, 5, 0)
+INHERIT_AGAIN_FROM = SlurmVersion(23, 11, 0)
+NO_INHERIT_RANGE = "22.05 to 23.02"
+
+
+def srun_inherits_cpus_per_task(version: SlurmVersion) -> bool:
+    """Does a plain srun get the job's --cpus-per-task on this version?"""
+    return not NO_INHERIT_FROM <= version < INHERIT_AGAIN_FROM
+
+
+@dataclass(frozen=True)
+class LintContext:
+    """``version`` None: unknown, lint for every version from 22.05 on."""
+
+    version: SlurmVersion | None = None
+    version_source: str = "option"
+
+    @property
+    def version_text(self) -> str:
+        return str(self.version) if self.version else "unknown"
+
+    @property
+    def may_not_inherit(self) -> bool:
+        """srun may ignore the job's --cpus-per-task and read SRUN_CPUS_PER_TASK (22.05-23.02)."""
+        return self.version is None or not srun_inherits_cpus_per_task(self.version)
+
+    @property
+    def may_inherit_again(self) -> bool:
+        """srun may read SLURM_CPUS_PER_TASK and ignore SRUN_CPUS_PER_TASK (23.11 on)."""
+        return self.version is None or self.version >= INHERIT_AGAIN_FROM
+
+    def on_versions(self, text_if_unknown: str) -> str:
+        """``on Slurm 22.05.8`` or, for an unknown version, the range the rule is about."""
+        return f"on Slurm {self.version}" if self.version else text_if_unknown

@@ -1,0 +1,204 @@
+"""``#SBATCH`` lines read the way sbatch reads them, and the job they request.
+
+sbatch (``_opt_batch_script`` in its opt.c) reads a line as a directive only when
+it starts with ``#SBATCH`` in column 0; it splits the rest into words honouring
+quotes and backslash escapes, and an unquoted ``#`` ends the line (a comment). It
+stops at the first line that is neither blank nor a comment: every ``#SBATCH``
+after the first command is silently ignored. Lines are never joined: a trailing
+backslash does not continue a directive. Later options win over earlier ones.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from slurmkit.lint.options import Option, parse_options
+
+MAGIC = "#SBATCH"
+AFTER_COMMAND = "after-command"
+INDENTED = "indented"
+WRONG_CASE = "wrong-case"
+
+
+@dataclass(frozen=True)
+class Directive:
+    """One ``#SBATCH`` line; ``ignored`` says why sbatch does not read it (None: it does)."""
+
+    line: int
+    text: str
+    options: tuple[Option, ...]
+    ignored: str | None = None
+    continued: bool = False
+
+
+@dataclass(frozen=True)
+class Setting:
+    value: str | None
+    line: int
+    written: str
+
+
+@dataclass
+class JobRequest:
+    """What the directives sbatch reads ask for; ``settings`` keeps the last of each option."""
+
+    settings: dict[str, Setting] = field(default_factory=dict)
+
+    def get(self, name: str) -> Setting | None:
+        return self.settings.get(name)
+
+    def value(self, name: str) -> str | None:
+        setting = self.settings.get(name)
+        return setting.value if setting else None
+
+    def integer(self, name: str) -> int | None:
+        return to_int(self.value(name))
+
+    @property
+    def nodes(self) -> tuple[int, int] | None:
+        """``--nodes`` as (min, max); ``2`` is (2, 2), ``2-4`` is (2, 4)."""
+        return node_range(self.value("nodes"))
+
+    @property
+    def cpus_per_task(self) -> int | None:
+        return self.integer("cpus-per-task")
+
+    @property
+    def tasks_per_node(self) -> int | None:
+        """``--ntasks-per-node``, else ``--ntasks`` spread over the (minimum) node count."""
+        per_node = self.integer("ntasks-per-node")
+        if per_node is not None:
+            return per_node
+        ntasks = self.integer("ntasks")
+        if ntasks is None:
+            return None
+        nodes = self.nodes
+        low = nodes[0] if nodes else 1
+        return -(-ntasks // max(low, 1))
+
+    @property
+    def gpus_per_node(self) -> tuple[int, Setting] | None:
+        """GPUs per node from ``--gres=gpu[:type]:N``, ``--gpus-per-node`` or ``--gpus``/nodes."""
+        gres = self.get("gres")
+        if gres is not None and gres.value is not None:
+            count = gres_gpus(gres.value)
+            if count is not None:
+                return count, gres
+        per_node = self.get("gpus-per-node")
+        if per_node is not None and per_node.value is not None:
+            count = to_int(per_node.value.rsplit(":", 1)[-1])
+            if count is not None:
+                return count, per_node
+        total = self.get("gpus")
+        nodes = self.nodes
+        if total is not None and total.value is not None and nodes and nodes[0] == nodes[1]:
+            count = to_int(total.value.rsplit(":", 1)[-1])
+            if count is not None and count % nodes[0] == 0:
+                return count // nodes[0], total
+        return None
+
+
+def to_int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.strip().isdigit() else None
+
+
+def node_range(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*", text)
+    if not match:
+        return None
+    low = int(match.group(1))
+    return low, int(match.group(2) or low)
+
+
+def gres_gpus(text: str) -> int | None:
+    """GPUs per node in a gres string (a job's request or a node's), None without any GPU.
+
+    ``gpu:8``, ``gpu:a100:8``, ``gpu`` (1), ``nvme:1,gpu:2``, ``gres/gpu:4``, ``gpu:8(S:0-1)``;
+    several GPU types add up (``gpu:a100:4,gpu:v100:2`` is 6).
+    """
+    counts = []
+    for item in text.split(","):
+        parts = item.split("(")[0].strip().removeprefix("gres/").removeprefix("gres:").split(":")
+        if parts[0] == "gpu":
+            counts.append(int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1)
+    return sum(counts) if counts else None
+
+
+def sbatch_words(text: str) -> list[str]:
+    """Split a directive's text like sbatch's ``_get_argument``: quotes, escapes, ``#``."""
+    words: list[str] = []
+    current: list[str] = []
+    in_word = False
+    quote = ""
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and index + 1 < len(text):
+            current.append(text[index + 1])
+            in_word = True
+            index += 2
+            continue
+        if quote:
+            if char == quote:
+                quote = ""
+            else:
+                current.append(char)
+        elif char in "\"'":
+            quote = char
+            in_word = True
+        elif char == "#":
+            break
+        elif char.isspace():
+            if in_word:
+                words.append("".join(current))
+                current, in_word = [], False
+        else:
+            current.append(char)
+            in_word = True
+        index += 1
+    if in_word:
+        words.append("".join(current))
+    return words
+
+
+def read_directives(lines: list[str]) -> list[Directive]:
+    """Every ``#SBATCH``-looking line, with whether and why sbatch ignores it."""
+    found: list[Directive] = []
+    header = True
+    for number, line in enumerate(lines, start=1):
+        stripped = line.lstrip()
+        looks = stripped[: len(MAGIC)].upper() == MAGIC
+        if line.startswith(MAGIC):
+            found.append(_directive(number, line, None if header else AFTER_COMMAND))
+        elif looks:
+            why = INDENTED if stripped.startswith(MAGIC) else WRONG_CASE
+            found.append(_directive(number, line, why if header else AFTER_COMMAND))
+        elif header and stripped and not stripped.startswith("#"):
+            header = False
+    return found
+
+
+def _directive(number: int, line: str, ignored: str | None) -> Directive:
+    body = line.lstrip()[len(MAGIC) :]
+    options, _ = parse_options(sbatch_words(body))
+    return Directive(
+        line=number,
+        text=line.rstrip("\n"),
+        options=tuple(options),
+        ignored=ignored,
+        continued=line.rstrip().endswith("\\") and not line.rstrip().endswith("\\\\"),
+    )
+
+
+def job_request(directives: list[Directive]) -> JobRequest:
+    request = JobRequest()
+    for directive in directives:
+        if directive.ignored is None:
+            for option in directive.options:
+                request.settings[option.name] = Setting(
+                    option.value, directive.line, option.written
+                )
+    return request

@@ -1,0 +1,9 @@
+"""Every lint rule, in the order findings of one line are listed."""
+
+from __future__ import annotations
+
+from slurmkit.lint.findings import Rule
+from slurmkit.lint.rules import commands, cpus, directives, launchers
+
+RULES: tuple[Rule, ...] = (*directives.RULES, *cpus.RULES, *launchers.RULES, *commands.RULES)
+RULE_IDS = frozenset(rule.id for rule in RULES)

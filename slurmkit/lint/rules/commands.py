@@ -1,0 +1,112 @@
+"""Rules on what the script runs: pipes into tee, terminal commands, monitoring sruns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from slurmkit.lint.context import LintContext
+from slurmkit.lint.findings import WARNING, Finding, Rule
+from slurmkit.lint.rules.cpus import other_job
+from slurmkit.lint.script import Script, Srun
+
+_TERMINAL = ("clear", "reset")
+_NO_GPUS = ("gpu:0", "none")
+
+
+def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
+    start = script.pipefail_from()
+    for command in script.commands:
+        if command.name != "tee" or not command.after_pipe:
+            continue
+        if start is not None and start < command.start:
+            continue
+        yield script.finding(
+            script.line_of(command.start),
+            WARNING,
+            RULE_TEE.id,
+            "without set -o pipefail a pipeline's status is its last command's: "
+            "`train | tee log` ends 0 when the training fails, so the job ends COMPLETED and "
+            "retries, arrays and dependencies never learn of the failure",
+            "set -eo pipefail near the top of the script",
+        )
+
+
+def _terminal(script: Script, context: LintContext) -> Iterator[Finding]:
+    if not script.directives:
+        return
+    for command in script.commands:
+        argv = [w.text for w in command.argv]
+        if argv[:1] and (argv[0] in _TERMINAL or argv[:2] == ["tput", "clear"]):
+            yield script.finding(
+                script.line_of(command.start),
+                WARNING,
+                RULE_TERMINAL.id,
+                f"{' '.join(argv[:2])} needs a terminal, and a batch job has none (TERM is "
+                "unset): it prints 'TERM environment variable not set.' and fails, which ends "
+                "the job under set -e",
+                f"remove {argv[0]} from the batch script",
+            )
+
+
+def _blocking_srun(script: Script, context: LintContext) -> Iterator[Finding]:
+    running: list[Srun] = []
+    waits = [c.start for c in script.commands if c.name == "wait" and c.depth == 0]
+    for srun in script.sruns:
+        here = srun.command.start
+        running = [r for r in running if not any(r.command.start < w < here for w in waits)]
+        if srun.has("overlap"):
+            continue
+        no_gpus = _asks_no_gpus(srun)
+        if other_job(srun):
+            why = (
+                "an srun into another job's allocation (--jobid) waits until that job's "
+                "running steps release their resources: a monitor blocks behind the training"
+            )
+        elif running and srun.command.depth == 0:
+            why = (
+                f"the srun started in the background on line {running[-1].line} still holds "
+                "its resources: this step waits until it ends"
+            )
+        else:
+            if srun.command.background and srun.command.depth == 0:
+                running.append(srun)
+            continue
+        if no_gpus:
+            why += (
+                "; --gres=gpu:0 alone no longer helps: since Slurm 20.11 steps do not share "
+                "CPUs or memory either (checked on 22.05.8)"
+            )
+        yield script.finding(
+            srun.line,
+            WARNING,
+            RULE_OVERLAP.id,
+            why,
+            "srun --overlap (shares the allocation with the running step); add --gres=gpu:0 "
+            "when the monitor needs no GPU",
+        )
+
+
+def _asks_no_gpus(srun: Srun) -> bool:
+    gres = srun.option("gres")
+    gpus = srun.option("gpus", "gpus-per-node")
+    return bool(
+        (gres and gres.value in _NO_GPUS) or (gpus and gpus.value is not None and gpus.value == "0")
+    )
+
+
+RULE_TEE = Rule(
+    "tee-without-pipefail",
+    WARNING,
+    "`cmd | tee` without set -o pipefail: the job ends COMPLETED when cmd fails",
+    _tee,
+)
+RULE_TERMINAL = Rule(
+    "terminal-command", WARNING, "clear/reset/tput clear in a batch script (no terminal)", _terminal
+)
+RULE_OVERLAP = Rule(
+    "srun-without-overlap",
+    WARNING,
+    "monitoring srun --jobid (or a step beside a background step) without --overlap blocks",
+    _blocking_srun,
+)
+RULES = (RULE_TEE, RULE_TERMINAL, RULE_OVERLAP)

@@ -1,0 +1,182 @@
+"""Rules on the ``#SBATCH`` header: lines sbatch never reads, time, log names, arrays."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from slurmkit.lint.context import LintContext
+from slurmkit.lint.directives import AFTER_COMMAND, INDENTED, WRONG_CASE
+from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.rules.launchers import launcher_lines
+from slurmkit.lint.script import Script
+
+_IGNORED = {
+    AFTER_COMMAND: "comes after the first command: sbatch stops reading #SBATCH lines at the "
+    "first line that is not a comment, so this option is silently not applied",
+    INDENTED: "does not start in column 0: sbatch only reads lines that begin with #SBATCH, "
+    "so this option is silently not applied",
+    WRONG_CASE: "is not spelled #SBATCH: sbatch's magic word is case-sensitive, so this option "
+    "is silently not applied",
+}
+_IGNORED_FIX = {
+    AFTER_COMMAND: "move it up, above the first command (blank lines and comments may stay)",
+    INDENTED: "remove the leading blanks",
+    WRONG_CASE: "write #SBATCH in capitals",
+}
+_TRAINING = re.compile(r"train|(?<![a-z])tr\d", re.I)
+
+
+def _has_directives(script: Script) -> bool:
+    return any(d.ignored is None for d in script.directives)
+
+
+def _shebang(script: Script, context: LintContext) -> Iterator[Finding]:
+    if _has_directives(script) and not script.text.startswith("#!"):
+        first = script.lines[0] if script.lines else ""
+        yield script.finding(
+            1,
+            ERROR,
+            RULE_SHEBANG.id,
+            "sbatch refuses a script whose first line is not #! + an interpreter "
+            f"(this one starts with {first[:40]!r})",
+            "make #!/bin/bash the very first line",
+        )
+
+
+def _dos(script: Script, context: LintContext) -> Iterator[Finding]:
+    if "\r\n" in script.text:
+        line = script.text[: script.text.index("\r\n")].count("\n") + 1
+        yield script.finding(
+            line,
+            ERROR,
+            RULE_DOS.id,
+            "DOS line breaks (\\r\\n): sbatch refuses the script, and bash would read every "
+            "line with a stray carriage return",
+            "convert it: dos2unix SCRIPT (or sed -i 's/\\r$//' SCRIPT)",
+        )
+
+
+def _ignored(script: Script, context: LintContext) -> Iterator[Finding]:
+    for directive in script.directives:
+        if directive.ignored:
+            yield script.finding(
+                directive.line,
+                WARNING,
+                RULE_IGNORED.id,
+                f"{directive.text.strip()!r} {_IGNORED[directive.ignored]}",
+                _IGNORED_FIX[directive.ignored],
+            )
+
+
+def _continued(script: Script, context: LintContext) -> Iterator[Finding]:
+    for directive in script.directives:
+        if directive.continued and directive.ignored is None:
+            yield script.finding(
+                directive.line,
+                WARNING,
+                RULE_CONTINUED.id,
+                "sbatch reads #SBATCH lines one at a time: the trailing backslash does not "
+                "continue this directive, and a next line without #SBATCH ends the header "
+                "(every later #SBATCH is ignored)",
+                "one #SBATCH line per option (several options may share one line)",
+            )
+
+
+def _time(script: Script, context: LintContext) -> Iterator[Finding]:
+    if _has_directives(script) and script.job.get("time") is None:
+        first = next(d.line for d in script.directives if d.ignored is None)
+        yield script.finding(
+            first,
+            WARNING,
+            RULE_TIME.id,
+            "no --time: the job gets the partition's default limit (often its maximum), waits "
+            "longer for a slot because backfill cannot fit it, and may be killed at a limit "
+            "nobody chose",
+            "#SBATCH --time=HH:MM:SS (a little more than the run needs)",
+        )
+
+
+def _output(script: Script, context: LintContext) -> Iterator[Finding]:
+    array = script.job.get("array") is not None
+    for name in ("output", "error"):
+        setting = script.job.get(name)
+        if setting is None or setting.value is None or setting.value.startswith("/dev/"):
+            continue
+        value = setting.value
+        unique = ("%j" in value or "%J" in value) or (
+            ("%A" in value and "%a" in value) if array else "%A" in value
+        )
+        if unique:
+            continue
+        why = (
+            "the tasks of this array write the same file"
+            if array and "%A" in value
+            else "every run writes the same file and overwrites (or interleaves with) the "
+            "previous run's log"
+        )
+        yield script.finding(
+            setting.line,
+            WARNING,
+            RULE_OUTPUT.id,
+            f"--{name}={value} has no job id in it: {why}",
+            f"--{name}=" + ("%x-%A_%a.out" if array else "%x-%j.out") + " (%j: job id, "
+            "%A_%a: array job and task)",
+        )
+
+
+def _array(script: Script, context: LintContext) -> Iterator[Finding]:
+    setting = script.job.get("array")
+    if setting is None or setting.value is None:
+        return
+    name = script.job.value("job-name") or ""
+    training = bool(launcher_lines(script)) or bool(_TRAINING.search(name))
+    limit = re.search(r"%(\d+)\s*$", setting.value)
+    if not training or (limit and limit.group(1) == "1"):
+        return
+    now = (
+        f"%{limit.group(1)} runs {limit.group(1)} at once"
+        if limit
+        else "without %1 all run at once"
+    )
+    ranges = re.sub(r"%\d+\s*$", "", setting.value)
+    yield script.finding(
+        setting.line,
+        WARNING,
+        RULE_ARRAY.id,
+        f"--array={setting.value} for a training: {now}, and runs of one training that resume "
+        "from the same checkpoints must run one after the other",
+        f"--array={ranges}%1",
+    )
+
+
+RULE_SHEBANG = Rule(
+    "missing-shebang", ERROR, "first line is not #!interpreter: sbatch refuses the script", _shebang
+)
+RULE_DOS = Rule("dos-line-breaks", ERROR, "\\r\\n line breaks: sbatch refuses the script", _dos)
+RULE_IGNORED = Rule(
+    "sbatch-directive-ignored",
+    WARNING,
+    "#SBATCH line that sbatch ignores (after the first command, indented, wrong case)",
+    _ignored,
+)
+RULE_CONTINUED = Rule(
+    "sbatch-continuation",
+    WARNING,
+    "#SBATCH line ending in a backslash (sbatch does not join lines)",
+    _continued,
+)
+RULE_TIME = Rule("missing-time", WARNING, "no #SBATCH --time", _time)
+RULE_OUTPUT = Rule(
+    "output-without-jobid",
+    WARNING,
+    "--output/--error without %j (or %A_%a for arrays): runs overwrite each other's logs",
+    _output,
+)
+RULE_ARRAY = Rule(
+    "array-without-limit",
+    WARNING,
+    "--array without %1 for a training (all array jobs run at once)",
+    _array,
+)
+RULES = (RULE_SHEBANG, RULE_DOS, RULE_IGNORED, RULE_CONTINUED, RULE_TIME, RULE_OUTPUT, RULE_ARRAY)

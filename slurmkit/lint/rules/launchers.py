@@ -1,0 +1,260 @@
+"""Multi-node launchers (torchrun, accelerate, deepspeed) against what the job requests.
+
+A launcher starts one worker per GPU itself, so it must run once per node (one
+task per node), see the job's real node count, and start as many workers as the
+node has GPUs. Launchers are found in code lines and in heredoc bodies (the shipped
+templates run them from a heredoc), never in comments or Python imports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from slurmkit.lint.context import LintContext
+from slurmkit.lint.directives import node_range, to_int
+from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.script import Script, Srun
+
+LAUNCHER = re.compile(
+    r"(?<![\w.-])(?P<name>torchrun|deepspeed)(?![\w.-])"
+    r"|(?P<module>torch\.distributed\.(?:run|launch))\b"
+    r"|(?<![\w.-])(?P<accelerate>accelerate\s+launch)\b"
+)
+_IMPORT = re.compile(r"^\s*(import|from)\s")
+NODE_VARIABLES = ("NNODES", "NUM_NODES", "N_NODES", "NNODE")
+_NODE_ARGS = re.compile(
+    r"--(?P<opt>nnodes|num_nodes|num-nodes|num_machines|num-machines)[= ]+(?P<n>\d+(?::\d+)?)\b"
+)
+_PROC_ARGS = re.compile(
+    r"--(?P<opt>nproc_per_node|nproc-per-node|num_gpus|num-gpus)[= ]+(?P<n>\d+)\b"
+)
+_REMOTE = re.compile(r"(?<![\w-])(pdsh|ssh|mpirun|clush)(?![\w-])")
+
+
+def launcher_in(text: str) -> str | None:
+    for line in text.splitlines():
+        if line.lstrip().startswith("#") or _IMPORT.match(line):
+            continue
+        match = LAUNCHER.search(line)
+        if match:
+            return next(v for v in match.groupdict().values() if v)
+    return None
+
+
+def launcher_lines(script: Script) -> list[tuple[int, str]]:
+    """(line, launcher) for every line that starts a launcher, heredoc bodies included."""
+    found = []
+    for number, line in enumerate(script.lines, start=1):
+        name = launcher_in(line)
+        if name:
+            found.append((number, re.sub(r"\s+", " ", name)))
+    return found
+
+
+def srun_launcher(script: Script, srun: Srun) -> str | None:
+    """The launcher this srun starts, directly or through variables it references."""
+    return launcher_in(script.expanded_source(script.source(srun.command)))
+
+
+def _tasks_per_node(script: Script, srun: Srun) -> tuple[int | None, int, str]:
+    """(tasks per node, line, how it was asked for) of a step: its own options, else the job's."""
+    per_node = srun.option("ntasks-per-node")
+    if per_node is not None and to_int(per_node.value) is not None:
+        return to_int(per_node.value), srun.line, f"srun {per_node.written}"
+    ntasks = srun.option("ntasks")
+    if ntasks is not None and to_int(ntasks.value) is not None:
+        nodes = srun.option("nodes")
+        low = (node_range(nodes.value) or (1, 1))[0] if nodes else _job_nodes(script)
+        count = -(-(to_int(ntasks.value) or 0) // max(low, 1))
+        return count, srun.line, f"srun {ntasks.written} over {low} node(s)"
+    job = script.job
+    setting = job.get("ntasks-per-node") or job.get("ntasks")
+    if setting is None:
+        return None, 0, ""
+    how = f"#SBATCH {setting.written}"
+    if job.get("ntasks-per-node") is None:
+        how += f" over {_job_nodes(script)} node(s)"
+    return job.tasks_per_node, setting.line, how
+
+
+def _job_nodes(script: Script) -> int:
+    nodes = script.job.nodes
+    return nodes[0] if nodes else 1
+
+
+def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
+    """Only launchers srun starts: in the batch step (or via pdsh) a launcher runs once."""
+    steps = [(s, srun_launcher(script, s)) for s in script.sruns]
+    for srun, name in [(s, name) for s, name in steps if name]:
+        count, line, how = _tasks_per_node(script, srun)
+        if count is not None and count > 1:
+            yield script.finding(
+                line,
+                ERROR,
+                RULE_TASKS.id,
+                f"{name} starts its own worker per GPU, but {how} runs {count} tasks on each "
+                f"node: {count} launchers per node start {count}x the workers, which collide on "
+                "GPUs and the rendezvous port",
+                "one launcher per node: --ntasks-per-node=1 (the launcher's --nproc_per_node "
+                "sets the workers per node)",
+            )
+
+
+def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
+    """Only the clear case (no CPUs asked for anywhere): how many a training needs varies."""
+    launchers = launcher_lines(script)
+    job = script.job
+    asked = ("cpus-per-task", "cpus-per-gpu", "exclusive", "mincpus")
+    if not launchers or any(job.get(name) for name in asked):
+        return
+    steps = [s for s in script.sruns if srun_launcher(script, s)]
+    if any(s.has("cpus-per-task", "cpus-per-gpu") for s in steps):
+        return
+    yield script.finding(
+        steps[0].line if steps else launchers[0][0],
+        WARNING,
+        RULE_CPUS.id,
+        f"no --cpus-per-task: the task running {launchers[0][1]} gets 1 CPU, shared by the "
+        "launcher, every worker and all their data loaders",
+        "#SBATCH --cpus-per-task=N with N >= (1 + data loader workers) x GPUs per node, and "
+        "srun --cpus-per-task=$SLURM_CPUS_PER_TASK",
+    )
+
+
+def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Finding]:
+    nodes = script.job.nodes
+    launchers = launcher_lines(script)
+    if not launchers or not nodes or nodes[0] < 2:
+        return
+    if any(srun_launcher(script, s) for s in script.sruns):
+        return
+    if any(_REMOTE.search(line) for _, line in script.code_lines(heredocs=True)):
+        return  # started per node some other way (pdsh, ssh, mpirun)
+    line, name = launchers[0]
+    yield script.finding(
+        line,
+        WARNING,
+        RULE_OUTSIDE.id,
+        f"{name} runs in the batch step, which runs on the first node only: the other "
+        f"{nodes[0] - 1} node(s) never start a launcher and the rendezvous waits until the "
+        "time limit",
+        "start one launcher per node: srun --ntasks-per-node=1 bash -c "
+        "'<launcher> --nnodes=$SLURM_NNODES --node_rank=$SLURM_PROCID ...'",
+    )
+
+
+def _nodes_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
+    nodes = script.job.nodes
+    setting = script.job.get("nodes")
+    if nodes is None or setting is None:
+        return
+    wanted = f"#SBATCH {setting.written} (line {setting.line})"
+    for binding in script.bindings:
+        if binding.name not in NODE_VARIABLES or binding.value is None:
+            continue
+        value = to_int(binding.value.text) if binding.value.literal else None
+        if value is not None and not nodes[0] <= value <= nodes[1]:
+            yield script.finding(
+                binding.line,
+                ERROR,
+                RULE_NODES.id,
+                f"{binding.name}={value} but {wanted}: the launchers wait for nodes that never "
+                "join (or the job holds nodes nobody uses)",
+                f"{binding.name}=$SLURM_NNODES (always the allocation's node count)",
+            )
+    for number, line in script.code_lines(heredocs=True):
+        for match in _NODE_ARGS.finditer(line):
+            low, _, high = match["n"].partition(":")
+            asked = (int(low), int(high or low))
+            if asked[1] < nodes[0] or asked[0] > nodes[1]:
+                yield script.finding(
+                    number,
+                    ERROR,
+                    RULE_NODES.id,
+                    f"--{match['opt']} {match['n']} but {wanted}: the launcher's node count must "
+                    "be the allocation's",
+                    f"--{match['opt']}=$SLURM_NNODES",
+                )
+
+
+def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
+    request = script.job.gpus_per_node
+    for binding in script.bindings:
+        if binding.name != "GPUS_PER_NODE" or binding.value is None or not binding.value.literal:
+            continue
+        value = to_int(binding.value.text)
+        if value is None:
+            continue
+        if request is None:
+            if value > 0 and script.directives:
+                yield script.finding(
+                    binding.line,
+                    WARNING,
+                    RULE_GPUS.id,
+                    f"GPUS_PER_NODE={value} but no #SBATCH line requests GPUs: the workers "
+                    "find no GPU unless sbatch is given --gres on its command line",
+                    f"#SBATCH --gres=gpu:{value}",
+                )
+        elif value != request[0]:
+            yield script.finding(
+                binding.line,
+                ERROR,
+                RULE_GPUS.id,
+                f"GPUS_PER_NODE={value} but #SBATCH {request[1].written} (line {request[1].line}) "
+                f"gives {request[0]} GPUs per node: "
+                + (
+                    "workers without a GPU fail"
+                    if value > request[0]
+                    else f"{request[0] - value} GPU(s) per node sit idle"
+                ),
+                f"GPUS_PER_NODE={request[0]}, or read it from Slurm: "
+                "GPUS_PER_NODE=$SLURM_GPUS_ON_NODE",
+            )
+    if request is None:
+        return
+    for number, line in script.code_lines(heredocs=True):
+        for match in _PROC_ARGS.finditer(line):
+            value = int(match["n"])
+            if value != request[0]:
+                yield script.finding(
+                    number,
+                    ERROR if value > request[0] else WARNING,
+                    RULE_GPUS.id,
+                    f"--{match['opt']} {value} but the job has {request[0]} GPUs per node "
+                    f"(#SBATCH {request[1].written})",
+                    f"--{match['opt']}={request[0]} (or $SLURM_GPUS_ON_NODE)",
+                )
+
+
+RULE_TASKS = Rule(
+    "launcher-tasks-per-node",
+    ERROR,
+    "more than one task per node for torchrun/accelerate/deepspeed (each starts its own workers)",
+    _launcher_tasks,
+)
+RULE_CPUS = Rule(
+    "launcher-cpus-per-task",
+    WARNING,
+    "a launcher and all its workers share 1 CPU (no --cpus-per-task anywhere)",
+    _launcher_cpus,
+)
+RULE_OUTSIDE = Rule(
+    "launcher-outside-srun",
+    WARNING,
+    "a multi-node job runs its launcher in the batch step only (first node)",
+    _launcher_outside_srun,
+)
+RULE_NODES = Rule(
+    "nodes-mismatch",
+    ERROR,
+    "NNODES= / --nnodes differ from #SBATCH --nodes",
+    _nodes_mismatch,
+)
+RULE_GPUS = Rule(
+    "gpus-per-node-mismatch",
+    ERROR,
+    "GPUS_PER_NODE / --nproc_per_node differ from the GPUs requested per node",
+    _gpus_mismatch,
+)
+RULES = (RULE_NODES, RULE_TASKS, RULE_GPUS, RULE_CPUS, RULE_OUTSIDE)

@@ -1,0 +1,241 @@
+"""A batch script as the rules see it: directives, the job they request, commands, sruns.
+
+The environment each ``srun`` starts with is followed through the script in order
+(assignments, ``export``, ``unset``, ``set -a``, ``VAR=x srun`` prefixes), because
+whether ``SRUN_CPUS_PER_TASK`` reaches srun decides a finding. Variables whose name
+starts with ``SLURM_`` come from sbatch's environment, so assigning one changes what
+srun sees even without ``export`` (bash keeps an inherited variable exported).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from slurmkit.lint.directives import Directive, JobRequest, job_request, read_directives
+from slurmkit.lint.findings import Finding
+from slurmkit.lint.options import Option, parse_options
+from slurmkit.lint.shell import Assignment, Command, Parsed, Word, as_assignment, parse
+
+_REFERENCE = re.compile(r"\$\{?([A-Za-z_]\w*)")
+_INHERITED = re.compile(r"SLURM_\w+")
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A variable's value at some point (None: exported without a value we know)."""
+
+    name: str
+    value: Word | None
+    exported: bool
+    line: int
+    prefix: bool = False
+
+
+@dataclass(frozen=True)
+class Srun:
+    command: Command
+    options: tuple[Option, ...]
+    program: tuple[Word, ...]
+    line: int
+    env: Mapping[str, Binding]
+    shell: Mapping[str, Binding]
+
+    def option(self, *names: str) -> Option | None:
+        found = [o for o in self.options if o.name in names]
+        return found[-1] if found else None
+
+    def has(self, *names: str) -> bool:
+        return self.option(*names) is not None
+
+
+@dataclass
+class Script:
+    path: str
+    text: str
+    lines: list[str] = field(init=False)
+    parsed: Parsed = field(init=False)
+    directives: list[Directive] = field(init=False)
+    job: JobRequest = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lines = self.text.splitlines()
+        self.parsed = parse(self.text)
+        self.directives = read_directives(self.lines)
+        self.job = job_request(self.directives)
+
+    # ------------------------------------------------------------ helpers for rules
+
+    def line_of(self, offset: int) -> int:
+        return self.parsed.line_of(offset)
+
+    def finding(self, line: int, severity: str, rule: str, message: str, fix: str) -> Finding:
+        return Finding(self.path, line, severity, rule, message, fix)
+
+    @property
+    def commands(self) -> list[Command]:
+        return self.parsed.commands
+
+    def source(self, command: Command) -> str:
+        return self.parsed.source(command.start, command.end)
+
+    def code_lines(self, heredocs: bool = False) -> Iterator[tuple[int, str]]:
+        """(line number, text) of the lines that are not comments; heredoc bodies if asked."""
+        bodies = set() if heredocs else self._heredoc_lines
+        for number, line in enumerate(self.lines, start=1):
+            if number not in bodies and not line.lstrip().startswith("#"):
+                yield number, line
+
+    @cached_property
+    def _heredoc_lines(self) -> set[int]:
+        return {
+            number
+            for heredoc in self.parsed.heredocs
+            if heredoc.end > heredoc.start
+            for number in range(self.line_of(heredoc.start), self.line_of(heredoc.end - 1) + 1)
+        }
+
+    # ------------------------------------------------------------ environment and sruns
+
+    @cached_property
+    def bindings(self) -> list[Binding]:
+        """Every assignment the script makes (top level and prefixes), in order."""
+        return [b for b, _ in self._walked[0]]
+
+    @cached_property
+    def sruns(self) -> list[Srun]:
+        return self._walked[1]
+
+    def assigned_sources(self, name: str) -> list[str]:
+        """The source text of every value assigned to ``name`` (heredoc bodies included)."""
+        return [
+            self.parsed.source(b.value.start, b.value.end)
+            for b in self.bindings
+            if b.name == name and b.value is not None
+        ]
+
+    def expanded_source(self, text: str, depth: int = 3) -> str:
+        """``text`` plus the assigned sources of the variables it references, recursively."""
+        seen: set[str] = set()
+        pieces = [text]
+        frontier = [text]
+        for _ in range(depth):
+            names = {m.group(1) for piece in frontier for m in _REFERENCE.finditer(piece)}
+            frontier = []
+            for name in sorted(names - seen):
+                seen.add(name)
+                frontier.extend(self.assigned_sources(name))
+            pieces.extend(frontier)
+        return "\n".join(pieces)
+
+    @cached_property
+    def _walked(self) -> tuple[list[tuple[Binding, Command]], list[Srun]]:
+        events: list[tuple[Binding, Command]] = []
+        sruns: list[Srun] = []
+        shell: dict[str, Binding] = {}
+        allexport = False
+        for command in self.commands:
+            line = self.line_of(command.start)
+            prefix = command.prefix
+            argv = command.argv
+            name = argv[0].text if argv else None
+            if name is None and command.depth == 0:
+                for assignment in prefix:
+                    exported = (
+                        allexport
+                        or _INHERITED.fullmatch(assignment.name) is not None
+                        or (assignment.name in shell and shell[assignment.name].exported)
+                    )
+                    binding = Binding(assignment.name, assignment.value, exported, line)
+                    shell[assignment.name] = binding
+                    events.append((binding, command))
+                continue
+            if name is None:
+                continue
+            if name == "srun":
+                sruns.append(self._srun(command, line, shell, prefix))
+            for assignment in prefix:
+                events.append(
+                    (Binding(assignment.name, assignment.value, True, line, prefix=True), command)
+                )
+            if command.depth == 0:
+                allexport = self._builtin(name, argv, line, command, shell, events, allexport)
+        return events, sruns
+
+    @staticmethod
+    def _srun(
+        command: Command, line: int, shell: dict[str, Binding], prefix: list[Assignment]
+    ) -> Srun:
+        words = command.argv[1:]
+        options, first = parse_options([w.text for w in words])
+        env = {n: b for n, b in shell.items() if b.exported}
+        for assignment in prefix:
+            env[assignment.name] = Binding(
+                assignment.name, assignment.value, True, line, prefix=True
+            )
+        return Srun(
+            command=command,
+            options=tuple(options),
+            program=tuple(words[first:]),
+            line=line,
+            env=env,
+            shell=dict(shell),
+        )
+
+    @staticmethod
+    def _builtin(
+        name: str,
+        argv: tuple[Word, ...],
+        line: int,
+        command: Command,
+        shell: dict[str, Binding],
+        events: list[tuple[Binding, Command]],
+        allexport: bool,
+    ) -> bool:
+        """Apply export/declare -x/unset/set -a; return the new allexport flag."""
+        args = argv[1:]
+        flags = "".join(w.text[1:] for w in args if w.text.startswith("-"))
+        if name == "export" or (name in ("declare", "typeset") and "x" in flags):
+            unexport = "n" in flags and name == "export"
+            for word in args:
+                if word.text.startswith("-"):
+                    continue
+                assignment = as_assignment(word)
+                if assignment is not None:
+                    binding = Binding(assignment.name, assignment.value, not unexport, line)
+                    shell[assignment.name] = binding
+                    events.append((binding, command))
+                elif re.fullmatch(r"[A-Za-z_]\w*", word.text):
+                    old = shell.get(word.text)
+                    shell[word.text] = Binding(
+                        word.text, old.value if old else None, not unexport, line
+                    )
+        elif name == "unset":
+            for word in args:
+                shell.pop(word.text, None)
+        elif name == "set":
+            words = [w.text for w in args]
+            for index, word in enumerate(words):
+                following = words[index + 1] if index + 1 < len(words) else ""
+                option = word[:1] in "-+" and not word.startswith("--")
+                if option and (
+                    "a" in word[1:] or (word.endswith("o") and following == "allexport")
+                ):
+                    allexport = word[0] == "-"
+        return allexport
+
+    # ------------------------------------------------------------ shell options
+
+    def pipefail_from(self) -> int | None:
+        """Offset from which ``set -o pipefail`` is in force at top level, or None."""
+        for command in self.commands:
+            if command.depth or command.name != "set":
+                continue
+            words = [w.text for w in command.argv[1:]]
+            for index, word in enumerate(words):
+                short = word.startswith("-") and not word.startswith("--")
+                if short and word.endswith("o") and words[index + 1 : index + 2] == ["pipefail"]:
+                    return command.start
+        return None

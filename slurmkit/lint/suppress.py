@@ -1,0 +1,54 @@
+"""``# slurmkit-lint: disable=RULE[,RULE]`` comments: on the finding's line or the line above.
+
+``disable=all`` silences every rule there; ``disable-file=RULE`` anywhere silences a rule
+for the whole file. A shipped template uses these where it breaks a rule on purpose
+(the cpus-per-task test leaves ``--cpus-per-task`` off two sruns to measure what happens).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from slurmkit.lint.findings import Finding
+
+_DISABLE = re.compile(
+    r"#\s*slurmkit-lint:\s*disable(?P<file>-file)?\s*=\s*(?P<rules>[\w-]+(?:\s*,\s*[\w-]+)*)"
+)
+ALL = "all"
+
+
+def disabled(lines: list[str]) -> tuple[dict[int, set[str]], set[str]]:
+    """(line -> rules disabled by a comment on it, rules disabled for the whole file)."""
+    per_line: dict[int, set[str]] = {}
+    whole: set[str] = set()
+    for number, line in enumerate(lines, start=1):
+        for match in _DISABLE.finditer(line):
+            rules = {r.strip() for r in match["rules"].split(",")}
+            if match["file"]:
+                whole |= rules
+            else:
+                per_line.setdefault(number, set()).update(rules)
+    return per_line, whole
+
+
+def unknown_rules(lines: list[str], known: Iterable[str]) -> list[tuple[int, str]]:
+    """(line, name) of disable comments naming no rule (a typo would silence nothing)."""
+    names = set(known) | {ALL}
+    found = []
+    for number, line in enumerate(lines, start=1):
+        for match in _DISABLE.finditer(line):
+            for rule in (r.strip() for r in match["rules"].split(",")):
+                if rule not in names:
+                    found.append((number, rule))
+    return found
+
+
+def keep(findings: Iterable[Finding], lines: list[str]) -> list[Finding]:
+    per_line, whole = disabled(lines)
+
+    def silenced(finding: Finding) -> bool:
+        rules = whole | per_line.get(finding.line, set()) | per_line.get(finding.line - 1, set())
+        return finding.rule in rules or ALL in rules
+
+    return [f for f in findings if not silenced(f)]

@@ -1,0 +1,150 @@
+"""``slurmkit lint``: output, JSON, exit codes, bad files, where the Slurm version comes from."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from slurmkit import _proc
+from slurmkit.slurm import query
+
+SAMPLES = Path(__file__).parent / "lint_samples"
+BAD = str(SAMPLES / "test-nodes.slurm")  # srun without -c: an error on 22.05 only
+CLEAN = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -c 4\nsrun -c 4 hostname\n"
+WARN_ONLY = "#!/bin/bash\n#SBATCH -N 1\nhostname\n"
+
+
+class FakeSinfo:
+    """Answers ``sinfo --version`` (or pretends sinfo is missing); refuses anything else."""
+
+    def __init__(self, version: str | None) -> None:
+        self.version = version
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
+        self.calls.append(list(argv))
+        if list(argv) != ["sinfo", "--version"]:
+            raise AssertionError(f"unexpected command: {shlex.join(argv)}")
+        if self.version is None:
+            raise FileNotFoundError(2, "No such file or directory", "sinfo")
+        return _proc.Completed(tuple(argv), 0, f"slurm-wlm {self.version}\n", "", 0.01)
+
+
+@pytest.fixture
+def sinfo(monkeypatch) -> Iterator[FakeSinfo]:
+    fake = FakeSinfo("22.05.8")
+    monkeypatch.setattr(_proc, "runner", fake)
+    query.version.cache_clear()
+    yield fake
+    query.version.cache_clear()
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_errors_exit_1_with_file_line_severity_rule_and_fix(run_cli, sinfo) -> None:
+    result = run_cli("lint", BAD, exit_code=1)
+    first, fix = result.stdout.splitlines()
+    assert first.startswith(f"{BAD}:12: error: srun does not inherit #SBATCH --cpus-per-task=96")
+    assert first.endswith("[srun-cpus-per-task]")
+    assert fix.startswith("    fix: srun --cpus-per-task=$SLURM_CPUS_PER_TASK")
+    assert "1 error, 0 warnings in 1 script (Slurm 22.05.8, from sinfo)" in result.stderr
+    assert sinfo.calls == [["sinfo", "--version"]]
+
+
+def test_version_from_sinfo_decides(run_cli, sinfo) -> None:
+    sinfo.version = "24.11.5"
+    result = run_cli("lint", BAD, exit_code=0)
+    assert result.stdout == ""
+    assert "0 errors, 0 warnings" in result.stderr and "24.11.5" in result.stderr
+
+
+def test_slurm_version_option_wins_and_asks_nobody(run_cli, sinfo) -> None:
+    run_cli("lint", "--slurm-version", "24.11", BAD, exit_code=0)
+    run_cli("lint", "--slurm-version", "23.02.7", BAD, exit_code=1)
+    assert sinfo.calls == []
+
+
+def test_without_slurm_the_rules_of_every_version_apply(run_cli, sinfo, tmp_path) -> None:
+    sinfo.version = None
+    result = run_cli("lint", BAD, exit_code=1)
+    assert "cannot read the Slurm version" in result.stderr
+    assert "every version from 22.05 on" in result.stderr
+    assert "on Slurm 22.05 to 23.02" in result.stdout
+    relying = write(
+        tmp_path, "env.slurm", CLEAN.replace("srun -c 4", "export SRUN_CPUS_PER_TASK=4\nsrun")
+    )
+    result = run_cli("lint", relying, exit_code=0)  # the 23.11+ warning only
+    assert "warning: this srun relies on SRUN_CPUS_PER_TASK alone" in result.stdout
+
+
+def test_warnings_alone_exit_0(run_cli, sinfo, tmp_path) -> None:
+    result = run_cli("lint", write(tmp_path, "w.slurm", WARN_ONLY), exit_code=0)
+    assert "warning: no --time" in result.stdout and "[missing-time]" in result.stdout
+
+
+def test_json_output(run_cli, sinfo, tmp_path) -> None:
+    clean = write(tmp_path, "clean.slurm", CLEAN)
+    result = run_cli("lint", "--json", BAD, clean, exit_code=1)
+    data = json.loads(result.stdout)
+    assert data["slurm_version"] == "22.05.8" and data["version_source"] == "sinfo"
+    assert data["scripts"] == [BAD, clean]
+    assert (data["errors"], data["warnings"]) == (1, 0)
+    (finding,) = data["findings"]
+    assert finding == {
+        "file": BAD,
+        "line": 12,
+        "severity": "error",
+        "rule": "srun-cpus-per-task",
+        "message": finding["message"],
+        "fix": finding["fix"],
+    }
+    result = run_cli("lint", "--json", "--slurm-version", "24.11", clean, exit_code=0)
+    assert json.loads(result.stdout)["findings"] == []
+
+
+def test_stdin(run_cli, sinfo) -> None:
+    result = run_cli("lint", "-", input=(SAMPLES / "test-nodes.slurm").read_text(), exit_code=1)
+    assert result.stdout.startswith("-:12: error:")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: str(d / "missing.slurm"), "no such file"),
+        (lambda d: str(d), "it is a directory"),
+        (lambda d: _bytes(d / "bin", b"\x7fELF\x00\x01"), "not a text file (it contains NUL"),
+        (lambda d: _bytes(d / "latin", b"#!/bin/bash\necho caf\xe9\n"), "not UTF-8"),
+    ],
+)
+def test_bad_files_exit_2_and_lint_nothing(run_cli, sinfo, tmp_path, make, message) -> None:
+    result = run_cli("lint", BAD, make(tmp_path), exit_code=2)
+    assert result.stdout == ""
+    assert result.stderr.startswith("slurmkit: cannot lint ") and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _bytes(path: Path, data: bytes) -> str:
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_usage_errors(run_cli, sinfo) -> None:
+    assert "give at least one SCRIPT" in run_cli("lint", exit_code=2).stderr
+    result = run_cli("lint", "--slurm-version", "new", BAD, exit_code=2)
+    assert "--slurm-version 'new'" in result.stderr
+
+
+def test_list_rules(run_cli, sinfo) -> None:
+    table = run_cli("lint", "--list-rules").stdout
+    assert "srun-cpus-per-task" in table and "nodes-mismatch" in table
+    rows = json.loads(run_cli("lint", "--list-rules", "--json").stdout)
+    assert {"id": "missing-time", "severity": "warning", "summary": "no #SBATCH --time"} in rows
+    assert sinfo.calls == []
