@@ -100,7 +100,9 @@ def hostfile_command(
     if output is None or output == "-":
         click.echo(text, nl=False)
         return
-    path = hostfile.write_atomic(output, text)
+    from slurmkit.files import write_atomic
+
+    path = write_atomic(output, text)
     if _proc.is_verbose():
         _notify(f"wrote {path} ({len(alloc.hosts)} hosts, {found.total} slots)")
 

@@ -22,14 +22,10 @@ is the node launchers treat as rank 0 / MASTER_ADDR.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
-from pathlib import Path
 
-from slurmkit.errors import EnvironmentProblem, UsageError
+from slurmkit.errors import UsageError
 
 FORMATS = ("deepspeed", "openmpi", "mpich", "plain", "json")
 
@@ -50,42 +46,3 @@ def render(hosts: Sequence[str], slots: Sequence[int], fmt: str = "deepspeed") -
     else:
         raise UsageError(f"unknown hostfile format {fmt!r} (one of {', '.join(FORMATS)})")
     return "".join(f"{line}\n" for line in lines)
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
-
-    A temporary file in the same directory (same file system) is written,
-    flushed to disk and renamed over ``path``; on any failure it is removed
-    and ``path`` is untouched. The new file gets the mode a plain ``open``
-    would give it (0666 minus the umask), not mkstemp's 0600.
-    """
-    target = Path(path)
-    directory = target.parent
-    if not directory.is_dir():
-        raise UsageError(f"cannot write {target}: directory {directory} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot write {target}: {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise EnvironmentProblem(f"cannot write {target}: {exc.strerror}") from exc
-        raise
-    return target
-
-
-def _umask() -> int:
-    """The process umask (reading it means setting it; set it straight back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

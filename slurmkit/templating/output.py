@@ -7,40 +7,11 @@ target is either absent or complete.
 
 from __future__ import annotations
 
-import os
 import secrets
-import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from slurmkit.errors import UsageError
-
-
-def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` via a temp file + rename; file mode follows the umask."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"cannot write {path}: folder {folder} does not exist")
-    if path.is_dir():
-        raise UsageError(f"cannot write {path}: it is a directory")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+from slurmkit.files import write_atomic  # noqa: F401  (re-exported for callers)
 
 
 def script_path(folder: Path, template_name: str, now: datetime | None = None) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from slurmkit import files
 from slurmkit.errors import EnvironmentProblem, UsageError
 from slurmkit.jobenv import hostfile
 
@@ -100,7 +101,7 @@ def test_unknown_format_and_length_mismatch() -> None:
 def test_write_creates_file_with_umask_mode(tmp_path: Path) -> None:
     old = os.umask(0o027)
     try:
-        path = hostfile.write_atomic(tmp_path / "hostfile", "a slots=1\n")
+        path = files.write_atomic(tmp_path / "hostfile", "a slots=1\n")
     finally:
         os.umask(old)
     assert path.read_text() == "a slots=1\n"
@@ -112,7 +113,7 @@ def test_write_replaces_by_rename_so_readers_never_see_half(tmp_path: Path) -> N
     target = tmp_path / "hostfile"
     target.write_text("old\n")
     reader = target.open()  # a launcher that opened the old file keeps reading it whole
-    hostfile.write_atomic(target, "new\n")
+    files.write_atomic(target, "new\n")
     assert reader.read() == "old\n"
     reader.close()
     assert target.read_text() == "new\n"
@@ -129,17 +130,17 @@ def test_failed_write_leaves_target_and_no_temporary(
 
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(EnvironmentProblem, match=r"cannot write .*hostfile: No space left"):
-        hostfile.write_atomic(target, "new\n")
+        files.write_atomic(target, "new\n")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["hostfile"]
 
 
 def test_missing_directory_and_directory_target(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="does not exist"):
-        hostfile.write_atomic(tmp_path / "nope" / "hostfile", "x\n")
+        files.write_atomic(tmp_path / "nope" / "hostfile", "x\n")
     (tmp_path / "dir").mkdir()
-    with pytest.raises(EnvironmentProblem, match="cannot write"):
-        hostfile.write_atomic(tmp_path / "dir", "x\n")
+    with pytest.raises(UsageError, match="it is a directory"):
+        files.write_atomic(tmp_path / "dir", "x\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir"]
 
 
@@ -149,7 +150,7 @@ def test_unwritable_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     def refuse(**kwargs: object) -> tuple[int, str]:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(hostfile.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(files.tempfile, "mkstemp", refuse)
     with pytest.raises(EnvironmentProblem, match="Permission denied"):
-        hostfile.write_atomic(tmp_path / "hostfile", "x\n")
+        files.write_atomic(tmp_path / "hostfile", "x\n")
     assert list(tmp_path.iterdir()) == []

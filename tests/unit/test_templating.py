@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit.errors import TemplateError, UsageError
+from slurmkit.errors import EnvironmentProblem, TemplateError, UsageError
+from slurmkit.files import write_atomic
 from slurmkit.templating import config, discover, find, render_template
 from slurmkit.templating.header import parse_header
-from slurmkit.templating.output import script_path, write_atomic
+from slurmkit.templating.output import script_path
 from slurmkit.templating.param_types import BadValue, Duration, parse_type
 from slurmkit.templating.results import parse_check_lines, parse_cpus_lines, parse_cpus_verdict
 from slurmkit.templating.values import load_vars_file, parse_assignments, resolve
@@ -348,7 +349,7 @@ def test_write_atomic_failure_keeps_the_old_file(tmp_path: Path, monkeypatch) ->
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(EnvironmentProblem, match="disk full"):
         write_atomic(target, "new\n")
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["job.slurm"]

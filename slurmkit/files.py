@@ -1,0 +1,56 @@
+"""Writing files that other programs read: atomically, never half-written.
+
+A hostfile, sbatch script or state file written in place can be read half-way by
+the launcher, sbatch or a cron scheduler globbing ``*.slurm``; a temp file in the
+same folder renamed over the target is either absent or complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from slurmkit.errors import EnvironmentProblem, UsageError
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
+
+    A temporary file in the same directory (same file system) is written,
+    flushed to disk and renamed over ``path``; on any failure it is removed
+    and ``path`` is untouched. The new file gets the mode a plain ``open``
+    would give it (0666 minus the umask), not mkstemp's 0600.
+    """
+    target = Path(path)
+    directory = target.parent
+    if target.is_dir():
+        raise UsageError(f"cannot write {target}: it is a directory")
+    if not directory.is_dir():
+        raise UsageError(f"cannot write {target}: directory {directory} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot write {target}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
+    except BaseException as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise EnvironmentProblem(f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise
+    return target
+
+
+def _umask() -> int:
+    """The process umask (reading it means setting it; set it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
