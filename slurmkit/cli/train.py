@@ -1,0 +1,366 @@
+"""``slurmkit train``: long trainings as job-array trains (thin over :mod:`slurmkit.train`).
+
+Every subcommand finds its train by NAME under --dir (default ./.slurmkit/trains);
+NAME may be left out when only one train lives there. Commands that change a train
+take --dry-run and print what they run; ``stop`` asks on a terminal and needs --yes
+without one.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from slurmkit.cli._group import exit_with
+from slurmkit.cli._output import print_json, print_table
+
+if TYPE_CHECKING:
+    from slurmkit.train.control import Report
+    from slurmkit.train.state import TrainDir
+    from slurmkit.train.status import TrainStatus
+
+_dir_option = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Folder of the trains (default ./.slurmkit/trains: shared by whoever works here).",
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+_dry_run_option = click.option(
+    "--dry-run", is_flag=True, help="Print what would be done; change nothing."
+)
+_name_argument = click.argument("name", required=False)
+
+
+def _notify(message: str) -> None:
+    click.echo(f"slurmkit: {message}", err=True)
+
+
+def _find(directory: Path | None, name: str | None) -> TrainDir:
+    from slurmkit.train import find, root_dir
+
+    return find(root_dir(directory), name)
+
+
+def _print_report(report: Report, as_json: bool) -> None:
+    for notice in report.notices:
+        _notify(f"note: {notice}")
+    if as_json:
+        print_json(report.to_json())
+        return
+    verb = "would run" if report.dry_run else "ran"
+    for argv in report.commands:
+        click.echo(f"{verb}: {shlex.join(argv)}")
+    for line in report.lines:
+        click.echo(f"train {report.train}: {line}")
+
+
+@click.group("train")
+def train_group() -> None:
+    """Job-array trains: one --array=1-N%1 array whose runs source an editable script.
+
+    \b
+    start SCRIPT        submit the train (SCRIPT's #SBATCH header, N runs, one at a time)
+    status              running run, pending runs, held, next start, next script, failures
+    hold / release      pause / resume the pending runs (the running one goes on)
+    switch NEWSCRIPT    the next run sources NEWSCRIPT (same resources only)
+    extend --runs N     append N runs as a new array after the current one
+    stop [--now]        cancel the pending runs (and the running one)
+    kill-switch on|off  stop a train anyone started: remaining runs exit at once
+    should-stop         exit 0 when the kill switch is on (for training loops)
+    """
+
+
+@train_group.command("start")
+@click.argument("script", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("extra", nargs=-1, metavar="[-- SBATCH OPTIONS...]")
+@click.option(
+    "--runs", type=click.IntRange(min=1), default=50, show_default=True, help="Runs in the train."
+)
+@click.option(
+    "--name", help="Train name and Slurm job name (default: SCRIPT's job name or file name)."
+)
+@click.option("--after", metavar="JOBID", help="Start after this job ends (--dependency=afterany).")
+@_dir_option
+@_json_option
+def start_command(
+    script: Path,
+    extra: tuple[str, ...],
+    runs: int,
+    name: str | None,
+    after: str | None,
+    directory: Path | None,
+    as_json: bool,
+) -> None:
+    """Submit SCRIPT as a train: --array=1-RUNS%1 of a wrapper that sources it.
+
+    The wrapper's #SBATCH header is SCRIPT's own (plus the options after --); it is
+    fixed for the train's life, while SCRIPT itself may be edited between runs.
+    """
+    from slurmkit.train import root_dir
+    from slurmkit.train.submit import start
+
+    started = start(
+        script, root_dir(directory), runs=runs, name=name, after=after, extra=list(extra)
+    )
+    for notice in started.notices:
+        _notify(f"note: {notice}")
+    array = started.state.arrays[0]
+    if as_json:
+        print_json({"path": str(started.train.path), **started.state.to_json()})
+        return
+    waits = f", after job {after}" if after else ""
+    click.echo(
+        f"train {started.state.name}: array {array.job_id}, {runs} runs of "
+        f"{started.state.script}{waits}"
+    )
+    click.echo(f"train {started.state.name}: wrapper {started.train.wrapper}")
+
+
+@train_group.command("status")
+@_name_argument
+@_dir_option
+@_json_option
+def status_command(name: str | None, directory: Path | None, as_json: bool) -> None:
+    """Where the train stands: running run, pending runs, next start, next script, failures."""
+    from slurmkit.train.status import gather
+
+    status = gather(_find(directory, name))
+    for notice in status.notices:
+        _notify(f"note: {notice}")
+    if as_json:
+        print_json(status.to_json())
+        return
+    _print_status(status)
+
+
+def _clock(seconds: int | None) -> str:
+    if seconds is None:
+        return "-"
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def _print_status(status: TrainStatus) -> None:
+    arrays = ", ".join(
+        f"{a['job_id']} ({a['runs']} runs{', after ' + a['after'] if a['after'] else ''})"
+        for a in status.arrays
+    )
+    running = "-"
+    if status.running:
+        run = status.running
+        running = f"{run.id} on {run.nodes or '?'} for {_clock(run.elapsed)}"
+        running += f" (limit {_clock(run.time_limit)})" if run.time_limit else ""
+    pending = str(status.pending)
+    if status.pending:
+        pending += " (held)" if status.held else f" ({status.pending_reason or 'waiting'})"
+    start = status.next_start.isoformat() if status.next_start else ""
+    next_start = f"{start} {status.next_start_note}".strip() if status.pending else "-"
+    script = status.next_script or "missing"
+    if status.next_script and not status.next_script_exists:
+        script += " (MISSING: the next run will fail)"
+    elif status.next_script_error:
+        script += f" (DOES NOT PARSE: {status.next_script_error})"
+    switch = status.kill_switch
+    failed = status.failed
+    finished = f"{len(status.finished)}"
+    if failed:
+        shown = ", ".join(f"{r.id} {r.state} exit {r.exit_code}" for r in failed[:5])
+        finished += f" ({len(failed)} failed: {shown}{', ...' if len(failed) > 5 else ''})"
+    rows = [
+        ("train", f"{status.name} ({status.path})"),
+        ("state", status.state),
+        ("arrays", arrays),
+        ("running", running),
+        ("pending", pending),
+        ("next start", next_start),
+        ("next script", script),
+        ("kill switch", f"ON since {switch.since}" if switch.on else "off"),
+        ("finished", finished),
+    ]
+    if status.never_ran:
+        rows.append(("never ran", f"{status.never_ran} (cancelled or skipped before starting)"))
+    if status.last_event:
+        rows.append(("last change", status.last_event))
+    width = max(len(key) for key, _ in rows)
+    for key, value in rows:
+        click.echo(f"{key:<{width}}  {value}")
+    if status.finished:
+        click.echo("")
+        print_table(
+            [
+                (
+                    r.id,
+                    r.state,
+                    "-" if r.exit_code is None else f"{r.exit_code}:{r.signal or 0}",
+                    r.start.isoformat(timespec="seconds") if r.start else "-",
+                    _clock(r.elapsed),
+                    r.nodes or "-",
+                )
+                for r in status.finished
+            ],
+            headers=["RUN", "STATE", "EXIT", "START", "ELAPSED", "NODES"],
+        )
+
+
+@train_group.command("hold")
+@_name_argument
+@_dir_option
+@_dry_run_option
+@_json_option
+def hold_command(name: str | None, directory: Path | None, dry_run: bool, as_json: bool) -> None:
+    """Hold the pending runs (scontrol hold ARRAY); the running run goes on. Idempotent."""
+    from slurmkit.train.control import hold
+
+    _print_report(hold(_find(directory, name), dry_run), as_json)
+
+
+@train_group.command("release")
+@_name_argument
+@_dir_option
+@_dry_run_option
+@_json_option
+def release_command(name: str | None, directory: Path | None, dry_run: bool, as_json: bool) -> None:
+    """Release held runs (scontrol release ARRAY). Idempotent."""
+    from slurmkit.train.control import release
+
+    _print_report(release(_find(directory, name), dry_run), as_json)
+
+
+@train_group.command("switch")
+@click.argument("new_script", metavar="NEWSCRIPT", type=click.Path(dir_okay=False, path_type=Path))
+@_name_argument
+@_dir_option
+@_dry_run_option
+@_json_option
+def switch_command(
+    new_script: Path, name: str | None, directory: Path | None, dry_run: bool, as_json: bool
+) -> None:
+    """Make the next run source NEWSCRIPT; refused if its #SBATCH resources differ.
+
+    Nodes, time, partition, GRES... are fixed when the array is submitted: a script
+    asking for others would silently run with the old ones.
+    """
+    from slurmkit.train.control import SwitchRefused, switch
+
+    try:
+        report = switch(_find(directory, name), new_script, dry_run)
+    except SwitchRefused as exc:
+        for line in exc.diff:
+            click.echo(line, err=True)
+        raise
+    _print_report(report, as_json)
+
+
+@train_group.command("extend")
+@_name_argument
+@click.option("--runs", type=click.IntRange(min=1), required=True, help="Runs to append.")
+@_dir_option
+@_dry_run_option
+@_json_option
+def extend_command(
+    name: str | None, runs: int, directory: Path | None, dry_run: bool, as_json: bool
+) -> None:
+    """Append RUNS runs: a new array, same wrapper, starting after the current one ends."""
+    from slurmkit.train.control import extend
+
+    _print_report(extend(_find(directory, name), runs, dry_run), as_json)
+
+
+@train_group.command("stop")
+@_name_argument
+@click.option("--now", is_flag=True, help="Cancel the running run too.")
+@_dir_option
+@_dry_run_option
+@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@_json_option
+def stop_command(
+    name: str | None,
+    now: bool,
+    directory: Path | None,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Cancel the pending runs (scancel --state=PENDING); with --now the running one too."""
+    from slurmkit.cli._confirm import confirm, unattended_dry_run
+    from slurmkit.train.control import plan_stop, stop
+
+    plan = plan_stop(_find(directory, name), now)
+    if plan.live:
+        dry_run = unattended_dry_run(dry_run, yes, sys.stdin.isatty())
+
+        def show_plan() -> None:
+            for line in plan.effects():
+                click.echo(f"train {plan.state.name}: {line}", err=True)
+
+        if not dry_run and not confirm(yes, show_plan, "Cancel these runs?"):
+            _notify("nothing cancelled")
+            exit_with(1)
+    _print_report(stop(plan, dry_run), as_json)
+
+
+@train_group.command("kill-switch")
+@click.argument("action", type=click.Choice(["on", "off", "status"]))
+@_name_argument
+@_dir_option
+@_dry_run_option
+@_json_option
+def kill_switch_command(
+    action: str, name: str | None, directory: Path | None, dry_run: bool, as_json: bool
+) -> None:
+    """Turn the kill switch on or off, or show it: with it on, every remaining run exits at once.
+
+    Anyone who can write the train folder can use it, even on a train they did not start.
+    """
+    from slurmkit.train import killswitch
+
+    train = _find(directory, name)
+    if action == "status":
+        state = killswitch.state(train)
+        if as_json:
+            print_json({"train": train.name, **state.to_json()})
+        else:
+            click.echo(f"{'on since ' + str(state.since) if state.on else 'off'}: {state.path}")
+        return
+    change = killswitch.turn_on if action == "on" else killswitch.turn_off
+    line = change(train, dry_run)
+    if not dry_run and action == "on":
+        line += " (a running run stops only if its code checks $SLURMKIT_KILL_SWITCH)"
+    if as_json:
+        print_json({"train": train.name, "action": action, "dry_run": dry_run, "effect": line})
+    else:
+        click.echo(f"train {train.name}: {line}")
+    if not dry_run:
+        try:
+            with train.locked():
+                state = train.load()
+                state.note(f"kill-switch {action}")
+                train.save(state)
+        except OSError as exc:  # the switch itself is what matters; a teammate may not own more
+            _notify(f"note: kill switch {action}, but not recorded in {train.state_file}: {exc}")
+
+
+@train_group.command("should-stop")
+@_name_argument
+@_dir_option
+def should_stop_command(name: str | None, directory: Path | None) -> None:
+    """Exit 0 when the kill switch is on, 1 when not: `slurmkit train should-stop && exit 0`.
+
+    Inside a train's run, $SLURMKIT_KILL_SWITCH names the file and NAME is not needed.
+    """
+    from slurmkit.train.killswitch import ENV_VAR, should_stop
+
+    env_path = os.environ.get(ENV_VAR)
+    if name is None and directory is None and env_path:
+        path = Path(env_path)
+    else:
+        path = _find(directory, name).kill_switch
+    exit_with(0 if should_stop(path) else 1)

@@ -1,0 +1,299 @@
+"""Changing a running train: hold, release, stop, extend, switch.
+
+Every change is planned first (the Slurm argv it will run, what it means for the
+train) so ``--dry-run`` prints exactly what a real run does. Only arrays still in
+the queue are touched; a train whose arrays all finished is reported as such.
+
+Hold and release act on the array id: Slurm then holds every task that has not
+started, while the running task keeps running. Slurm allows that only to the
+job's owner, operators and admins (jobs have no group ownership); the refusal is
+explained with the way out that works for teammates: the kill switch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+from slurmkit.errors import PermissionDenied, SlurmParseError, UsageError
+from slurmkit.slurm import query
+from slurmkit.slurm.records import Job
+from slurmkit.train import submit as train_submit
+from slurmkit.train.bashcheck import bash_syntax_error
+from slurmkit.train.compare import Difference, compare, unified
+from slurmkit.train.directives import Header, merged, parse_words, read_header
+from slurmkit.train.state import TrainDir, TrainState
+
+
+@dataclass
+class Report:
+    """What a change did (or, in a dry run, would do): commands run and one line per effect."""
+
+    train: str
+    action: str
+    dry_run: bool
+    commands: list[list[str]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "train": self.train,
+            "action": self.action,
+            "dry_run": self.dry_run,
+            "commands": self.commands,
+            "effects": self.lines,
+            "notices": self.notices,
+        }
+
+
+class SwitchRefused(UsageError):
+    """The new script asks for resources the running array was not submitted with."""
+
+    def __init__(self, message: str, differences: list[Difference], diff: list[str]) -> None:
+        super().__init__(message)
+        self.differences = differences
+        self.diff = diff
+
+
+@dataclass(frozen=True)
+class Queue:
+    """The train's records in the queue right now (one squeue), by array."""
+
+    jobs: list[Job]
+
+    def of(self, array_id: str) -> list[Job]:
+        return [j for j in self.jobs if (j.array_job_id or j.job_id) == array_id]
+
+    def live(self, state: TrainState) -> list[str]:
+        """Arrays of the train that still have runs running or pending, in order."""
+        return [a for a in state.array_ids if self.of(a)]
+
+    def pending_runs(self, array_id: str) -> int:
+        return sum(_task_count(j) for j in self.of(array_id) if j.is_pending)
+
+    def running(self, array_id: str) -> list[Job]:
+        return [j for j in self.of(array_id) if j.is_running or j.state == "COMPLETING"]
+
+
+def _task_count(job: Job) -> int:
+    if job.array_task_id is None:
+        return 1
+    try:
+        return len(query.array_task_ids(job.array_task_id))
+    except SlurmParseError:
+        return 1
+
+
+def queue_of(state: TrainState) -> Queue:
+    return Queue(query.jobs(job_ids=state.array_ids) if state.array_ids else [])
+
+
+def _finished(state: TrainState, what: str) -> UsageError:
+    ids = ", ".join(state.array_ids) or "none"
+    return UsageError(
+        f"train {state.name}: already finished (array {ids}: no run left in the queue); "
+        f"nothing to {what} (see `slurmkit train status {state.name}`)"
+    )
+
+
+def _explain_denied(exc: PermissionDenied, state: TrainState, queue: Queue, array: str) -> NoReturn:
+    owners = sorted({j.user for j in queue.of(array) if j.user})
+    owner = f"belongs to {', '.join(owners)}" if owners else "is not yours"
+    raise PermissionDenied(
+        f"train {state.name}: Slurm refused ({exc}): array {array} {owner}, and only a job's "
+        "owner, a Slurm operator or an admin may hold, release or cancel it (Slurm has no "
+        f"group ownership). A teammate can still stop it: `slurmkit train kill-switch on "
+        f"{state.name}` makes every remaining run exit at once",
+        exc.argv,
+        exc.returncode,
+        exc.stderr,
+    ) from exc
+
+
+# ---------------------------------------------------------------- hold / release
+
+
+def _hold_or_release(train: TrainDir, dry_run: bool, action: str) -> Report:
+    state = train.load()
+    queue = queue_of(state)
+    live = queue.live(state)
+    if not live:
+        raise _finished(state, action)
+    call: Callable[[str], query.ControlResult] = query.hold if action == "hold" else query.release
+    build = query.hold_argv if action == "hold" else query.release_argv
+    report = Report(state.name, action, dry_run, [build(a) for a in live])
+    if dry_run:
+        report.lines = [_effect(queue, a, action, would=True) for a in live]
+        return report
+    with train.locked():
+        for array in live:
+            try:
+                result = call(array)
+            except PermissionDenied as exc:
+                _explain_denied(exc, state, queue, array)
+            report.lines.append(_effect(queue, array, action, would=False, result=result))
+        state.note(action, f"arrays {', '.join(live)}")
+        train.save(state)
+    return report
+
+
+def _effect(
+    queue: Queue,
+    array: str,
+    action: str,
+    *,
+    would: bool,
+    result: query.ControlResult | None = None,
+) -> str:
+    pending = queue.pending_runs(array)
+    running = ", ".join(j.display_id for j in queue.running(array))
+    verb = f"would {action}" if would else {"hold": "held", "release": "released"}[action]
+    head = f"{verb} array {array}"
+    if result is not None and not result.changed:
+        return f"array {array}: nothing left to {action} (every run has finished)"
+    effect = (
+        f"{pending} pending run(s) will not start until released"
+        if action == "hold"
+        else f"{pending} pending run(s) may start again"
+    )
+    tail = f"; {running} keeps running" if running and action == "hold" else ""
+    return f"{head}: {effect}{tail}"
+
+
+def hold(train: TrainDir, dry_run: bool = False) -> Report:
+    """Hold every pending run of the train's live arrays (idempotent)."""
+    return _hold_or_release(train, dry_run, "hold")
+
+
+def release(train: TrainDir, dry_run: bool = False) -> Report:
+    """Release what :func:`hold` held (idempotent)."""
+    return _hold_or_release(train, dry_run, "release")
+
+
+# ---------------------------------------------------------------- stop
+
+
+@dataclass(frozen=True)
+class StopPlan:
+    train: TrainDir
+    state: TrainState
+    queue: Queue
+    live: list[str]
+    now: bool
+
+    @property
+    def argv(self) -> list[str]:
+        return query.cancel_argv(self.live, pending_only=not self.now)
+
+    def effects(self) -> list[str]:
+        lines = []
+        for array in self.live:
+            pending = self.queue.pending_runs(array)
+            running = ", ".join(j.display_id for j in self.queue.running(array))
+            line = f"array {array}: cancel {pending} pending run(s)"
+            if running:
+                line += f"; {'cancel' if self.now else 'let finish'} running {running}"
+            lines.append(line)
+        return lines
+
+
+def plan_stop(train: TrainDir, now: bool) -> StopPlan:
+    state = train.load()
+    queue = queue_of(state)
+    return StopPlan(train, state, queue, queue.live(state), now)
+
+
+def stop(plan: StopPlan, dry_run: bool = False) -> Report:
+    """Cancel the pending runs (and the running one with ``now``); a finished train is a no-op."""
+    report = Report(plan.state.name, "stop", dry_run)
+    if not plan.live:
+        report.lines.append("already finished: nothing to cancel")
+        return report
+    report.commands.append(plan.argv)
+    report.lines = plan.effects()
+    if dry_run:
+        return report
+    with plan.train.locked():
+        try:
+            query.cancel(plan.live, pending_only=not plan.now)
+        except PermissionDenied as exc:
+            _explain_denied(exc, plan.state, plan.queue, plan.live[0])
+        plan.state.note("stop", f"arrays {', '.join(plan.live)}{' (--now)' if plan.now else ''}")
+        plan.train.save(plan.state)
+    return report
+
+
+# ---------------------------------------------------------------- extend
+
+
+def extend(train: TrainDir, runs: int, dry_run: bool = False) -> Report:
+    """Append ``runs`` runs as a new array that starts after the train's last live array."""
+    state = train.load()
+    live = queue_of(state).live(state)
+    if not live:
+        raise _finished(state, "extend")
+    ext = train_submit.extension(train, state, runs, live[-1])
+    report = Report(state.name, "extend", dry_run, [ext.argv])
+    if dry_run:
+        report.lines.append(f"would submit {runs} more run(s) after array {live[-1]}")
+        return report
+    with train.locked():
+        done = train_submit.run_extension(ext, state)
+    report.lines.append(f"submitted array {done.job_id}: {runs} more run(s) after array {live[-1]}")
+    return report
+
+
+# ---------------------------------------------------------------- switch
+
+
+def check_switch(state: TrainState, new_script: Path) -> list[str]:
+    """Refuse ``new_script`` if it needs other resources; return notices for the rest."""
+    new_header = read_header(new_script)
+    if not new_header.directives:
+        return [f"{new_script} has no #SBATCH header: it runs with the train's resources"]
+    kept = [d for d in new_header.directives if d.option not in ("array", "job-name")]
+    submitted = Header(tuple(parse_words(state.header, "recorded header")))
+    new = merged(kept, parse_words(state.extra, "recorded extra options"))
+    differences = compare(submitted, new)
+    resources = [d for d in differences if d.resource]
+    if resources:
+        label = f"array {state.array_ids[0] if state.array_ids else '?'} (as submitted)"
+        raise SwitchRefused(
+            f"switch refused: {new_script} asks for other resources than train {state.name} "
+            f"was submitted with ({'; '.join(d.describe() for d in resources)}); resources "
+            "are fixed at submission: start a new train for them",
+            resources,
+            unified(resources, label, str(new_script)),
+        )
+    return [
+        f"{new_script}: {d.describe()} differs from the train's and is ignored "
+        "(the array's header is fixed at submission)"
+        for d in differences
+    ]
+
+
+def switch(train: TrainDir, new_script: Path, dry_run: bool = False) -> Report:
+    """Point ``current`` at ``new_script``: the next run sources it."""
+    state = train.load()
+    if not queue_of(state).live(state):
+        raise _finished(state, "switch")
+    notices = check_switch(state, new_script)
+    error = bash_syntax_error(new_script)
+    if error:
+        raise UsageError(f"switch refused: {new_script} does not parse as bash: {error}")
+    target = new_script.resolve()
+    old = train.target()
+    report = Report(state.name, "switch", dry_run, notices=notices)
+    verb = "would point" if dry_run else "pointed"
+    report.lines.append(f"{verb} {train.current} -> {target} (was {old or 'missing'})")
+    if dry_run:
+        return report
+    with train.locked():
+        train.point_to(target)
+        state.note("switch", f"{old} -> {target}")
+        train.save(state)
+    report.lines.append("the next run sources it; the running one keeps its script")
+    return report

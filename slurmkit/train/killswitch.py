@@ -1,0 +1,86 @@
+"""The kill switch: a file whose existence stops a train, whoever started it.
+
+Slurm lets only a job's owner (or an admin) hold or cancel it; a file in the
+shared train folder can be created by any teammate. The wrapper checks it before
+sourcing the training script, so queued runs exit at once (status 0, which
+burns through the rest of the array quickly); training loops check it between
+steps through ``$SLURMKIT_KILL_SWITCH`` or ``slurmkit train should-stop``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from slurmkit.errors import EnvironmentProblem
+from slurmkit.train.state import TrainDir, current_user, now_text
+
+ENV_VAR = "SLURMKIT_KILL_SWITCH"
+
+
+@dataclass(frozen=True)
+class SwitchState:
+    path: Path
+    on: bool
+    since: str | None = None
+    note: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": str(self.path), "on": self.on, "since": self.since, "note": self.note}
+
+
+def state(train: TrainDir) -> SwitchState:
+    return state_of(train.kill_switch)
+
+
+def state_of(path: Path) -> SwitchState:
+    try:
+        stat = path.stat()
+    except OSError:
+        return SwitchState(path, False)
+    since = datetime.fromtimestamp(stat.st_mtime).astimezone().isoformat(timespec="seconds")
+    note = ""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        note = path.read_text(encoding="utf-8").strip()[:200] if path.is_file() else ""
+    return SwitchState(path, True, since, note)
+
+
+def turn_on(train: TrainDir, dry_run: bool = False) -> str:
+    """Create the switch file (idempotent); returns what was (or would be) done."""
+    path = train.kill_switch
+    if path.exists():
+        return f"kill switch already on: {path}"
+    if dry_run:
+        return f"would create {path}"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o664)
+    except FileExistsError:
+        return f"kill switch already on: {path}"
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot create the kill switch {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(f"set by {current_user()} at {now_text()}\n")
+    return f"created {path}: every remaining run exits at once without training"
+
+
+def turn_off(train: TrainDir, dry_run: bool = False) -> str:
+    path = train.kill_switch
+    if not path.exists():
+        return f"kill switch already off: {path} does not exist"
+    if dry_run:
+        return f"would remove {path}"
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot remove the kill switch {path}: {exc.strerror}") from None
+    return f"removed {path}: runs that start from now on train again"
+
+
+def should_stop(path: Path) -> bool:
+    """The check training loops make: what the wrapper tests (`[[ -e ]]`), cheap enough per step."""
+    return os.path.exists(path)

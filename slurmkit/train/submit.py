@@ -1,0 +1,208 @@
+"""Starting a train (``--array=1-N%1`` of the wrapper) and extending it with another array.
+
+The wrapper's header is the training script's own ``#SBATCH`` header plus the extra
+sbatch options, minus what the train sets itself (``--array``, ``--job-name``). A
+script without a header, or without a node count, is refused: the array would run
+with whatever the cluster defaults to, for 50 runs, with no way to change it later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slurmkit.errors import UsageError
+from slurmkit.files import write_atomic
+from slurmkit.slurm import query
+from slurmkit.templating.submit import sbatch_argv, submit
+from slurmkit.train import wrapper
+from slurmkit.train.bashcheck import bash_syntax_error
+from slurmkit.train.directives import Directive, Header, merged, parse_words, read_header
+from slurmkit.train.state import (
+    ArrayRecord,
+    TrainDir,
+    TrainState,
+    check_name,
+    now_text,
+    train_names,
+)
+
+DEFAULT_RUNS = 50
+# Options the train sets itself; in the script they are dropped with a notice,
+# among the extra sbatch options they are refused with the train option to use.
+_OWNED_IN_EXTRA = {
+    "array": "--runs",
+    "job-name": "--name",
+    "dependency": "--after",
+    "wrap": "a SCRIPT",
+}
+_JOB_ID = re.compile(r"\d+(_\d+)?")
+
+
+@dataclass(frozen=True)
+class Started:
+    train: TrainDir
+    state: TrainState
+    notices: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Extension:
+    """An ``extend``: the sbatch argv it runs (or would run) and, when run, the new array."""
+
+    train: TrainDir
+    options: list[str]
+    after: str
+    runs: int
+    job_id: str | None = None
+
+    @property
+    def argv(self) -> list[str]:
+        return sbatch_argv(self.train.wrapper, self.options)
+
+
+def training_header(script: Path, extra: Sequence[str]) -> tuple[Header, list[str], list[str]]:
+    """(header for the wrapper, extra option words, notices) for ``script`` + ``extra``."""
+    header = read_header(script)
+    if not header.directives:
+        raise UsageError(
+            f"{script}: no #SBATCH lines: a train takes its resources from the script's "
+            "header (e.g. #SBATCH --nodes=1 and --time=...)"
+        )
+    extras = parse_words(list(extra), "extra sbatch options")
+    for directive in extras:
+        if directive.option in _OWNED_IN_EXTRA:
+            raise UsageError(
+                f"extra sbatch option --{directive.option}: use the train's "
+                f"{_OWNED_IN_EXTRA[directive.option]} instead"
+            )
+    notices = [
+        f"{script}: sbatch ignores #SBATCH on line{'s' if len(header.ignored_lines) > 1 else ''} "
+        f"{', '.join(map(str, header.ignored_lines))} (after the first command, indented or "
+        "not upper case): they are not part of the train's header"
+    ][: bool(header.ignored_lines)]
+    kept: list[Directive] = []
+    for directive in header.directives:
+        if directive.option in ("array", "job-name"):
+            notices.append(
+                f"{script} {directive.where}: {directive.word} ignored: the train sets "
+                f"{'--array=1-RUNS%1' if directive.option == 'array' else '--job-name=NAME'}"
+            )
+        else:
+            kept.append(directive)
+    full = merged(kept, extras)
+    if not full.has("nodes"):
+        raise UsageError(
+            f"{script}: no --nodes in the #SBATCH header: say how many nodes every run "
+            "of the train gets (it cannot change after submission)"
+        )
+    return full, [d.word for d in extras], notices
+
+
+def default_name(script: Path) -> str:
+    """The script's own ``--job-name``, else its file name without the suffix."""
+    with contextlib.suppress(UsageError):
+        name = read_header(script).value("job-name")
+        if name:
+            return name
+    return script.name.split(".", 1)[0] or script.name
+
+
+def _check_after(after: str) -> None:
+    if not _JOB_ID.fullmatch(after):
+        raise UsageError(f"--after {after!r}: expected a job id such as 1234 or 1234_5")
+    if not query.jobs(job_ids=[after]):
+        raise UsageError(
+            f"--after {after}: no such job in the queue (finished or unknown): "
+            "nothing to wait for, start without --after"
+        )
+
+
+def start(
+    script: Path,
+    root: Path,
+    *,
+    runs: int = DEFAULT_RUNS,
+    name: str | None = None,
+    after: str | None = None,
+    extra: Sequence[str] = (),
+) -> Started:
+    """Create the train's folder, render the wrapper, submit the array, record it."""
+    if runs < 1:
+        raise UsageError(f"--runs {runs}: a train needs at least 1 run")
+    header, extra_words, notices = training_header(script, extra)
+    error = bash_syntax_error(script)
+    if error:
+        raise UsageError(f"{script} does not parse as bash: {error}")
+    name = check_name(name or default_name(script))
+    if name in train_names(root):
+        raise UsageError(
+            f"train {name!r} already exists in {root}: pick another --name "
+            f"(or remove {root / name} once it has finished)"
+        )
+    if after is not None:
+        _check_after(after)
+    train = TrainDir(root / name)
+    train.path.mkdir(parents=True)
+    try:
+        return _submit_new(train, script, runs, header, extra_words, after, notices)
+    except BaseException:
+        shutil.rmtree(train.path, ignore_errors=True)
+        raise
+
+
+def _submit_new(
+    train: TrainDir,
+    script: Path,
+    runs: int,
+    header: Header,
+    extra_words: list[str],
+    after: str | None,
+    notices: list[str],
+) -> Started:
+    target = script.resolve()
+    train.point_to(target)
+    write_atomic(train.wrapper, wrapper.render(train, runs, header.words))
+    sbatch_extra = [f"--dependency=afterany:{after}"] if after else []
+    job_id = submit(train.wrapper, sbatch_extra)
+    state = TrainState(
+        name=train.name,
+        created=now_text(),
+        workdir=os.getcwd(),
+        script=str(target),
+        header=header.words,
+        extra=extra_words,
+        arrays=[ArrayRecord(job_id=job_id, runs=runs, submitted=now_text(), after=after)],
+    )
+    state.note("start", f"array {job_id}, {runs} runs, script {target}")
+    train.save(state)
+    return Started(train, state, notices)
+
+
+def extension(train: TrainDir, state: TrainState, runs: int, last_job: str) -> Extension:
+    """The sbatch call appending ``runs`` runs after array ``last_job``.
+
+    ``--chdir``: the new array runs where the train started, wherever extend is run.
+    """
+    if runs < 1:
+        raise UsageError(f"--runs {runs}: extend by at least 1 run")
+    options = [f"--array=1-{runs}%1", f"--dependency=afterany:{last_job}"]
+    if not any(w.startswith("--chdir=") for w in state.header):
+        options.append(f"--chdir={state.workdir}")
+    return Extension(train, options, last_job, runs)
+
+
+def run_extension(ext: Extension, state: TrainState) -> Extension:
+    """Submit the extension and record the new array."""
+    job_id = submit(ext.train.wrapper, ext.options)
+    state.arrays.append(
+        ArrayRecord(job_id=job_id, runs=ext.runs, submitted=now_text(), after=ext.after)
+    )
+    state.note("extend", f"array {job_id}, {ext.runs} runs after {ext.after}")
+    ext.train.save(state)
+    return Extension(ext.train, ext.options, ext.after, ext.runs, job_id)

@@ -1,0 +1,466 @@
+"""``slurmkit train`` through the real CLI, with Slurm faked at the argv seam.
+
+The fake answers sbatch, squeue, sacct, scontrol hold/release and scancel from a small
+in-memory queue, hands ``bash -n`` to the real runner, and fails on any other command.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from slurmkit import _proc
+from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, SQUEUE_COLUMNS
+
+GOOD = "#!/bin/bash\n#SBATCH --nodes=1 -c1 --time=5\necho train\n"
+
+
+def squeue_row(**values: str) -> str:
+    return DELIMITER.join(values.get(name, "N/A") for name, _ in SQUEUE_COLUMNS) + "\n"
+
+
+def sacct_row(**values: str) -> str:
+    return DELIMITER.join(values.get(name, "") for name, _ in SACCT_COLUMNS) + "\n"
+
+
+def running_and_pending(array: str = "115", user: str = "root", held: bool = False) -> str:
+    reason = "JobHeldUser" if held else "JobArrayTaskLimit"
+    return squeue_row(
+        job_id=array,
+        array_job_id=array,
+        array_task_id="3-5%1",
+        name="tr",
+        user=user,
+        state="PENDING",
+        reason=reason,
+        time_limit="5:00",
+    ) + squeue_row(
+        job_id="118",
+        array_job_id=array,
+        array_task_id="2",
+        name="tr",
+        user=user,
+        state="RUNNING",
+        reason="None",
+        nodelist="node-1",
+        start_time="2026-11-21T01:00:00",
+        time_limit="5:00",
+        time_used="1:10",
+    )
+
+
+class FakeCluster:
+    """A queue of squeue rows, sacct rows, and scripted answers for the control commands."""
+
+    def __init__(self) -> None:
+        self.queue = ""
+        self.sacct = ""
+        self.next_ids = ["115", "130", "140"]
+        self.answers: dict[tuple[str, ...], tuple[int, str, str]] = {}
+        self.calls: list[tuple[str, ...]] = []
+
+    def slurm_calls(self, program: str) -> list[tuple[str, ...]]:
+        return [c for c in self.calls if c[0] == program]
+
+    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
+        key = tuple(argv)
+        if key[:2] == ("bash", "-n"):
+            return _proc._run_subprocess(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+        self.calls.append(key)
+        if key in self.answers:
+            rc, out, err = self.answers[key]
+            return _proc.Completed(key, rc, out, err, 0.0)
+        program = key[0]
+        if program == "sbatch":
+            return _proc.Completed(key, 0, self.next_ids.pop(0) + "\n", "", 0.0)
+        if program == "squeue" and "--start" in key:
+            pending = "".join(
+                line + "\n"
+                for line in self.queue.splitlines()
+                if "PENDING" in line.split(DELIMITER)
+            )
+            return _proc.Completed(key, 0, pending, "", 0.0)
+        if program == "squeue":
+            return _proc.Completed(key, 0, self.queue, "", 0.0)
+        if program == "sacct":
+            return _proc.Completed(key, 0, self.sacct, "", 0.0)
+        if key[:2] in (("scontrol", "hold"), ("scontrol", "release")) or program == "scancel":
+            return _proc.Completed(key, 0, "", "", 0.0)
+        raise AssertionError(f"unexpected command: {shlex.join(key)}")
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeCluster]:
+    fake = FakeCluster()
+    monkeypatch.setattr(_proc, "runner", fake)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
+    yield fake
+
+
+Run = Callable[..., object]
+
+
+def script(tmp_path: Path, text: str = GOOD, name: str = "a.slurm") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def started(run_cli: Run, tmp_path: Path, *extra: str) -> Path:
+    run_cli("train", "start", script(tmp_path), "--runs", "5", "--name", "tr", *extra)
+    return tmp_path / ".slurmkit" / "trains" / "tr"
+
+
+# ---------------------------------------------------------------- start
+
+
+def test_start_submits_the_rendered_wrapper(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    folder = started(run_cli, tmp_path, "--", "--partition", "cpu")
+    (sbatch,) = cluster.slurm_calls("sbatch")
+    assert sbatch == ("sbatch", "--parsable", str(folder / "wrapper.slurm"))
+    wrapper = (folder / "wrapper.slurm").read_text()
+    assert wrapper.startswith("#!/bin/bash\n#SBATCH --array=1-5%1\n#SBATCH --job-name=tr\n")
+    assert "#SBATCH --nodes=1\n#SBATCH --cpus-per-task=1\n#SBATCH --time=5\n" in wrapper
+    assert "#SBATCH --partition=cpu\n" in wrapper
+    assert f"target={folder / 'current'}\n" in wrapper
+    assert f"kill_switch={folder / 'kill-switch'}\n" in wrapper
+    assert (folder / "current").readlink() == tmp_path / "a.slurm"
+    record = json.loads((folder / "train.json").read_text())
+    assert record["arrays"] == [
+        {"job_id": "115", "runs": 5, "submitted": record["arrays"][0]["submitted"], "after": None}
+    ]
+    assert record["extra"] == ["--partition=cpu"] and record["workdir"] == str(tmp_path)
+
+
+def test_start_after_adds_the_dependency(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    cluster.queue = squeue_row(job_id="87", state="RUNNING")
+    started(run_cli, tmp_path, "--after", "87")
+    (sbatch,) = cluster.slurm_calls("sbatch")
+    assert sbatch[2] == "--dependency=afterany:87"
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "message"),
+    [
+        ("#!/bin/bash\necho hi\n", (), "no #SBATCH lines"),
+        ("#!/bin/bash\n#SBATCH --time=5\n", (), "no --nodes"),
+        ("#!/bin/bash\n#SBATCH -N1\nif then fi (\n", (), "does not parse as bash"),
+        (GOOD, ("--name", "a/b"), "bad train name"),
+        (GOOD, ("--", "--array=1-3"), "use the train's --runs"),
+        (GOOD, ("--", "notanoption"), "not an sbatch option"),
+        (GOOD, ("--after", "abc"), "expected a job id"),
+    ],
+)
+def test_start_refuses_bad_input(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path, text: str, args: tuple, message: str
+) -> None:
+    result = run_cli("train", "start", script(tmp_path, text), *args, exit_code=2)
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert cluster.slurm_calls("sbatch") == []
+    assert not (tmp_path / ".slurmkit" / "trains").exists() or not any(
+        (tmp_path / ".slurmkit" / "trains").iterdir()
+    )
+
+
+def test_start_missing_script_and_zero_runs(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    result = run_cli("train", "start", str(tmp_path / "none.slurm"), exit_code=2)
+    assert "no such file" in result.stderr
+    run_cli("train", "start", script(tmp_path), "--runs", "0", exit_code=2)
+    assert cluster.calls == []
+
+
+def test_start_after_a_job_not_in_the_queue(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    result = run_cli("train", "start", script(tmp_path), "--after", "99", exit_code=2)
+    assert "--after 99: no such job in the queue" in result.stderr
+    assert cluster.slurm_calls("sbatch") == []
+
+
+def test_start_twice_with_one_name_is_refused(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    started(run_cli, tmp_path)
+    result = run_cli("train", "start", script(tmp_path), "--name", "tr", exit_code=2)
+    assert "already exists" in result.stderr
+    assert len(cluster.slurm_calls("sbatch")) == 1
+
+
+def test_failed_submission_leaves_no_train(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    folder = tmp_path / ".slurmkit" / "trains" / "tr"
+    wrapper = str(folder / "wrapper.slurm")
+    cluster.answers[("sbatch", "--parsable", wrapper)] = (
+        1,
+        "",
+        "sbatch: error: Batch job submission failed: Invalid partition name specified\n",
+    )
+    result = run_cli("train", "start", script(tmp_path), "--name", "tr", exit_code=2)
+    assert "Invalid partition name" in result.stderr
+    assert not folder.exists()
+
+
+# ---------------------------------------------------------------- status
+
+
+def test_status_shows_running_pending_and_failures(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    cluster.sacct = sacct_row(
+        job_id="116", display_id="115_1", state="FAILED", exit_code="2:0", time_used="00:00:01"
+    )
+    out = run_cli("train", "status", "--json").stdout
+    status = json.loads(out)
+    assert status["state"] == "running"
+    assert status["running"]["id"] == "115_2" and status["running"]["elapsed_s"] == 70
+    assert status["pending"] == 3 and not status["held"]
+    assert status["failed"] == ["115_1"]
+    assert status["next_script"] == str(tmp_path / "a.slurm")
+    assert status["next_start_note"].startswith("when 115_2 ends")
+    text = run_cli("train", "status", "tr").stdout
+    assert "115_1 FAILED exit 2" in text and "3 (JobArrayTaskLimit)" in text
+
+
+def test_status_survives_accounting_down(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    sacct = next(iter(_sacct_argv()))
+    cluster.answers[sacct] = (1, "", "sacct: error: Problem talking to the database\n")
+    result = run_cli("train", "status")
+    assert "finished runs unknown" in result.stderr
+    assert "115_2 on node-1" in result.stdout
+
+
+def _sacct_argv() -> list[tuple[str, ...]]:
+    from slurmkit.slurm.query import sacct_argv
+
+    return [tuple(sacct_argv(job_ids=["115"]))]
+
+
+def test_status_unknown_train_and_several_trains(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    result = run_cli("train", "status", exit_code=2)
+    assert "no trains in" in result.stderr
+    started(run_cli, tmp_path)
+    run_cli("train", "start", script(tmp_path), "--runs", "2", "--name", "other")
+    result = run_cli("train", "status", exit_code=2)
+    assert "2 trains in" in result.stderr and "name one" in result.stderr
+    result = run_cli("train", "status", "nope", exit_code=2)
+    assert "unknown train 'nope'" in result.stderr
+
+
+# ---------------------------------------------------------------- hold / release / stop
+
+
+def test_hold_dry_run_runs_nothing(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+    started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    out = run_cli("train", "hold", "--dry-run").stdout
+    assert "would run: scontrol hold 115" in out
+    assert "3 pending run(s)" in out and "115_2 keeps running" in out
+    assert cluster.slurm_calls("scontrol") == []
+
+
+def test_hold_and_release_call_scontrol_on_the_array(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    folder = started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    run_cli("train", "hold")
+    run_cli("train", "release", "tr")
+    assert cluster.slurm_calls("scontrol") == [
+        ("scontrol", "hold", "115"),
+        ("scontrol", "release", "115"),
+    ]
+    events = json.loads((folder / "train.json").read_text())["events"]
+    assert [e["what"] for e in events] == ["start", "hold", "release"]
+
+
+def test_hold_on_a_finished_train(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+    started(run_cli, tmp_path)
+    result = run_cli("train", "hold", exit_code=2)
+    assert "already finished" in result.stderr and "nothing to hold" in result.stderr
+    assert cluster.slurm_calls("scontrol") == []
+
+
+def test_hold_of_someone_elses_array_is_explained(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    started(run_cli, tmp_path)
+    cluster.queue = running_and_pending(user="alice")
+    cluster.answers[("scontrol", "hold", "115")] = (1, "", "115_2-5: Invalid user id\n")
+    result = run_cli("train", "hold", exit_code=2)
+    assert "Invalid user id" in result.stderr
+    assert "belongs to alice" in result.stderr
+    assert "kill-switch on tr" in result.stderr
+
+
+def test_stop_without_terminal_or_yes_is_a_dry_run(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    result = run_cli("train", "stop")
+    assert "dry run only" in result.stderr
+    assert "would run: scancel --state=PENDING 115" in result.stdout
+    assert cluster.slurm_calls("scancel") == []
+
+
+def test_stop_yes_and_now(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+    started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    out = run_cli("train", "stop", "--yes").stdout
+    assert "cancel 3 pending run(s); let finish running 115_2" in out
+    run_cli("train", "stop", "--yes", "--now")
+    assert cluster.slurm_calls("scancel") == [
+        ("scancel", "--state=PENDING", "115"),
+        ("scancel", "115"),
+    ]
+
+
+def test_stop_of_a_finished_train_is_a_no_op(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    started(run_cli, tmp_path)
+    assert "already finished" in run_cli("train", "stop", "--yes").stdout
+    assert cluster.slurm_calls("scancel") == []
+
+
+# ---------------------------------------------------------------- switch / extend
+
+
+def test_switch_refuses_other_resources_with_a_diff(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    folder = started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    new = script(tmp_path, "#!/bin/bash\n#SBATCH --nodes=2 -c1 --time=5\n", "b.slurm")
+    result = run_cli("train", "switch", new, exit_code=2)
+    assert "-#SBATCH --nodes=1\n+#SBATCH --nodes=2" in result.stderr
+    assert "switch refused" in result.stderr and "--nodes 1 -> 2" in result.stderr
+    assert (folder / "current").readlink() == tmp_path / "a.slurm"
+
+
+def test_switch_dry_run_then_real(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+    folder = started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    new = script(tmp_path, GOOD.replace("echo train", "echo two"), "b.slurm")
+    assert "would point" in run_cli("train", "switch", new, "tr", "--dry-run").stdout
+    assert (folder / "current").readlink() == tmp_path / "a.slurm"
+    run_cli("train", "switch", new)
+    assert (folder / "current").readlink() == tmp_path / "b.slurm"
+
+
+def test_switch_to_a_missing_or_broken_script(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    assert "no such file" in run_cli("train", "switch", "nope.slurm", exit_code=2).stderr
+    broken = script(tmp_path, GOOD + "if then fi (\n", "b.slurm")
+    assert "does not parse as bash" in run_cli("train", "switch", broken, exit_code=2).stderr
+
+
+def test_extend_submits_a_dependent_array(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    folder = started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    out = run_cli("train", "extend", "--runs", "3", "--dry-run").stdout
+    expected = shlex.join(
+        [
+            "sbatch",
+            "--parsable",
+            "--array=1-3%1",
+            "--dependency=afterany:115",
+            f"--chdir={tmp_path}",
+            str(folder / "wrapper.slurm"),
+        ]
+    )
+    assert f"would run: {expected}" in out
+    assert len(cluster.slurm_calls("sbatch")) == 1
+    run_cli("train", "extend", "--runs", "3")
+    assert shlex.join(cluster.slurm_calls("sbatch")[-1]) == expected
+    arrays = json.loads((folder / "train.json").read_text())["arrays"]
+    assert [(a["job_id"], a["runs"], a["after"]) for a in arrays] == [
+        ("115", 5, None),
+        ("130", 3, "115"),
+    ]
+
+
+def test_extend_finished_train_is_refused(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    started(run_cli, tmp_path)
+    assert "already finished" in run_cli("train", "extend", "--runs", "2", exit_code=2).stderr
+
+
+# ---------------------------------------------------------------- kill switch
+
+
+def test_kill_switch_and_should_stop(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = started(run_cli, tmp_path)
+    run_cli("train", "should-stop", exit_code=1)
+    assert "would create" in run_cli("train", "kill-switch", "on", "--dry-run").stdout
+    assert not (folder / "kill-switch").exists()
+    run_cli("train", "kill-switch", "on", "tr")
+    assert (folder / "kill-switch").exists()
+    run_cli("train", "should-stop", "tr", exit_code=0)
+    assert json.loads(run_cli("train", "kill-switch", "status", "--json").stdout)["on"] is True
+    run_cli("train", "kill-switch", "off")
+    run_cli("train", "should-stop", exit_code=1)
+    flag = tmp_path / "flag"
+    monkeypatch.setenv("SLURMKIT_KILL_SWITCH", str(flag))
+    run_cli("train", "should-stop", exit_code=1)
+    flag.touch()
+    run_cli("train", "should-stop", exit_code=0)
+    run_cli("train", "should-stop", "nope", exit_code=2)
+    assert cluster.slurm_calls("scontrol") == [] and cluster.slurm_calls("scancel") == []
+
+
+def test_kill_switch_bad_action(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+    started(run_cli, tmp_path)
+    assert "Invalid value" in run_cli("train", "kill-switch", "maybe", exit_code=2).stderr
+
+
+def test_status_held_and_expected_start(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+    started(run_cli, tmp_path)
+    pending = {
+        "job_id": "115",
+        "array_job_id": "115",
+        "array_task_id": "1-5%1",
+        "name": "tr",
+        "user": "root",
+        "state": "PENDING",
+        "time_limit": "5:00",
+    }
+    cluster.queue = squeue_row(**pending, reason="JobHeldAdmin")
+    status = json.loads(run_cli("train", "status", "--json").stdout)
+    assert (status["state"], status["pending"], status["held"]) == ("held", 5, True)
+    assert status["next_start_note"].startswith("held")
+    cluster.queue = squeue_row(**pending, reason="Priority", start_time="2026-11-21T03:00:00")
+    status = json.loads(run_cli("train", "status", "--json").stdout)
+    assert status["state"] == "pending" and not status["held"]
+    assert status["next_start"].startswith("2026-11-21T03:00:00")
+    assert "squeue --start" in status["next_start_note"]
+    assert any("--start" in call for call in cluster.slurm_calls("squeue"))
