@@ -1,0 +1,263 @@
+"""``slurmkit watch``: watchdogs for cron jobs. Exit 0 healthy, 1 alerting, 2 usage error.
+
+Thin over :mod:`slurmkit.watch`. Every watchdog prints one ``OK``/``ALERT`` line per
+thing checked (append them to the training log with ``| tee -a``) and sends alerts
+to the ``--notify`` targets, rate-limited: the first alert at once, reminders every
+``--realert``, one message on recovery. A target that is down is reported on
+stderr; the exit code still says what the check found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from slurmkit.cli._group import exit_with
+from slurmkit.cli._output import print_json
+
+
+def _common(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--notify",
+            "notify",
+            multiple=True,
+            metavar="TARGET",
+            help="email:ADDR, webhook:URL (Slack-compatible) or cmd:COMMAND; repeatable.",
+        ),
+        click.option(
+            "--realert",
+            default="6h",
+            show_default=True,
+            metavar="DURATION",
+            help="Remind about a still-failing check this often (0s: every run).",
+        ),
+        click.option(
+            "--state",
+            "state_path",
+            type=click.Path(path_type=Path, dir_okay=False),
+            metavar="FILE",
+            help="Rate-limit state (default $XDG_STATE_HOME/slurmkit/watch-state.json).",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _finish(
+    findings: Sequence[Any],
+    notify: tuple[str, ...],
+    realert: str,
+    state_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Send what is due, print the findings, exit 0/1 from the findings alone."""
+    from slurmkit.cron import parse_duration
+    from slurmkit.notify import deliver, parse_target
+    from slurmkit.watch.alerting import process
+    from slurmkit.watch.ratelimit import default_state_path
+
+    targets = [parse_target(t) for t in notify]
+    realert_seconds = parse_duration(realert, "--realert", minimum=0)
+    smtp = None
+    if any(t.kind == "email" for t in targets):
+        from slurmkit.notify.email import load_smtp_config
+
+        smtp = load_smtp_config()
+    report = process(
+        findings,
+        targets,
+        state_path=state_path or default_state_path(),
+        realert=realert_seconds,
+        send=lambda notification, chosen: deliver(notification, chosen, smtp),
+    )
+    if as_json:
+        print_json(report.to_json())
+    else:
+        for finding in report.findings:
+            click.echo(finding.line)
+    for sent in report.sent:
+        for delivery in sent.deliveries:
+            if delivery.ok:
+                click.echo(
+                    f"slurmkit: sent {sent.kind} for {sent.key} to {delivery.target}", err=True
+                )
+            else:
+                click.echo(f"slurmkit: notify {delivery.target} failed: {delivery.error}", err=True)
+    if report.state_error:
+        click.echo(f"slurmkit: {report.state_error} (alerts not rate-limited)", err=True)
+    exit_with(report.exit_code)
+
+
+def _validate_early(notify: tuple[str, ...], realert: str) -> None:
+    """Bad targets or durations are usage errors before anything is checked."""
+    from slurmkit.cron import parse_duration
+    from slurmkit.notify import parse_target
+
+    for target in notify:
+        parse_target(target)
+    parse_duration(realert, "--realert", minimum=0)
+
+
+@click.group("watch")
+def watch_group() -> None:
+    """Watchdogs: job alive, cron chains on time, disk space and inodes, stale logs.
+
+    Run them from a cron job (slurmkit cron) or any scheduler. Exit 0 healthy,
+    1 alerting, 2 usage error.
+    """
+
+
+@watch_group.command("job")
+@click.option("--name", "name", required=True, help="Job name to watch (exact).")
+@click.option("--user", "user", help="Owner of the job (default: you).")
+@click.option("--any-user", is_flag=True, help="Jobs of that name of any user.")
+@_common
+def job_command(
+    name: str,
+    user: str | None,
+    any_user: bool,
+    notify: tuple[str, ...],
+    realert: str,
+    state_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Alert when no job NAME is running, or pending and able to run.
+
+    Held jobs and jobs whose dependency can never be satisfied are not alive. The
+    watchdog's own job (and its array) never counts, even with the same name. A
+    failing squeue is an alert.
+    """
+    from slurmkit.cron.chain import current_user
+    from slurmkit.errors import UsageError
+    from slurmkit.watch.job import check_job
+
+    _validate_early(notify, realert)
+    if "," in name or not name.strip():
+        raise UsageError(f"--name {name!r}: one job name, without commas")
+    if any_user and user:
+        raise UsageError("--user and --any-user exclude each other")
+    owner = None if any_user else (user or current_user())
+    _finish([check_job(name, owner)], notify, realert, state_path, as_json)
+
+
+@watch_group.command("cron")
+@click.argument("directory", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--period", "periods", multiple=True, metavar="PERIOD", help="Only this period.")
+@click.option(
+    "--grace",
+    metavar="DURATION",
+    help="How late a run may be (default: a tenth of the period, at least 5m).",
+)
+@_common
+def cron_command(
+    directory: Path | None,
+    periods: tuple[str, ...],
+    grace: str | None,
+    notify: tuple[str, ...],
+    realert: str,
+    state_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Alert when a scheduler chain of cron dir DIR is gone, stuck, late or failing.
+
+    DIR defaults to $SLURMKIT_CRON_DIR, else $WORK/cron.
+    """
+    from slurmkit.cron import CronDir, parse_duration, resolve_dir
+    from slurmkit.watch.cron import check_cron
+
+    _validate_early(notify, realert)
+    grace_seconds = parse_duration(grace, "--grace", minimum=0) if grace else None
+    findings = check_cron(CronDir(resolve_dir(directory)), periods, grace_seconds)
+    _finish(findings, notify, realert, state_path, as_json)
+
+
+@watch_group.command("fs")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option("--min-free", metavar="SIZE", help="Alert below this free space (2T, 500G, 10%).")
+@click.option(
+    "--min-free-inodes", metavar="COUNT", help="Alert below this many free inodes (1M, 5%)."
+)
+@click.option(
+    "--usable",
+    default="100%",
+    show_default=True,
+    metavar="PCT",
+    help="Share of the capacity that is really usable (80% on some distributed FS).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="A path that does not answer in time (hung mount) is an alert.",
+)
+@_common
+def fs_command(
+    paths: tuple[str, ...],
+    min_free: str | None,
+    min_free_inodes: str | None,
+    usable: str,
+    timeout: float,
+    notify: tuple[str, ...],
+    realert: str,
+    state_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Alert when a file system at PATH runs low on space or inodes."""
+    from slurmkit.errors import UsageError
+    from slurmkit.watch.fs import check_fs, parse_count, parse_percent, parse_size
+
+    _validate_early(notify, realert)
+    if min_free is None and min_free_inodes is None:
+        raise UsageError("give --min-free and/or --min-free-inodes")
+    space = parse_size(min_free) if min_free else None
+    inodes = parse_count(min_free_inodes) if min_free_inodes else None
+    share = parse_percent(usable, "--usable")
+    findings = [check_fs(p, space, inodes, share, timeout) for p in paths]
+    _finish(findings, notify, realert, state_path, as_json)
+
+
+@watch_group.command("log")
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option(
+    "--stale",
+    required=True,
+    metavar="DURATION",
+    help="Alert when FILE was last written longer ago than this (30m).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="A file that cannot be stat'ed in time (hung mount) is an alert.",
+)
+@_common
+def log_command(
+    files: tuple[str, ...],
+    stale: str,
+    timeout: float,
+    notify: tuple[str, ...],
+    realert: str,
+    state_path: Path | None,
+    as_json: bool,
+) -> None:
+    """Alert when a log FILE has not been written for --stale (a hung training)."""
+    import time
+
+    from slurmkit.cron import parse_duration
+    from slurmkit.watch.log import check_log
+
+    _validate_early(notify, realert)
+    stale_seconds = parse_duration(stale, "--stale")
+    now = time.time()
+    findings = [check_log(f, stale_seconds, now, timeout) for f in files]
+    _finish(findings, notify, realert, state_path, as_json)

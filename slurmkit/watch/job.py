@@ -1,0 +1,90 @@
+"""``watch job``: is a job of this name running, or pending and able to run?
+
+The seed's ``slurm-status`` ran as a job with the very name it watched, so it always
+found itself and could never alert. Here the watchdog's own job
+(``$SLURM_JOB_ID``) and every task of its own array (``$SLURM_ARRAY_JOB_ID``) are
+never counted. A held job, or one waiting on a dependency that can never be
+satisfied, is queued but not alive. A failing ``squeue`` is itself an alert: a
+watchdog that cannot see the queue cannot say the job is fine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from slurmkit.errors import SlurmError
+from slurmkit.slurm import query
+from slurmkit.slurm.records import Job
+from slurmkit.watch.alive import can_run, is_running, stuck_reason
+from slurmkit.watch.finding import Finding
+
+
+@dataclass(frozen=True)
+class OwnJob:
+    """The watchdog's own job ids, when it runs inside Slurm."""
+
+    job_id: str | None = None
+    array_job_id: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OwnJob:
+        env = os.environ if environ is None else environ
+        return cls(env.get("SLURM_JOB_ID") or None, env.get("SLURM_ARRAY_JOB_ID") or None)
+
+    def owns(self, job: Job) -> bool:
+        ids = {i for i in (self.job_id, self.array_job_id) if i}
+        if job.job_id in ids:
+            return True
+        return bool(self.array_job_id) and job.array_job_id == self.array_job_id
+
+
+def _describe(job: Job) -> str:
+    if is_running(job):
+        where = f" on {job.nodelist}" if job.nodelist else ""
+        return f"job {job.display_id} {job.state}{where}"
+    stuck = stuck_reason(job)
+    if stuck:
+        return f"job {job.display_id} PENDING, {stuck}"
+    reason = f" ({job.reason})" if job.reason else ""
+    start = (
+        f", expected start {job.start_time.isoformat(timespec='seconds')}"
+        if (job.start_time)
+        else ""
+    )
+    return f"job {job.display_id} {job.state}{reason}{start}"
+
+
+def assess_jobs(jobs: Sequence[Job], name: str, user: str | None, me: OwnJob) -> Finding:
+    """The verdict for the jobs ``squeue --name`` returned."""
+    who = f" of user {user}" if user else ""
+    subject = f"job {name}" + (f" ({user})" if user else "")
+    key = f"job:{user or '*'}:{name}"
+    own = [j for j in jobs if me.owns(j)]
+    others = [j for j in jobs if not me.owns(j) and j.name == name and not j.is_finished]
+    alive = [j for j in others if can_run(j)]
+    details = {"jobs": [_describe(j) for j in others], "ignored_self": [j.job_id for j in own]}
+    if alive:
+        best = sorted(alive, key=lambda j: (not is_running(j), int(j.job_id or 0)))
+        return Finding("job", key, subject, True, "; ".join(_describe(j) for j in best), details)
+    if others:
+        why = "; ".join(_describe(j) for j in others)
+        return Finding("job", key, subject, False, f"no job can run: {why}", details)
+    message = f"no job named {name}{who} is running or queued"
+    if own:
+        message += f" (only this watchdog, job {own[0].job_id}, has that name)"
+    return Finding("job", key, subject, False, message, details)
+
+
+def check_job(name: str, user: str | None, me: OwnJob | None = None) -> Finding:
+    """One ``squeue --name=NAME [--user=USER]``; a failure is an alerting finding."""
+    me = me if me is not None else OwnJob.from_env()
+    try:
+        jobs = query.jobs(name=name, user=user)
+    except SlurmError as exc:
+        subject = f"job {name}" + (f" ({user})" if user else "")
+        return Finding(
+            "job", f"job:{user or '*'}:{name}", subject, False, f"cannot read the queue: {exc}"
+        )
+    return assess_jobs(jobs, name, user, me)

@@ -1,0 +1,138 @@
+"""When to send: first alert at once, reminders every ``--realert``, one recovery message.
+
+State is a small JSON file shared by every watchdog of a user (keys like
+``fs:/data`` or ``job:stas:tr8``), updated under an ``flock`` and replaced
+atomically, so watchdogs started by the same cron run never lose each other's
+updates. A message that no target accepted is not counted as sent: the next run
+tries again instead of waiting for the reminder period.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from slurmkit.watch.finding import Finding
+
+VERSION = 1
+
+
+def default_state_path(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "slurmkit" / "watch-state.json"
+
+
+@dataclass(frozen=True)
+class KeyState:
+    """An alerting key: since when, and when a message last went out (None: never)."""
+
+    since: datetime
+    last_sent: datetime | None = None
+    message: str = ""
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "since": self.since.isoformat(),
+            "last_sent": self.last_sent.isoformat() if self.last_sent else None,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> KeyState | None:
+        try:
+            since = datetime.fromisoformat(str(data["since"]))
+            sent = data.get("last_sent")
+            return cls(
+                since,
+                datetime.fromisoformat(str(sent)) if sent else None,
+                str(data.get("message", "")),
+            )
+        except (KeyError, ValueError):
+            return None
+
+
+def decide(prev: KeyState | None, finding: Finding, now: datetime, realert: int) -> str | None:
+    """``alert``, ``reminder``, ``recovery`` or None (nothing to send)."""
+    if finding.healthy:
+        return "recovery" if prev is not None and prev.last_sent is not None else None
+    if prev is None or prev.last_sent is None:
+        return "alert"
+    if (now - prev.last_sent).total_seconds() >= realert:
+        return "reminder"
+    return None
+
+
+def advance(
+    prev: KeyState | None, finding: Finding, now: datetime, kind: str | None, delivered: bool
+) -> KeyState | None:
+    """The key's next state (None: healthy, forgotten) after a run sent ``kind``."""
+    if finding.healthy:
+        if kind == "recovery" and not delivered:
+            return prev  # announce the recovery on the next run
+        return None
+    since = prev.since if prev is not None else now
+    last_sent = now if kind and delivered else (prev.last_sent if prev else None)
+    return KeyState(since, last_sent, finding.message)
+
+
+class StateFile:
+    """The JSON state: :meth:`acquire` (lock + load), change ``keys``, :meth:`release` (save)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.keys: dict[str, KeyState] = {}
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Lock and load; raises OSError when the state cannot be used at all."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd = fd
+        self._load()
+
+    def release(self, save: bool = True) -> None:
+        """Save (atomically) and unlock; the lock is dropped even when saving fails."""
+        try:
+            if save and self._fd is not None:
+                self._save()
+        finally:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            data = {}
+        keys = data.get("keys", {}) if isinstance(data, dict) else {}
+        self.keys = {}
+        for key, value in keys.items() if isinstance(keys, dict) else ():
+            state = KeyState.from_json(value) if isinstance(value, dict) else None
+            if state is not None:
+                self.keys[key] = state
+
+    def _save(self) -> None:
+        data = {"version": VERSION, "keys": {k: v.to_json() for k, v in sorted(self.keys.items())}}
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=2)
+                handle.write("\n")
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
