@@ -9,12 +9,25 @@ from __future__ import annotations
 
 import click
 
-from slurmkit import __version__, _proc
+from slurmkit import __version__
 from slurmkit.cli._group import RootGroup
 
 SUBCOMMANDS: dict[str, str] = {
+    "cpus": "slurmkit.cli.cpus:cpus_group",
+    "cron": "slurmkit.cli.cron:cron_group",
+    "faulty": "slurmkit.cli.faulty:faulty_group",
+    "hostfile": "slurmkit.cli.hostfile:hostfile_command",
+    "job": "slurmkit.cli.job:job_group",
+    "launch-env": "slurmkit.cli.hostfile:launch_env_command",
+    "lint": "slurmkit.cli.lint:lint_command",
     "nodes": "slurmkit.cli.nodes:nodes_group",
+    "pyspy": "slurmkit.cli.pyspy:pyspy_command",
+    "run": "slurmkit.cli.run:run_command",
     "sandbox": "slurmkit.cli.sandbox:sandbox_group",
+    "template": "slurmkit.cli.template:template_group",
+    "train": "slurmkit.cli.train:train_group",
+    "undrain": "slurmkit.cli.undrain:undrain_command",
+    "watch": "slurmkit.cli.watch:watch_group",
 }
 
 
@@ -34,6 +47,8 @@ def cli(ctx: click.Context, verbose: bool, debug: bool) -> None:
     """
     ctx.meta["slurmkit.debug"] = debug
     if verbose:
+        from slurmkit import _proc  # imported here: subprocess costs start-up time
+
         _proc.set_verbose(True)
 
 

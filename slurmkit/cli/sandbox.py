@@ -66,9 +66,7 @@ def sandbox_up(
 @dir_option
 def sandbox_down(directory: Path) -> None:
     """Stop every daemon 'up' started (by recorded pid) and remove the ssh Include."""
-    from slurmkit import sandbox
-
-    from slurmkit import _proc
+    from slurmkit import _proc, sandbox
 
     stopped = sandbox.down(directory, progress=_progress if _proc.is_verbose() else lambda _: None)
     _progress(f"stopped {len(stopped)} processes" if stopped else "nothing was running")

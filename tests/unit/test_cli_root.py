@@ -62,7 +62,7 @@ def test_slurmkit_errors_become_one_line_and_their_exit_code(
     from slurmkit import sandbox
     from slurmkit.errors import ControllerUnreachable
 
-    def boom(directory):  # noqa: ANN001
+    def boom(directory: object) -> None:
         raise ControllerUnreachable("squeue: cannot reach slurmctld: connect failure")
 
     monkeypatch.setattr(sandbox, "status", boom)
