@@ -13,13 +13,20 @@ from tests.integration.conftest import poll, sacct_state, submit
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
 
 
-def test_all_nodes_idle_with_gpus(cluster: sandbox.SandboxSpec) -> None:
-    out = run_slurm(["sinfo", "-h", "-N", "-p", "gpu", "-o", "%N|%T|%G|%c"]).stdout
-    rows = [line.split("|") for line in out.split()]
-    assert [r[0] for r in rows] == cluster.node_names
-    assert {r[1] for r in rows} <= {"idle", "mixed", "allocated"}
-    assert {r[2] for r in rows} == {f"gpu:{cluster.gpus}"}
-    assert {r[3] for r in rows} == {str(cluster.cpus)}
+def test_all_nodes_usable_with_gpus(cluster: sandbox.SandboxSpec) -> None:
+    def rows() -> list[list[str]]:
+        out = run_slurm(["sinfo", "-h", "-N", "-p", "gpu", "-o", "%N|%T|%G|%c"]).stdout
+        return [line.split("|") for line in out.split()]
+
+    # A node may still be "completing" the previous test's job: wait for it to settle.
+    settled = poll(
+        lambda: (r := rows()) and {x[1] for x in r} <= {"idle", "mixed", "allocated"} and r,
+        60,
+        "every node to be idle, mixed or allocated",
+    )
+    assert [r[0] for r in settled] == cluster.node_names
+    assert {r[2] for r in settled} == {f"gpu:{cluster.gpus}"}
+    assert {r[3] for r in settled} == {str(cluster.cpus)}
 
 
 def test_batch_job_runs_and_is_accounted(cluster: sandbox.SandboxSpec, tmp_path: Path) -> None:
