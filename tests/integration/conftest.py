@@ -63,7 +63,12 @@ def poll(check: Callable[[], object], timeout: float = 60.0, what: str = "condit
 
 
 def submit(*args: str) -> str:
-    """sbatch --parsable ARGS; returns the job id."""
+    """sbatch --parsable ARGS; returns the job id.
+
+    Without an output option the log goes to /dev/null, not to slurm-N.out in the repo.
+    """
+    if not any(a.startswith(("-o", "--output")) for a in args):
+        args = ("--output=/dev/null", *args)
     out = run_slurm(["sbatch", "--parsable", *args]).stdout.strip()
     return out.split(";")[0]
 
