@@ -113,3 +113,13 @@ def test_removing_one_sandbox_include_keeps_the_others(
     assert text == (
         f"{cluster.SSH_INCLUDE_MARKER}\nInclude {first.ssh_config}\nHost example\n  User me\n"
     )
+
+
+def test_sandbox_up_as_non_root_is_one_line_exit_2(
+    run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The non-root path in-process (the integration suite also runs it as user nobody)."""
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    result = run_cli("sandbox", "up", "--dir", "/tmp/slurmkit-never", exit_code=2)
+    assert result.stderr.startswith("slurmkit: the sandbox needs root")
+    assert result.stderr.count("\n") == 1
