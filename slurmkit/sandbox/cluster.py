@@ -424,15 +424,18 @@ def _wait_child(pid: int, name: str) -> int:
     return found[0]
 
 
+def _node_states(spec: SandboxSpec) -> dict[str, str]:
+    """Node name -> sinfo state word, in one call (sinfo -N lists a node once per partition)."""
+    out = run_slurm(["sinfo", "-h", "-N", "-o", "%N %T"], env=_slurm_env(spec), timeout=10).stdout
+    return dict(line.split() for line in out.splitlines() if line.strip())
+
+
 def _wait_nodes_ready(spec: SandboxSpec) -> None:
     def all_idle() -> bool:
         try:
-            out = run_slurm(
-                ["sinfo", "-h", "-N", "-o", "%N %T"], env=_slurm_env(spec), timeout=10
-            ).stdout
+            states = _node_states(spec)
         except SlurmError:
             return False
-        states = dict(line.split() for line in out.splitlines() if line.strip())
         return all(states.get(n, "").rstrip("*") == "idle" for n in spec.node_names)
 
     wait_for(all_idle, 90, "all nodes to be idle", _log_hint(spec, "slurmctld"))
@@ -531,17 +534,10 @@ def status(directory: Path | str = DEFAULT_DIR) -> SandboxStatus:
         report.problem = "not running: " + ", ".join(map(str, dead))
         return report
     try:
-        out = run_slurm(
-            ["sinfo", "-h", "-N", "-o", "%N %T"], env=_slurm_env(spec), timeout=10
-        ).stdout
+        seen = _node_states(spec)
     except SlurmError as exc:
         report.problem = str(exc)
         return report
-    seen: dict[str, str] = {}
-    for line in out.splitlines():
-        if line.strip():
-            node, state = line.split()
-            seen[node] = state
     report.nodes = [
         NodeStatus(n, s) for n, s in sorted(seen.items(), key=lambda kv: int(kv[0].split("-")[-1]))
     ]
