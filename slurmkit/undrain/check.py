@@ -166,12 +166,17 @@ def _rows(lines: Iterable[str]) -> list[_Row] | None:
 
 
 def _own(rows: Sequence[_Row], self_pid: int | None) -> set[int]:
-    """The check's session and its ancestors (sshd, login shell, pdsh wrapper)."""
+    """The check's session, its children and its ancestors (sshd, login shell, pdsh wrapper).
+
+    Children are found by parent pid as well as by session: where the check runs in a
+    session whose leader lives outside the PID namespace, ps shows session id 0, and the
+    check's own ``ps`` would otherwise look like a leftover.
+    """
     by_pid = {r.pid: r for r in rows}
     me = by_pid.get(self_pid) if self_pid is not None else None
     if me is None:
         return set()
-    own = {r.pid for r in rows if me.sid > 1 and r.sid == me.sid} | {me.pid}
+    own = {r.pid for r in rows if me.sid > 1 and r.sid == me.sid} | _descendants(rows, me.pid)
     pid = me.ppid
     while pid > 1 and pid not in own:
         own.add(pid)
@@ -180,6 +185,19 @@ def _own(rows: Sequence[_Row], self_pid: int | None) -> set[int]:
             break
         pid = parent.ppid
     return own
+
+
+def _descendants(rows: Sequence[_Row], root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for r in rows:
+        children.setdefault(r.ppid, []).append(r.pid)
+    found, todo = {root}, [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 def _is_stepd(args: str) -> bool:

@@ -99,6 +99,19 @@ def test_the_checks_own_session_is_not_a_leftover_even_for_a_user_login() -> Non
     assert [p.pid for p in result.processes] == [300]
 
 
+def test_the_checks_children_are_its_own_when_ps_shows_session_zero() -> None:
+    # A session leader outside the PID namespace (containers, CI runners) shows as sid 0.
+    rows = _ps(
+        INIT,
+        (100, 0, 0, 0, "root", "sh -c ..."),
+        (101, 100, 0, 0, "root", "ps -e -o pid= -o ppid="),
+        (102, 101, 0, 0, "root", "grandchild"),
+        (300, 0, 0, 0, "root", "leftover"),
+    )
+    result = chk.parse_check(_ok(_report(rows)), T, uid_min=0)
+    assert sorted(p.pid for p in result.processes) == [1, 300]
+
+
 @pytest.mark.parametrize(
     ("stdout", "status", "error"),
     [
