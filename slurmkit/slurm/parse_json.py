@@ -333,6 +333,7 @@ def _job(item: JsonDict, what: str) -> Job:
         gres_detail=_gres_detail(item),
         alloc_tres=_text(item.get("tres_alloc_str")) or "",
         submit_time=_epoch(item.get("submit_time")),
+        accrue_time=_epoch(item.get("accrue_time")),
         start_time=start,
         end_time=plausible_end(end, state, limit),
         time_limit=limit,

@@ -537,6 +537,7 @@ def _job_from_block(block: Sequence[str]) -> Job:
         gres_detail=details,
         alloc_tres=text_or_none(alloc) or "",
         submit_time=parse_time(kv.get("SubmitTime")),
+        accrue_time=parse_time(kv.get("AccrueTime")),
         start_time=parse_time(kv.get("StartTime")),
         end_time=plausible_end(parse_time(kv.get("EndTime")), state, limit),
         time_limit=limit,

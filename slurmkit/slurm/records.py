@@ -242,6 +242,8 @@ class Job:
     gres_detail: tuple[GresAlloc, ...] = ()
     alloc_tres: str = ""
     submit_time: datetime | None = None
+    # When the job began to accrue queue age (multifactor's age factor counts from here).
+    accrue_time: datetime | None = None
     start_time: datetime | None = None
     end_time: datetime | None = None
     time_limit: int | None = None

@@ -159,6 +159,7 @@ def test_squeue_json_agrees_with_scontrol_text(version: str, scenario: str) -> N
         )
         assert job.num_cpus in (other.num_cpus, None)  # 22.05 nulls it for a cancelled array
         assert (job.submit_time, job.time_limit) == (other.submit_time, None)
+        assert job.accrue_time == other.accrue_time
         assert (job.exit_code, job.exit_signal) == (other.exit_code, other.exit_signal)
 
 

@@ -193,6 +193,8 @@ def test_held_jobs_are_flagged(version: str, scenario: str) -> None:
     assert admin_held.held and admin_held.reason == "JobHeldAdmin"
     assert admin_held.gres_per_node == "gpu:4" and admin_held.num_nodes == 2
     assert not waiting.held
+    # Held from submission or waiting on a dependency: never eligible, so no queue age yet.
+    assert user_held.accrue_time is None and waiting.accrue_time is None
 
 
 @pytest.mark.parametrize(("version", "scenario"), all_cases(JOB_SCENARIOS))
@@ -208,6 +210,8 @@ def test_pending_reasons_and_dependency(version: str, scenario: str) -> None:
     assert later.start_time is not None and later.submit_time is not None
     assert 3590 <= (later.start_time - later.submit_time).total_seconds() <= 3610
     assert (big.num_nodes, big.gres_per_node, big.nodelist) == (3, "gpu:1", "")
+    assert big.accrue_time is not None and big.submit_time is not None
+    assert 0 <= (big.accrue_time - big.submit_time).total_seconds() <= 5
     nodes_unavailable = (
         "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority "
         "partitions"
