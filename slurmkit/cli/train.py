@@ -161,6 +161,8 @@ def _print_status(status: TrainStatus) -> None:
     pending = str(status.pending)
     if status.pending:
         pending += " (held)" if status.held else f" ({status.pending_reason or 'waiting'})"
+        if status.pending_priority is not None and not status.held:
+            pending += f", priority {status.pending_priority}"
     start = status.next_start.isoformat() if status.next_start else ""
     next_start = f"{start} {status.next_start_note}".strip() if status.pending else "-"
     script = status.next_script or "missing"

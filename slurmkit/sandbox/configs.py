@@ -39,6 +39,12 @@ def slurm_conf(spec: SandboxSpec) -> str:
         "ProctrackType=proctrack/linuxproc",
         "TaskPlugin=task/none",
         "SchedulerType=sched/backfill",
+        # Multifactor with only the age factor: one point per second queued (up to an
+        # hour), so "does a released train keep its queue age" is observable in seconds.
+        "PriorityType=priority/multifactor",
+        "PriorityWeightAge=3600",
+        "PriorityMaxAge=01:00:00",
+        "PriorityCalcPeriod=1",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_CPU",
         "SlurmdParameters=config_overrides",

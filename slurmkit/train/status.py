@@ -87,6 +87,9 @@ class TrainStatus:
     pending: int
     held: bool
     pending_reason: str | None
+    # Slurm's priority of the waiting runs: with multifactor's age factor it shows that a
+    # released train kept its queue age (0 while held).
+    pending_priority: int | None
     next_start: datetime | None
     next_start_note: str
     next_script: str | None
@@ -113,6 +116,7 @@ class TrainStatus:
             "pending": self.pending,
             "held": self.held,
             "pending_reason": self.pending_reason,
+            "pending_priority": self.pending_priority,
             "next_start": self.next_start.isoformat() if self.next_start else None,
             "next_start_note": self.next_start_note,
             "next_script": self.next_script,
@@ -175,6 +179,7 @@ def gather(train: TrainDir) -> TrainStatus:
     pending = sum(queue.pending_runs(a) for a in live)
     held = bool(pending_jobs) and all(j.held for j in pending_jobs)
     reasons = sorted({j.reason for j in pending_jobs if j.reason})
+    priorities = [j.priority for j in pending_jobs if j.priority is not None]
     notices: list[str] = []
     finished = _finished_runs(state, notices)
     next_start, note = _next_start(queue, live, running, held)
@@ -194,6 +199,7 @@ def gather(train: TrainDir) -> TrainStatus:
         pending=pending,
         held=held,
         pending_reason=", ".join(reasons) or None,
+        pending_priority=max(priorities) if priorities else None,
         next_start=next_start,
         next_start_note=note,
         next_script=target,

@@ -15,6 +15,7 @@ import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -186,17 +187,31 @@ def test_edit_between_runs_is_picked_up(train_factory: Callable[[str], Train]) -
     assert train.runs_file() == ["v1 1", "v2 2", "v2 3"]
 
 
-def test_hold_release_keeps_submit_time(train_factory: Callable[[str], Train]) -> None:
+def test_hold_release_keeps_submit_time_and_queue_age(
+    train_factory: Callable[[str], Train],
+) -> None:
+    """The seed's promise, checked on the sandbox's multifactor priority (1 point per second
+    of queue age): a released train keeps its submit time, its accrue time, and the age it
+    had before the hold."""
     train = train_factory("hold")
     script = write(train.work / "a.slurm", training_script(train.work, "v1"))
     array = start(train, script, 3)
     wait_running(train, f"{array}_1")
     (before,) = [j for j in train.queue() if j.is_pending]
     assert before.submit_time is not None and (before.priority or 0) > 0
+    accrued = query.job(array)
+    assert accrued.is_pending and accrued.accrue_time is not None
 
     out = train.cli("hold", "--dry-run").stdout
     assert f"would run: scontrol hold {array}" in out
     assert not [j for j in train.queue() if j.held]
+    accrue_time = accrued.accrue_time
+
+    def age() -> float:
+        return (datetime.now().astimezone() - accrue_time).total_seconds()
+
+    poll(lambda: age() >= 6, 30, "the waiting runs to accrue some queue age")
+    age_at_hold = age()
     train.cli("hold")
     train.cli("hold")  # idempotent
     (held,) = [j for j in train.queue() if j.is_pending]
@@ -211,15 +226,22 @@ def test_hold_release_keeps_submit_time(train_factory: Callable[[str], Train]) -
     status = train.status()
     assert status["state"] == "held" and status["pending"] == 2 and status["held"]
 
+    held_for = age() - age_at_hold
     train.cli("release")
     wait_running(train, f"{array}_2")
     (after,) = [j for j in train.queue() if j.is_pending]
+    released = query.job(array)
     print(
         f"hold/release on Slurm {query.version()}: submit {before.submit_time} -> "
-        f"{after.submit_time}, priority {before.priority} -> 0 (held) -> {after.priority}"
+        f"{after.submit_time}, accrue {accrued.accrue_time} -> {released.accrue_time}, "
+        f"priority {before.priority} -> 0 (held {held_for:.0f} s, age at hold "
+        f"{age_at_hold:.0f} s) -> {after.priority}"
     )
     assert after.submit_time == before.submit_time
-    assert (after.priority or 0) > 0
+    assert released.accrue_time == accrued.accrue_time
+    # The age from before the hold is all there (22.05 also counts the held time).
+    assert (after.priority or 0) >= int(age_at_hold) >= 6
+    assert train.status()["pending_priority"] == after.priority
     train.go(2)
     train.go(3)
     poll(lambda: len(train.finished()) == 3, 120, "the rest of the train")
