@@ -38,6 +38,7 @@ def running_and_pending(array: str = "115", user: str = "root", held: bool = Fal
         state="PENDING",
         reason=reason,
         time_limit="5:00",
+        priority="0" if held else "1234",
     ) + squeue_row(
         job_id="118",
         array_job_id=array,
@@ -229,11 +230,12 @@ def test_status_shows_running_pending_and_failures(
     assert status["state"] == "running"
     assert status["running"]["id"] == "115_2" and status["running"]["elapsed_s"] == 70
     assert status["pending"] == 3 and not status["held"]
+    assert status["pending_priority"] == 1234
     assert status["failed"] == ["115_1"]
     assert status["next_script"] == str(tmp_path / "a.slurm")
     assert status["next_start_note"].startswith("when 115_2 ends")
     text = run_cli("train", "status", "tr").stdout
-    assert "115_1 FAILED exit 2" in text and "3 (JobArrayTaskLimit)" in text
+    assert "115_1 FAILED exit 2" in text and "3 (JobArrayTaskLimit), priority 1234" in text
 
 
 def test_status_survives_accounting_down(
