@@ -10,24 +10,68 @@ from __future__ import annotations
 import click
 
 from slurmkit import __version__
-from slurmkit.cli._group import RootGroup
+from slurmkit.cli._group import LazyRegistry, RootGroup
 
-SUBCOMMANDS: dict[str, str] = {
-    "cpus": "slurmkit.cli.cpus:cpus_group",
-    "cron": "slurmkit.cli.cron:cron_group",
-    "faulty": "slurmkit.cli.faulty:faulty_group",
-    "hostfile": "slurmkit.cli.hostfile:hostfile_command",
-    "job": "slurmkit.cli.job:job_group",
-    "launch-env": "slurmkit.cli.hostfile:launch_env_command",
-    "lint": "slurmkit.cli.lint:lint_command",
-    "nodes": "slurmkit.cli.nodes:nodes_group",
-    "pyspy": "slurmkit.cli.pyspy:pyspy_command",
-    "run": "slurmkit.cli.run:run_command",
-    "sandbox": "slurmkit.cli.sandbox:sandbox_group",
-    "template": "slurmkit.cli.template:template_group",
-    "train": "slurmkit.cli.train:train_group",
-    "undrain": "slurmkit.cli.undrain:undrain_command",
-    "watch": "slurmkit.cli.watch:watch_group",
+# The second field is a copy of each command's short help, so `slurmkit --help` imports none of
+# them; tests/unit/test_cli_root.py fails when a copy differs from the command's own help.
+SUBCOMMANDS: LazyRegistry = {
+    "cpus": (
+        "slurmkit.cli.cpus:cpus_group",
+        "CPUs per task: is this cluster affected by srun not inheriting --cpus-per-task?",
+    ),
+    "cron": (
+        "slurmkit.cli.cron:cron_group",
+        "Crontab emulation: scheduler jobs that re-submit themselves every period.",
+    ),
+    "faulty": (
+        "slurmkit.cli.faulty:faulty_group",
+        "Faulty nodes: scan them with checks in one job, drain them, rank past failures.",
+    ),
+    "hostfile": (
+        "slurmkit.cli.hostfile:hostfile_command",
+        "Print a hostfile for a job's nodes, in Slurm's order (first line = rank 0).",
+    ),
+    "job": ("slurmkit.cli.job:job_group", "A job's time: how much is left, and raising its limit."),
+    "launch-env": (
+        "slurmkit.cli.hostfile:launch_env_command",
+        'Print export lines for multi-node launchers: eval "$(slurmkit launch-env)".',
+    ),
+    "lint": (
+        "slurmkit.cli.lint:lint_command",
+        "Check sbatch scripts for the mistakes that silently cost a training (SCRIPT - is stdin).",
+    ),
+    "nodes": (
+        "slurmkit.cli.nodes:nodes_group",
+        "Hostlists in Slurm's syntax, e.g. gpu[01-16],login1, and the nodes of a job or partition.",
+    ),
+    "pyspy": (
+        "slurmkit.cli.pyspy:pyspy_command",
+        "Dump the Python stack of every rank of job ID and group identical stacks.",
+    ),
+    "run": (
+        "slurmkit.cli.run:run_command",
+        "Run CMD on every node of NODES in parallel: slurmkit run -w node-[1-4] -- CMD...",
+    ),
+    "sandbox": (
+        "slurmkit.cli.sandbox:sandbox_group",
+        "Run a real multi-node Slurm cluster on this machine (root, Debian/Ubuntu).",
+    ),
+    "template": (
+        "slurmkit.cli.template:template_group",
+        "Shipped sbatch templates: launchers, train wrapper, cron, node checks.",
+    ),
+    "train": (
+        "slurmkit.cli.train:train_group",
+        "Job-array trains: one --array=1-N%1 array whose runs source an editable script.",
+    ),
+    "undrain": (
+        "slurmkit.cli.undrain:undrain_command",
+        "Return drained nodes to service when no job left anything behind on them.",
+    ),
+    "watch": (
+        "slurmkit.cli.watch:watch_group",
+        "Watchdogs: job alive, cron chains on time, disk space and inodes, stale logs.",
+    ),
 }
 
 

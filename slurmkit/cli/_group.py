@@ -3,6 +3,8 @@
 Subcommands are loaded lazily (name -> "module:attribute"), so ``slurmkit
 --help`` and ``slurmkit nodes expand`` never import paramiko, Jinja2 or
 tabulate: start-up time is paid on every invocation inside job scripts.
+Each registry entry also carries the subcommand's short help, so a group's
+``--help`` lists its commands without importing any of them.
 """
 
 from __future__ import annotations
@@ -14,11 +16,18 @@ import click
 
 from slurmkit.errors import EXIT_ERROR, SlurmkitError
 
+LazyRegistry = dict[str, tuple[str, str]]
+"""Subcommand name -> ("module:attribute", its short help as click derives it from the help).
+
+The short help is a copy so that listing commands imports nothing; a unit test compares
+every copy with the loaded command's ``get_short_help_str``, so the two cannot drift.
+"""
+
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported only when invoked or listed in help."""
+    """A group whose subcommands are imported only when invoked, not when listed in help."""
 
-    def __init__(self, *args: object, lazy_subcommands: dict[str, str] | None = None, **kwargs):
+    def __init__(self, *args: object, lazy_subcommands: LazyRegistry | None = None, **kwargs):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.lazy_subcommands = dict(lazy_subcommands or {})
 
@@ -30,8 +39,22 @@ class LazyGroup(click.Group):
             return self._load(cmd_name)
         return super().get_command(ctx, cmd_name)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List the commands from the registry's short helps instead of importing each one.
+
+        Importing every subcommand doubled the cost of ``slurmkit --help``. Stand-in commands
+        holding the registry's short help go through click's own listing, so truncation to
+        the terminal width and layout stay exactly what the real commands would print.
+        """
+        stand_ins = {
+            name: click.Command(name, help=short_help)
+            for name, (_, short_help) in self.lazy_subcommands.items()
+        }
+        listing = click.Group(self.name, commands={**self.commands, **stand_ins})
+        listing.format_commands(ctx, formatter)
+
     def _load(self, cmd_name: str) -> click.Command:
-        target = self.lazy_subcommands[cmd_name]
+        target, _ = self.lazy_subcommands[cmd_name]
         module_name, _, attr = target.partition(":")
         command = getattr(importlib.import_module(module_name), attr)
         if not isinstance(command, click.Command):

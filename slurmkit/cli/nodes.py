@@ -42,7 +42,12 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON 
     "nodes",
     cls=LazyGroup,
     invoke_without_command=True,
-    lazy_subcommands={"drained": "slurmkit.cli.drained:drained_command"},
+    lazy_subcommands={
+        "drained": (
+            "slurmkit.cli.drained:drained_command",
+            "Drained, draining and down nodes with reason, who set it, when, and state.",
+        )
+    },
 )
 @click.option("--jobid", metavar="ID", help="Nodes allocated to this job.")
 @click.option("--partition", metavar="NAME", help="Nodes of this partition.")

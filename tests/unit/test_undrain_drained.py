@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from slurmkit import _proc
 from slurmkit.cli._group import RootGroup
+from slurmkit.cli.nodes import nodes_group
 from slurmkit.drain import drained
 from slurmkit.errors import UsageError
 from slurmkit.slurm import query
@@ -50,7 +51,7 @@ def sinfo(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSinfo]:
 
 def _cli(*args: str) -> tuple[int, str, str]:
     @click.group(
-        cls=RootGroup, lazy_subcommands={"drained": "slurmkit.cli.drained:drained_command"}
+        cls=RootGroup, lazy_subcommands={"drained": nodes_group.lazy_subcommands["drained"]}
     )
     def root() -> None:
         pass
