@@ -11,6 +11,8 @@ from pathlib import Path
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._ssh_options import ssh_transport_options
+from slurmkit.remote.base import RemoteOptions
 
 
 def _notify(message: str) -> None:
@@ -47,6 +49,7 @@ def _notify(message: str) -> None:
     metavar="S",
     help="Limit for each node's answer, in seconds.",
 )
+@ssh_transport_options("--via ssh")
 @click.option("--json", "as_json", is_flag=True, help="Every process's stack, groups and problems.")
 @click.option(
     "--py-spy",
@@ -61,6 +64,7 @@ def pyspy_command(
     output_dir: Path | None,
     via: str,
     timeout: float,
+    ssh: RemoteOptions,
     as_json: bool,
     py_spy: str | None,
 ) -> None:
@@ -72,6 +76,8 @@ def pyspy_command(
     per node goes to DIR/trace-<node>.txt. Exit 0 when every node's ranks
     were dumped, 1 when some node or process failed or the job runs no
     Python, 2 for a job that does not exist, is not running or is not yours.
+    --connect-timeout, --fanout, --insecure and --ssh-config are those of
+    `slurmkit run`; only --via ssh uses them.
     """
     from slurmkit import pyspy
     from slurmkit.cli._output import print_json, progress
@@ -80,7 +86,7 @@ def pyspy_command(
     from slurmkit.pyspy.traces import default_dir, prepare_dir, write_traces
 
     options = pyspy.DumpOptions(native=native, all_processes=all_processes, py_spy=py_spy)
-    settings = pyspy.Settings(via=via, timeout=timeout, dump=options, notify=_notify)
+    settings = pyspy.Settings(via=via, timeout=timeout, dump=options, notify=_notify, ssh=ssh)
     job = pyspy.running_job(jobid)
     directory = prepare_dir(output_dir or default_dir(jobid))
     progress(f"dumping job {jobid} on {job.nodelist} via {via}...")

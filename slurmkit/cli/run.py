@@ -6,12 +6,14 @@ only when it runs.
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import replace
 
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._ssh_options import ssh_transport_options
 from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from slurmkit.remote.base import RemoteOptions
 
 
 def _notify(message: str) -> None:
@@ -42,33 +44,7 @@ def _notify(message: str) -> None:
     metavar="S",
     help="Limit for the command on each node, in seconds.",
 )
-@click.option(
-    "--connect-timeout",
-    type=float,
-    default=10.0,
-    show_default=True,
-    metavar="S",
-    help="Limit for connecting to each node (pdsh, ssh).",
-)
-@click.option(
-    "--fanout",
-    type=int,
-    default=32,
-    show_default=True,
-    metavar="K",
-    help="Nodes worked on at once (pdsh, ssh).",
-)
-@click.option(
-    "--insecure",
-    is_flag=True,
-    help="Do not check ssh host keys (unknown or changed keys accepted). Warns.",
-)
-@click.option(
-    "--ssh-config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="FILE",
-    help="ssh config to use instead of ~/.ssh/config (like ssh -F).",
-)
+@ssh_transport_options("pdsh, ssh")
 @click.option("--json", "as_json", is_flag=True, help="One JSON record per node.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_command(
@@ -76,10 +52,7 @@ def run_command(
     via: str,
     jobid: str | None,
     timeout: float,
-    connect_timeout: float,
-    fanout: int,
-    insecure: bool,
-    ssh_config: Path | None,
+    ssh: RemoteOptions,
     as_json: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -97,15 +70,7 @@ def run_command(
     if via == "srun" and not jobid:
         raise UsageError("--via srun needs --jobid")
     nodes = nodelist or _job_nodes(jobid)
-    options = remote.RemoteOptions(
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        fanout=fanout,
-        insecure=insecure,
-        ssh_config=ssh_config,
-        jobid=jobid,
-        notify=_notify,
-    )
+    options = replace(ssh, timeout=timeout, jobid=jobid, notify=_notify)
     outcome = remote.run(nodes, list(command), via=via, options=options)
     if as_json:
         from slurmkit.cli._output import print_json

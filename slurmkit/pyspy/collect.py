@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from slurmkit import remote
 from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
@@ -35,16 +35,29 @@ def _to_stderr(message: str) -> None:
 
 @dataclass(frozen=True)
 class Settings:
+    """How to collect: transport, limit, what to dump, and how ``--via ssh`` connects.
+
+    ``ssh`` carries what ``slurmkit run`` takes for its ssh transports
+    (connect timeout, fanout, ``insecure``, ``ssh_config``); its own timeout,
+    jobid and notify are replaced by these settings'. The srun transport has
+    no use for it and ignores it, as ``run`` does.
+    """
+
     via: str = "srun"
     timeout: float = DEFAULT_TIMEOUT
     dump: DumpOptions = field(default_factory=DumpOptions)
     notify: Callable[[str], None] = field(default=_to_stderr, compare=False)
+    ssh: remote.RemoteOptions = field(default_factory=remote.RemoteOptions)
 
     def __post_init__(self) -> None:
         if self.via not in VIA:
             raise UsageError(f"--via must be one of {', '.join(VIA)}, got {self.via!r}")
         if self.timeout <= 0:
             raise UsageError(f"--timeout must be positive, got {self.timeout:g}")
+
+    def remote_options(self, jobid: str | None = None) -> remote.RemoteOptions:
+        """What the remote layer gets; ``jobid`` only for srun, which steps into the job."""
+        return replace(self.ssh, timeout=self.timeout, jobid=jobid, notify=self.notify)
 
 
 @dataclass(frozen=True)
@@ -89,14 +102,11 @@ def collect(jobid: str, job: Job, settings: Settings) -> Collection:
     nodes = expand(job.nodelist)
     if settings.via == "srun":
         command = node_command(job, LISTPIDS, settings.timeout, settings.dump)
-        options = remote.RemoteOptions(
-            timeout=settings.timeout, jobid=job.job_id, notify=settings.notify
-        )
+        options = settings.remote_options(jobid=job.job_id)
         outcome = remote.run(nodes, command, via="srun", options=options)
     else:
         command = node_command(job, ENVIRON, settings.timeout, settings.dump, job_uid(job))
-        options = remote.RemoteOptions(timeout=settings.timeout, notify=settings.notify)
-        outcome = remote.run(nodes, command, via="pdsh", options=options)
+        outcome = remote.run(nodes, command, via="pdsh", options=settings.remote_options())
     reports = tuple(
         decode(result, job.job_id, settings.timeout, outcome.transport)
         for result in outcome.results

@@ -24,6 +24,7 @@ PTRACE_HINT = (
     "(in a container: --cap-add SYS_PTRACE)"
 )
 _MISSING_PYTHON_RC = 127
+SSH_TRANSPORTS = ("pdsh", "ssh")
 
 
 def decode(result: NodeResult, jobid: str, timeout: float, transport: str) -> NodeReport:
@@ -74,9 +75,7 @@ def _unfinished(result: NodeResult, timeout: float, transport: str, dumped: int)
     if result.status == UNREACHABLE:
         return Problem(node, "unreachable", f"{node}: unreachable: {result.error}")
     if result.status == TIMEOUT:
-        plural = "es" if dumped != 1 else ""
-        partial = f" ({dumped} process{plural} reported before)" if dumped else ""
-        return Problem(node, "no_answer", f"{node}: no answer within {timeout:g} s{partial}")
+        return _no_answer(node, timeout, transport, dumped)
     stderr = [line.strip() for line in result.stderr.splitlines() if line.strip()]
     if result.exit_code == _MISSING_PYTHON_RC and any("python3" in line for line in stderr):
         return Problem(
@@ -90,6 +89,24 @@ def _unfinished(result: NodeResult, timeout: float, transport: str, dumped: int)
         )
     detail = stderr[-1] if stderr else result.error or f"exit code {result.exit_code}"
     return Problem(node, "script_failed", f"{node}: the node-side script failed: {detail}")
+
+
+def _no_answer(node: str, timeout: float, transport: str, dumped: int) -> Problem:
+    """A node silent until the limit; over ssh, say how to tell a hung node from a slow one.
+
+    The node side reports within its budget, before the limit, so silence over
+    ssh usually means the connection never got going (a hung node or sshd).
+    """
+    message = f"{node}: no answer within {timeout:g} s"
+    if dumped:
+        plural = "es" if dumped != 1 else ""
+        message += f" ({dumped} process{plural} reported before)"
+    elif transport in SSH_TRANSPORTS:
+        message += (
+            f": nothing came back over ssh; `ssh {node} true` tells a hung node or sshd "
+            "from a slow one (give that a longer --timeout)"
+        )
+    return Problem(node, "no_answer", message)
 
 
 def _node_problems(node: str, summary: dict[str, Any], jobid: str) -> list[Problem]:

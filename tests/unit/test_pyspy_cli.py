@@ -65,10 +65,13 @@ class FakeCluster:
             ],
         }
         self.calls: list[list[str]] = []
+        self.ssh_args: list[str] = []  # PDSH_SSH_ARGS_APPEND of each pdsh call
 
     def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
         argv = list(argv)
         self.calls.append(argv)
+        if argv[0] == "pdsh":
+            self.ssh_args.append((env or {}).get("PDSH_SSH_ARGS_APPEND", ""))
         if argv[:4] == ["scontrol", "--details", "show", "job"]:
             if argv[4] not in JOBS:
                 error = "slurm_load_jobs error: Invalid job id specified\n"
@@ -209,12 +212,68 @@ def test_bad_jobs_are_exit_2_before_any_node_is_asked(
     assert list(tmp_path.iterdir()) == []  # no trace directory for a job we never looked at
 
 
+def test_ssh_transport_options_reach_pdsh_and_ssh(cluster: FakeCluster, run_cli) -> None:
+    args = ("pyspy", "--jobid", "3", "--via", "ssh", "--output-dir", "out")
+    result = run_cli(*args, exit_code=1)
+    assert "--insecure" not in result.stderr
+    (argv,) = [c for c in cluster.calls if c[0] == "pdsh"]
+    assert argv[4:8] == ["-f", "32", "-t", "10"]  # run's defaults
+    assert cluster.ssh_args == ["-o BatchMode=yes -o ConnectTimeout=10"]  # host keys checked
+    cluster.calls.clear()
+    ssh = "--ssh-config cluster.conf --insecure --fanout 3 --connect-timeout 4"
+    result = run_cli(*args, *ssh.split(), exit_code=1)
+    (argv,) = [c for c in cluster.calls if c[0] == "pdsh"]
+    assert argv[4:8] == ["-f", "3", "-t", "4"]
+    assert cluster.ssh_args[-1] == (
+        "-o BatchMode=yes -o ConnectTimeout=4 -F cluster.conf "
+        "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+    )
+    assert "slurmkit: --insecure: ssh host keys are not checked (pdsh)" in result.stderr
+
+
+def test_the_cli_hands_the_options_to_the_library(
+    cluster: FakeCluster, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the remote layer is given, whichever transport (pdsh or paramiko) then runs."""
+    from slurmkit import remote
+
+    seen: list[tuple[str, remote.RemoteOptions]] = []
+
+    def fake_run(nodes, command, *, via, options) -> remote.RunOutcome:
+        seen.append((via, options))
+        return remote.RunOutcome("ssh", [remote.NodeResult(n, "ok") for n in nodes])
+
+    monkeypatch.setattr(remote, "run", fake_run)
+    ssh = "--via ssh --timeout 7 --ssh-config c.conf --insecure --fanout 2 --connect-timeout 3"
+    run_cli("pyspy", "--jobid", "3", *ssh.split(), exit_code=1)
+    ((via, options),) = seen
+    assert via == "pdsh"  # pdsh, or paramiko when pdsh is missing
+    assert (options.timeout, options.connect_timeout, options.fanout) == (7, 3, 2)
+    assert (options.insecure, options.ssh_config, options.jobid) == (True, Path("c.conf"), None)
+
+
+def test_ssh_options_with_via_srun_are_ignored_as_run_ignores_them(
+    cluster: FakeCluster, run_cli
+) -> None:
+    """`run --via srun --insecure` is accepted and the step does not change; pyspy does the same."""
+    run_cli("pyspy", "--jobid", "3", exit_code=1)
+    plain = cluster.step("srun")
+    cluster.calls.clear()
+    run_cli("pyspy", "--jobid", "3", "--insecure", "--ssh-config", "c.conf", exit_code=1)
+    assert cluster.step("srun")[:-1] == plain[:-1]  # the last word holds a fresh end token
+    assert cluster.ssh_args == []
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--timeout", "0"], "--timeout must be positive"),
         (["--via", "carrier-pigeon"], "Invalid value for '--via'"),
         (["--output-dir", "a-file"], "'a-file' is a file"),
+        (["--via", "ssh", "--fanout", "0"], "--fanout must be at least 1, got 0"),
+        (["--via", "ssh", "--connect-timeout", "-1"], "--connect-timeout must be positive"),
+        (["--via", "ssh", "--fanout", "many"], "'many' is not a valid integer"),
+        (["--via", "ssh", "--ssh-config", "."], "'.' is a directory"),
     ],
 )
 def test_bad_options_are_exit_2(
@@ -223,7 +282,9 @@ def test_bad_options_are_exit_2(
     (tmp_path / "a-file").write_text("")
     result = run_cli("pyspy", "--jobid", "3", *args, exit_code=2)
     assert message in result.stderr
-    assert not any(c[0] in ("srun", "pdsh") for c in cluster.calls)
+    assert "Traceback" not in result.stderr
+    assert not any(c[0] in ("scontrol", "srun", "pdsh") for c in cluster.calls)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no trace directory
 
 
 def test_only_the_owner_or_root_may_dump_a_job() -> None:

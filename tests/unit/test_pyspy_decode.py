@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from test_pyspy_samples import DUMP
 
 from slurmkit.pyspy.decode import decode
@@ -87,6 +88,22 @@ def test_a_node_that_timed_out_keeps_what_it_reported() -> None:
         ("no_answer", "node-2: no answer within 30 s (1 process reported before)")
     ]
     assert report.python is None
+
+
+@pytest.mark.parametrize(
+    ("transport", "hint"),
+    [
+        ("pdsh", ": nothing came back over ssh; `ssh node-2 true` tells a hung node or sshd"),
+        ("ssh", ": nothing came back over ssh; `ssh node-2 true` tells a hung node or sshd"),
+        ("srun", ""),  # a step has no sshd to blame
+    ],
+)
+def test_a_silent_node_over_ssh_gets_the_ssh_hint(transport: str, hint: str) -> None:
+    result = NodeResult("node-2", "timeout", "", "", None, 5, "no answer within 5 s")
+    (problem,) = decode(result, "7", 5, transport).problems
+    assert problem.kind == "no_answer"
+    assert problem.message.startswith(f"node-2: no answer within 5 s{hint}")
+    assert ("longer --timeout" in problem.message) == bool(hint)
 
 
 def test_unreachable_node() -> None:

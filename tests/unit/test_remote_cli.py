@@ -19,12 +19,14 @@ class FakePdsh:
 
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
+        self.ssh_args: list[str] = []  # PDSH_SSH_ARGS_APPEND of each call
 
     def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
         argv = list(argv)
         if argv[0] != "pdsh":
             raise AssertionError(f"unexpected command: {shlex.join(argv)}")
         self.calls.append(argv)
+        self.ssh_args.append((env or {}).get("PDSH_SSH_ARGS_APPEND", ""))
         t = TOKEN.findall(argv[-1])[-1]
         out = "".join(f"node-{i}: up\nnode-{i}: {t} rc=0 t0=1 t1=2\n" for i in (1, 2, 3))
         out += f"node-4: up\nnode-4: {t} rc=3 t0=1 t1=2\n"
@@ -103,3 +105,32 @@ def test_bad_input_is_exit_2_in_one_line(pdsh: FakePdsh, run_cli, args, message)
 def test_missing_command_is_a_usage_error(pdsh: FakePdsh, run_cli) -> None:
     result = run_cli("run", "-w", "n1", exit_code=2)
     assert "COMMAND" in result.stderr
+
+
+def test_ssh_options_reach_pdsh(pdsh: FakePdsh, run_cli) -> None:
+    ssh = "--ssh-config c.conf --insecure --fanout 2 --connect-timeout 3"
+    result = run_cli("run", "-w", "node-[1-3]", *ssh.split(), "--", "true", exit_code=0)
+    assert pdsh.calls[0][4:8] == ["-f", "2", "-t", "3"]
+    assert pdsh.ssh_args == [
+        "-o BatchMode=yes -o ConnectTimeout=3 -F c.conf "
+        "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+    ]
+    assert "--insecure: ssh host keys are not checked" in result.stderr
+
+
+def test_run_and_pyspy_take_the_same_ssh_options() -> None:
+    """One definition (cli/_ssh_options.py): same flags, types, defaults and meaning."""
+    from slurmkit.cli.pyspy import pyspy_command
+    from slurmkit.cli.run import run_command
+
+    def ssh_options(command) -> dict[str, tuple]:
+        flags = ("--connect-timeout", "--fanout", "--insecure", "--ssh-config")
+        return {
+            p.opts[0]: (p.name, p.type.name, p.default, p.is_flag, p.help.split(" (")[0])
+            for p in command.params
+            if p.opts[0] in flags
+        }
+
+    assert ssh_options(pyspy_command) == ssh_options(run_command)
+    assert ssh_options(run_command)["--fanout"][1:3] == ("integer", 32)
+    assert len(ssh_options(run_command)) == 4

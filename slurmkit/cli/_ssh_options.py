@@ -1,0 +1,82 @@
+"""The ssh-transport options, defined once for every command that reaches nodes over ssh.
+
+``slurmkit run`` and ``slurmkit pyspy --via ssh`` take the same
+``--connect-timeout``, ``--fanout``, ``--insecure`` and ``--ssh-config``; one
+definition keeps their names, defaults and meaning (host keys are checked
+unless ``--insecure`` is given) from drifting apart, and one place turns them
+into the :class:`slurmkit.remote.RemoteOptions` the remote layer takes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from slurmkit.remote.base import DEFAULT_CONNECT_TIMEOUT, DEFAULT_FANOUT, RemoteOptions
+
+
+def ssh_transport_options(applies_to: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Add the four options and hand the command one ``ssh: RemoteOptions`` holding them.
+
+    ``applies_to`` names, in the help, what uses the limits (``pdsh, ssh``
+    for ``run``, ``--via ssh`` for ``pyspy``). The command sets what is its
+    own (``timeout``, ``jobid``, ``notify``) with :func:`dataclasses.replace`.
+    Building the options here makes a bad ``--fanout`` or ``--connect-timeout``
+    a usage error before the command does anything.
+    """
+
+    def limit(flag: str, kind: type, default: float, metavar: str, what: str) -> Any:
+        help_text = f"{what} ({applies_to})."
+        return click.option(
+            flag, type=kind, default=default, show_default=True, metavar=metavar, help=help_text
+        )
+
+    options = [
+        limit(
+            "--connect-timeout",
+            float,
+            DEFAULT_CONNECT_TIMEOUT,
+            "S",
+            "Limit for connecting to each node",
+        ),
+        limit("--fanout", int, DEFAULT_FANOUT, "K", "Nodes worked on at once"),
+        click.option(
+            "--insecure",
+            is_flag=True,
+            help="Do not check ssh host keys (unknown or changed keys accepted). Warns.",
+        ),
+        click.option(
+            "--ssh-config",
+            type=click.Path(dir_okay=False, path_type=Path),
+            metavar="FILE",
+            help="ssh config to use instead of ~/.ssh/config (like ssh -F).",
+        ),
+    ]
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)  # also carries the options declared below this decorator
+        def with_ssh(
+            *args: Any,
+            connect_timeout: float,
+            fanout: int,
+            insecure: bool,
+            ssh_config: Path | None,
+            **kwargs: Any,
+        ) -> Any:
+            ssh = RemoteOptions(
+                connect_timeout=connect_timeout,
+                fanout=fanout,
+                insecure=insecure,
+                ssh_config=ssh_config,
+            )
+            return command(*args, ssh=ssh, **kwargs)
+
+        for option in reversed(options):  # click lists options in decorator order, top first
+            with_ssh = option(with_ssh)
+        return with_ssh
+
+    return decorate
