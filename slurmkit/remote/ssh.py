@@ -13,6 +13,7 @@ outside slurmkit's process seam): use ``--via pdsh`` for those.
 
 from __future__ import annotations
 
+import logging
 import select
 import socket
 import time
@@ -28,6 +29,7 @@ from slurmkit.remote.result import TIMEOUT, UNREACHABLE, NodeResult, from_exit_c
 if TYPE_CHECKING:
     import paramiko
 
+_NO_HANDSHAKE = frozenset({"Error reading SSH protocol banner", "No existing session"})
 _CHUNK = 65536
 _POLL = 0.05
 
@@ -39,6 +41,7 @@ class SshTransport:
         self.options = options
 
     def run(self, nodes: Sequence[str], command: str) -> list[NodeResult]:
+        _silence_paramiko()
         config = ssh_config.load(self.options.ssh_config)
         if self.options.insecure:
             self.options.notify(
@@ -98,8 +101,12 @@ class SshTransport:
                 except (FileNotFoundError, IsADirectoryError, PermissionError):
                     continue
             client.set_missing_host_key_policy(_known_hosts_policy(known, host))
+        # --timeout bounds the whole answer, as pdsh's -u does: a node that accepts the TCP
+        # connection but never sends its banner (hung sshd) must not take longer.
         timeout = min(
-            host.connect_timeout or self.options.connect_timeout, self.options.connect_timeout
+            host.connect_timeout or self.options.connect_timeout,
+            self.options.connect_timeout,
+            self.options.timeout,
         )
         try:
             client.connect(
@@ -117,6 +124,17 @@ class SshTransport:
             client.close()
             raise
         return client
+
+
+def _silence_paramiko() -> None:
+    """Keep paramiko's transport-thread tracebacks off stderr; each node's error is reported.
+
+    With no handler configured, Python's last-resort handler prints paramiko's ERROR
+    records, tracebacks included, for every node that fails to connect.
+    """
+    logger = logging.getLogger("paramiko")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
 
 
 def _known_hosts_policy(
@@ -200,6 +218,10 @@ def _describe(exc: BaseException, host: ssh_config.HostSettings) -> str:
         return f"login as {host.user} to {where} failed: {exc}"
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return f"connect to {where} timed out"
+    if isinstance(exc, paramiko.SSHException) and str(exc) in _NO_HANDSHAKE:
+        # paramiko's words when negotiation runs out of time: the banner never came, or
+        # connect() gave up first and its next step found no session.
+        return f"{where} took the connection but no ssh handshake came in time (hung sshd or node?)"
     if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
         reason = next(iter(exc.errors.values()), exc)
         return f"connect to {where}: {getattr(reason, 'strerror', None) or reason}"

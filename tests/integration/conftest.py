@@ -6,14 +6,17 @@ If the sandbox cannot start, the run fails: integration tests never skip
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from slurmkit import sandbox
+from slurmkit import _proc, sandbox
+from slurmkit.sandbox.daemons import children_of
 from slurmkit.slurm._exec import run_slurm
 
 pytestmark = pytest.mark.integration
@@ -71,6 +74,41 @@ def submit(*args: str) -> str:
         args = ("--output=/dev/null", *args)
     out = run_slurm(["sbatch", "--parsable", *args]).stdout.strip()
     return out.split(";")[0]
+
+
+def _sshd_pid(cluster: sandbox.SandboxSpec, node: str) -> int:
+    """The node's sshd listener: the child of the ``nsenter`` that ``sandbox up`` recorded."""
+    (recorded,) = [
+        d["pid"] for d in sandbox.status(cluster.dir).daemons if d["name"] == f"sshd-{node}"
+    ]
+    (pid,) = children_of(int(recorded))
+    assert f"sshd_config-{node}" in Path(f"/proc/{pid}/cmdline").read_text()
+    return pid
+
+
+def _process_state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+
+
+def _ssh_hostname(cluster: sandbox.SandboxSpec, node: str) -> str:
+    argv = ["ssh", "-F", str(cluster.ssh_config), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
+    return _proc.run([*argv, node, "hostname"], timeout=20).stdout.strip()
+
+
+@contextlib.contextmanager
+def frozen_sshd(cluster: sandbox.SandboxSpec, node: str) -> Iterator[None]:
+    """``node``'s sshd stopped (SIGSTOP) for the block: the kernel still accepts connections,
+    nothing answers, as on a wedged node. Resumed whatever happens, and ssh to the node is
+    polled until it works again so later tests find it as before."""
+    pid = _sshd_pid(cluster, node)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        poll(lambda: _process_state(pid) == "T", 10, f"sshd {pid} to stop")
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    poll(lambda: _process_state(pid) != "T", 10, f"sshd {pid} to run again")
+    poll(lambda: _ssh_hostname(cluster, node) == node, 30, f"ssh {node} to work again")
 
 
 def sacct_state(job_id: str) -> str:

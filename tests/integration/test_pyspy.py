@@ -16,11 +16,8 @@ thawed again before the test ends.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shlex
-import signal
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,12 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc, sandbox
+from slurmkit import sandbox
 from slurmkit.hostlist import expand, fold
-from slurmkit.sandbox.daemons import children_of
 from slurmkit.slurm import query
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import poll, submit
+from tests.integration.conftest import frozen_sshd, poll, submit
 
 PROGRAM = """\
 import os
@@ -258,46 +254,14 @@ def test_via_ssh_takes_the_ssh_config_and_fanout_of_run(
     ]  # node-N means nothing without the sandbox's config
 
 
-def _sshd_pid(directory: Path, node: str) -> int:
-    """The node's sshd listener: the child of the ``nsenter`` that ``sandbox up`` recorded."""
-    (recorded,) = [
-        d["pid"] for d in sandbox.status(directory).daemons if d["name"] == f"sshd-{node}"
-    ]
-    (pid,) = children_of(int(recorded))
-    assert f"sshd_config-{node}" in Path(f"/proc/{pid}/cmdline").read_text()
-    return pid
-
-
-def _process_state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-
-
-@contextlib.contextmanager
-def _frozen(pid: int) -> Iterator[None]:
-    """SIGSTOP ``pid`` for the block; SIGCONT whatever happens inside it."""
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        poll(lambda: _process_state(pid) == "T", 10, f"sshd {pid} to stop")
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
-    poll(lambda: _process_state(pid) != "T", 10, f"sshd {pid} to run again")
-
-
-def _ssh_hostname(cluster: sandbox.SandboxSpec, node: str) -> str:
-    argv = ["ssh", "-F", str(cluster.ssh_config), "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
-    return _proc.run([*argv, node, "hostname"], timeout=20).stdout.strip()
-
-
 def test_a_node_whose_sshd_hangs_times_out_and_the_others_answer(
     stuck_job: StuckJob, cluster: sandbox.SandboxSpec, run_cli, tmp_path: Path
 ) -> None:
     frozen = stuck_job.odd_node
     others = [n for n in stuck_job.nodes if n != frozen]
     args = ("--via", "ssh", "--timeout", "4", "--output-dir", str(tmp_path))
-    with _frozen(_sshd_pid(cluster.dir, frozen)):
+    with frozen_sshd(cluster, frozen):
         result = run_cli("pyspy", "--jobid", stuck_job.job_id, *args, exit_code=1)
-    assert poll(lambda: _ssh_hostname(cluster, frozen) == frozen, 30, f"ssh {frozen} to work again")
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"job {stuck_job.job_id}: 2 Python processes dumped on ")
     assert " via pdsh, " in lines[0]  # the sandbox has pdsh; paramiko would say "unreachable"

@@ -16,7 +16,7 @@ import pytest
 from slurmkit import sandbox
 from slurmkit.slurm import query
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import poll, submit
+from tests.integration.conftest import frozen_sshd, poll, submit
 
 TRANSPORTS = ["pdsh", "ssh", "srun"]
 SSH_TRANSPORTS = ["pdsh", "ssh"]
@@ -205,3 +205,27 @@ def test_percent_signs_reach_the_node_unchanged(cluster, run_cli) -> None:
     """pdsh would expand %h/%u itself; slurmkit escapes them."""
     data, _ = _run(run_cli, ["--via", "pdsh"], ["node-2"], "echo %h %u 100%")
     assert data["nodes"][0]["stdout"] == "%h %u 100%\n"
+
+
+@pytest.mark.parametrize("name", SSH_TRANSPORTS)
+def test_a_hung_sshd_is_one_nodes_problem_within_the_timeout(cluster, run_cli, name) -> None:
+    """A node that takes the TCP connection but never answers (stopped sshd): reported on
+    its own, in words, with no paramiko traceback, while the other nodes answer."""
+    hung = "node-2"
+    with frozen_sshd(cluster, hung):
+        data, stderr = _run(
+            run_cli,
+            ["--via", name],
+            cluster.node_names,
+            "hostname",
+            exit_code=1,
+            extra=("--timeout", "3"),
+        )
+    results = _by_node(data)
+    assert results[hung]["status"] in ("unreachable", "timeout")
+    if name == "ssh":  # paramiko: --timeout bounds the handshake too, as pdsh's -u does
+        assert results[hung]["status"] == "unreachable"
+        assert "no ssh handshake came in time" in results[hung]["error"]
+    assert "Traceback" not in stderr and "Exception" not in stderr
+    others = [n for n in cluster.node_names if n != hung]
+    assert [results[n]["stdout"] for n in others] == [f"{n}\n" for n in others]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import paramiko
@@ -91,3 +92,19 @@ def test_insecure_warns(tmp_path: Path) -> None:
         ["n1"], "true"
     )
     assert notices and "not checked" in notices[0]
+
+
+def test_a_silent_listener_is_unreachable_within_timeout_without_a_traceback(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A port that takes connections and never sends a banner, like a hung sshd."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        cfg = _config(tmp_path, f"Host n1\n  HostName 127.0.0.1\n  Port {port}\n")
+        options = RemoteOptions(ssh_config=cfg, timeout=1, connect_timeout=30)
+        (result,) = SshTransport(options).run(["n1"], "true")
+    assert result.status == "unreachable"
+    assert "no ssh handshake came in time" in result.error
+    assert result.duration < 30  # bounded by --timeout, not by the 30 s connect limit
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception" not in err
