@@ -296,10 +296,14 @@ def classify_failure(stderr: str, alive: bool) -> tuple:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     error_lines = [line for line in lines if line.startswith(("Error:", "Permission Denied"))]
     message = (error_lines or lines or ["py-spy failed without a message"])[0]
-    if not alive or _GONE.search(stderr):
+    if not alive:
         return "gone", "exited before the dump"
+    # Before "gone": without CAP_SYS_PTRACE py-spy cannot read /proc/PID/exe and says
+    # "Check that the process is running", caused by "Permission denied (os error 13)".
     if _DENIED.search(stderr):
         return "ptrace_denied", message
+    if _GONE.search(stderr):
+        return "gone", "exited before the dump"
     if _NOT_PYTHON.search(stderr):
         return "not_python", message
     return "error", message

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -208,6 +209,36 @@ def test_a_hung_py_spy_is_stopped_at_the_timeout(
     assert sorted(p["node"] for p in data["problems"]) == sorted(stuck_job.nodes)
     assert {p["kind"] for p in data["problems"]} == {"dump_timeout"}
     assert data["groups"] == []
+
+
+@pytest.mark.parametrize("via", ["srun", "ssh"])
+def test_py_spy_without_cap_sys_ptrace_is_ptrace_denied_with_the_hint(
+    stuck_job: StuckJob, run_cli, tmp_path: Path, via: str
+) -> None:
+    """The real py-spy with CAP_SYS_PTRACE dropped, as in a container without SYS_PTRACE:
+    the kernel refuses it, and py-spy says "Check that the process is running"."""
+    wrapper = tmp_path / "bin" / "py-spy"
+    wrapper.parent.mkdir()
+    real = Path(sys.executable).with_name("py-spy")
+    wrapper.write_text(
+        f'#!/bin/sh\nexec setpriv --bounding-set=-sys_ptrace {shlex.quote(str(real))} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    data = _pyspy(
+        run_cli,
+        stuck_job.job_id,
+        tmp_path / "out",
+        "--via",
+        via,
+        "--py-spy",
+        str(wrapper),
+        exit_code=1,
+    )
+    assert data["groups"] == []
+    assert sorted(p["node"] for p in data["problems"]) == sorted(stuck_job.nodes)
+    assert {p["kind"] for p in data["problems"]} == {"ptrace_denied"}
+    assert all("ptrace denied for" in p["message"] for p in data["problems"])
+    assert all("SYS_PTRACE" in p["message"] for p in data["problems"])
 
 
 def test_a_job_without_python_is_exit_1(sleep_job: str, run_cli, tmp_path: Path) -> None:

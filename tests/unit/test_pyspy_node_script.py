@@ -196,6 +196,22 @@ def test_failures_are_classified_from_py_spys_own_messages() -> None:
     assert ns.classify_failure("", True) == ("error", "py-spy failed without a message")
 
 
+# py-spy 0.4 run without CAP_SYS_PTRACE (setpriv --bounding-set=-sys_ptrace, as in a
+# container without SYS_PTRACE) on a live root process, recorded on the sandbox.
+STDERR_NO_CAP_PTRACE = (
+    "Error: Failed to get process executable name. Check that the process is running.\n"
+    "\n"
+    "Caused by:\n"
+    "    0: Permission denied (os error 13)\n"
+    "    1: Permission denied (os error 13)\n"
+)
+
+
+def test_permission_denied_behind_check_that_the_process_is_running_is_ptrace() -> None:
+    assert ns.classify_failure(STDERR_NO_CAP_PTRACE, True)[0] == "ptrace_denied"
+    assert ns.classify_failure(STDERR_NO_CAP_PTRACE, False)[0] == "gone"
+
+
 FAKE_PY_SPY = f"""#!/bin/sh
 # dump --pid PID [--native]
 case "$3" in
