@@ -52,6 +52,9 @@ def slurm_conf(spec: SandboxSpec) -> str:
         "SlurmdTimeout=30",
         "MinJobAge=300",
         "KillWait=5",
+        # Slurm's 60 s default, shortened so a real "Kill task failed" drain (a process
+        # that SIGKILL cannot end) happens within a test; normal exits never come near it.
+        "UnkillableStepTimeout=10",
         "MpiDefault=none",
         "GresTypes=gpu",
         "AccountingStorageType=accounting_storage/slurmdbd",

@@ -40,10 +40,16 @@ class Process:
     user: str
     args: str
     kinds: tuple[str, ...]
+    state: str = ""  # ps STAT; "D..." is uninterruptible sleep, which SIGKILL cannot end
+
+    @property
+    def unkillable(self) -> bool:
+        return self.state.startswith("D")
 
     def __str__(self) -> str:
         command = self.args if len(self.args) <= 40 else self.args[:37] + "..."
-        return f"{self.pid} {self.user or '?'} {command}"
+        stuck = " [D: in uninterruptible I/O]" if self.unkillable else ""
+        return f"{self.pid} {self.user or '?'} {command}{stuck}"
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ def check_script(token: str) -> str:
             'echo "$T self $$"',
             'echo "$T host $(hostname)"',
             'echo "$T ps"',
-            "ps -e -o pid= -o ppid= -o sid= -o uid= -o user:32= -o args=",
+            "ps -e -o pid= -o ppid= -o sid= -o uid= -o stat= -o user:32= -o args=",
             'echo "$T ps-end $?"',
             "if command -v nvidia-smi >/dev/null 2>&1; then",
             '  echo "$T gpu"',
@@ -148,6 +154,7 @@ class _Row:
     ppid: int
     sid: int
     uid: int
+    stat: str
     user: str
     args: str
 
@@ -157,11 +164,13 @@ def _rows(lines: Iterable[str]) -> list[_Row] | None:
     for line in lines:
         if not line.strip():
             continue
-        parts = line.split(None, 5)
-        if len(parts) < 5 or not all(p.isdigit() for p in (parts[0], parts[1], parts[2], parts[3])):
+        parts = line.split(None, 6)
+        if len(parts) < 6 or not all(p.isdigit() for p in (parts[0], parts[1], parts[2], parts[3])):
             return None
         pid, ppid, sid, uid = (int(p) for p in parts[:4])
-        rows.append(_Row(pid, ppid, sid, uid, parts[4], parts[5] if len(parts) > 5 else ""))
+        rows.append(
+            _Row(pid, ppid, sid, uid, parts[4], parts[5], parts[6] if len(parts) > 6 else "")
+        )
     return rows
 
 
@@ -258,7 +267,7 @@ def _leftovers(rows: Sequence[_Row], own: set[int], gpu: set[int], uid_min: int)
         if r.pid in gpu:
             kinds.append("gpu")
         if kinds:
-            found.append(Process(r.pid, r.uid, r.user, r.args, tuple(kinds)))
+            found.append(Process(r.pid, r.uid, r.user, r.args, tuple(kinds), r.stat))
             seen.add(r.pid)
     # GPU processes ps does not show (another PID namespace): kill by pid only.
     found += [Process(pid, None, "", "(GPU process)", ("gpu",)) for pid in sorted(gpu - seen)]

@@ -138,7 +138,7 @@ def _check(nodes: Sequence[str], options: UndrainOptions) -> tuple[str, list[chk
     return outcome.transport, [chk.parse_check(r, token, options.uid_min) for r in outcome.results]
 
 
-def _judge(outcome: NodeOutcome, result: chk.CheckResult, kill: bool) -> None:
+def _judge(outcome: NodeOutcome, result: chk.CheckResult, kill: bool, killed: bool = False) -> None:
     outcome.check = result
     outcome.found = result.summary
     outcome.processes = list(result.processes)
@@ -148,8 +148,21 @@ def _judge(outcome: NodeOutcome, result: chk.CheckResult, kill: bool) -> None:
         outcome.skip("could not be checked")
     elif kill:
         outcome.action, outcome.why = WOULD_KILL, ""
+    elif killed:
+        outcome.skip(_survivors(result.processes))
     else:
         outcome.skip("leftovers found (use --kill to end them)")
+
+
+def _survivors(processes: Sequence[chk.Process]) -> str:
+    """Why --kill was not enough; state D is the classic cause of "Kill task failed"."""
+    stuck = sum(p.unkillable for p in processes)
+    if not stuck:
+        return "leftovers survived SIGKILL"
+    return (
+        f"leftovers survived SIGKILL: {stuck} in state D (blocked in the kernel, usually on "
+        "I/O such as a hung network filesystem); they end when the I/O does, else reboot the node"
+    )
 
 
 def execute(plan: Plan, options: UndrainOptions) -> UndrainReport:
@@ -198,7 +211,7 @@ def _kill_and_recheck(targets: list[NodeOutcome], options: UndrainOptions, log: 
         )
     _, rechecked = _check([o.node for o in killable], options)
     for o, result in zip(killable, rechecked, strict=True):
-        _judge(o, result, kill=False)
+        _judge(o, result, kill=False, killed=True)
         if o.killed:
             o.found = f"killed {', '.join(o.killed)}; now: {result.summary}"
 

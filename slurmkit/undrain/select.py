@@ -71,7 +71,10 @@ def state_skip(node: Node) -> str | None:
         return "DOWN: slurmctld does not consider it usable"
     if node.is_not_responding:
         return "NOT_RESPONDING: slurmd does not answer"
-    if node.is_draining or node.state in _BUSY_STATES or "COMPLETING" in node.flags:
+    if "COMPLETING" in node.flags and node.state not in _BUSY_STATES:
+        # Right after "Kill task failed": Slurm still waits for the job's processes.
+        return f"{node.state_text}: a job is still completing (its processes have not all exited)"
+    if node.is_draining or node.state in _BUSY_STATES:
         return f"{node.state_text}: jobs still running"
     if "DRAIN" not in node.flags:
         return f"{node.state_text}: not drained"

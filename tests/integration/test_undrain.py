@@ -10,9 +10,12 @@ a "down sshd" is a temporary ssh config sending one node to a closed port.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,7 +26,7 @@ from slurmkit.hostlist import fold
 from slurmkit.slurm import _exec, query
 from slurmkit.slurm._exec import run_slurm
 from slurmkit.undrain import lock
-from tests.integration.conftest import poll
+from tests.integration.conftest import poll, submit
 
 KTF = "Kill task failed"
 TEST_USER = "slurmkit-test"
@@ -263,3 +266,93 @@ def test_nodes_drained_report(cluster: sandbox.SandboxSpec) -> None:
         assert len(_exec.call_log) - before == 1
         assert group.nodes == fold([a, b]) and group.count == 2
         assert group.user == "root" and group.state == "drained" and group.time
+
+
+@pytest.fixture
+def freezable_fs(cluster: sandbox.SandboxSpec, test_user: int) -> Iterator[FreezableFs]:
+    """A small ext4 mounted (loop device) inside one idle node's mount namespace, writable by
+    the test user. Frozen with fsfreeze, a writer blocks in state D and SIGKILL cannot end it:
+    the hung-filesystem case behind most real "Kill task failed" drains."""
+    (node,) = _idle_nodes(1)
+    (ns_pid,) = [
+        d["pid"] for d in sandbox.status(cluster.dir).daemons if d["name"] == f"node-{node}"
+    ]
+    root = Path(tempfile.mkdtemp(prefix="slurmkit-ktf-", dir="/tmp"))
+    root.chmod(0o755)
+    image, mountpoint = root / "fs.img", root / "mnt"
+    mountpoint.mkdir()
+    fs = FreezableFs(node, ["nsenter", "-t", str(ns_pid), "-m", "--"], mountpoint)
+    _ok(["truncate", "-s", "32M", str(image)])
+    _ok(["mkfs.ext4", "-q", "-F", str(image)])
+    _ok([*fs.enter, "mount", "-o", "loop", str(image), str(mountpoint)])
+    _ok([*fs.enter, "chmod", "1777", str(mountpoint)])
+    try:
+        yield fs
+    finally:
+        _proc.run([*fs.enter, "fsfreeze", "-u", str(mountpoint)])  # fails if not frozen: fine
+        _proc.run([*fs.enter, "umount", "-l", str(mountpoint)])
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class FreezableFs:
+    node: str
+    enter: list[str]  # nsenter into the node's mount namespace
+    mountpoint: Path
+
+    def freeze(self) -> None:
+        _ok([*self.enter, "fsfreeze", "-f", str(self.mountpoint)])
+
+    def thaw(self) -> None:
+        _ok([*self.enter, "fsfreeze", "-u", str(self.mountpoint)])
+
+
+def _ok(argv: list[str]) -> None:
+    done = _proc.run(argv, timeout=60)
+    assert done.returncode == 0, f"{argv}: {done.stderr}"
+
+
+def test_a_real_kill_task_failed_drain_waits_for_the_hung_io_then_returns(
+    cluster: sandbox.SandboxSpec, run_cli, freezable_fs: FreezableFs
+) -> None:
+    """The whole recipe against Slurm's own drain: a job writing to a filesystem that hangs
+    is cancelled; slurmd cannot kill it and drains the node "Kill task failed"; undrain
+    finds the stuck process, --kill cannot end it, the node stays out; once the I/O
+    completes the process dies and undrain returns the node."""
+    node, target = freezable_fs.node, freezable_fs.mountpoint / "f"
+    loop = f"while :; do echo x > {target}; sleep 0.2; done"
+    job = submit("--uid", TEST_USER, "-w", node, "--chdir", "/tmp", "-J", "sk-ktf", "--wrap", loop)
+    try:
+        poll(lambda: _on(node, f"test -s {target}"), 60, "the job's first write")
+        freezable_fs.freeze()
+        blocked = f"ps -o stat= -u {TEST_USER} | grep -q ^D"
+        poll(lambda: _on(node, blocked), 30, "the job's next write to block in state D")
+        run_slurm(["scancel", job])
+        poll(
+            lambda: (n := _state(node)).reason == KTF and "COMPLETING" not in n.flags,
+            120,
+            f"slurmd to drain {node} with {KTF!r}",
+        )
+        stuck = _outcomes(_undrain(run_cli, [node], "--dry-run", exit_code=1))[node]
+        assert stuck["verdict"] == "leftovers" and "[D: in uninterruptible I/O]" in stuck["found"]
+        assert any(p["user"] == TEST_USER for p in stuck["processes"])
+
+        kill = ("--kill", "--grace", "2", "--yes")
+        killed = _outcomes(_undrain(run_cli, [node], *kill, exit_code=1))
+        assert killed[node]["action"] == "skipped" and not killed[node]["returned"]
+        assert "survived SIGKILL: 1 in state D" in killed[node]["why"]
+        assert _state(node).reason == KTF
+
+        freezable_fs.thaw()
+        poll(lambda: not _on(node, f"pgrep -u {TEST_USER}"), 60, "the stuck process to end")
+        back = _outcomes(_undrain(run_cli, [node], "--yes"))[node]
+        assert back["returned"] and back["verdict"] == "clean"
+        poll(lambda: "DRAIN" not in _state(node).flags, 60, f"{node} back in service")
+    finally:
+        run_slurm(["scancel", job])
+        if _state(node).reason == KTF:  # a failed run must not leave the node out
+            run_slurm(["scontrol", "update", f"nodename={node}", "state=undrain"])
+
+
+def _on(node: str, command: str) -> bool:
+    return _ssh(node, command).returncode == 0

@@ -16,10 +16,13 @@ from slurmkit.undrain import check as chk
 T = "__slurmkit_end_0123456789abcdef__"
 
 
-def _ps(*rows: tuple[int, int, int, int, str, str]) -> list[str]:
+def _ps(*rows: tuple) -> list[str]:
+    """ps lines from (pid, ppid, sid, uid, user, args), with STAT "S" unless a 7th item
+    (pid, ppid, sid, uid, stat, user, args) gives it."""
+    full = [r if len(r) == 7 else (*r[:4], "S", *r[4:]) for r in rows]
     return [
-        f"{pid:>7} {ppid:>7} {sid:>7} {uid:>5} {user} {args}"
-        for pid, ppid, sid, uid, user, args in rows
+        f"{pid:>7} {ppid:>7} {sid:>7} {uid:>5} {stat:<4} {user} {args}"
+        for pid, ppid, sid, uid, stat, user, args in full
     ]
 
 

@@ -33,6 +33,7 @@ class FakeCluster:
     jobs: list[tuple[str, str]] = field(default_factory=list)
     unreachable: set[str] = field(default_factory=set)
     stubborn: set[str] = field(default_factory=set)
+    stat: str = "S"  # ps STAT of the leftovers; "D" for uninterruptible I/O
     ctld_down_after_select: bool = False
     calls: list[list[str]] = field(default_factory=list)
 
@@ -112,11 +113,11 @@ class FakeCluster:
 
     def _check(self, node: str, t: str) -> list[str]:
         ps = [
-            "      1       0       0     0 root     /sbin/init",
-            "    100       1     100     0 root     sh -c check",
+            "      1       0       0     0 Ss   root     /sbin/init",
+            "    100       1     100     0 Ss   root     sh -c check",
         ]
         ps += [
-            f"    {300 + i}       1     {300 + i}  2001 alice    {cmd}"
+            f"    {300 + i}       1     {300 + i}  2001 {self.stat} alice    {cmd}"
             for i, cmd in enumerate(self.leftovers.get(node, []))
         ]
         return [
@@ -229,8 +230,23 @@ def test_leftovers_surviving_kill_keep_the_node_out(cluster: FakeCluster, tmp_pa
     report = undrain(_opts(tmp_path, kill=True, grace=0), _yes)
     (o,) = report.outcomes
     assert not o.returned and o.action == "skipped" and "killed TERM 300" in o.found
+    assert o.why == "leftovers survived SIGKILL"
     assert not cluster.slurm_calls("update")
     assert report.exit_code == 1
+
+
+def test_leftovers_in_uninterruptible_io_are_named_with_what_to_do(
+    cluster: FakeCluster, tmp_path: Path
+) -> None:
+    _drained(cluster, 1)
+    cluster.leftovers["node-1"] = ["python train.py"]
+    cluster.stubborn.add("node-1")
+    cluster.stat = "D"
+    dry = undrain(_opts(tmp_path, dry_run=True), _yes).outcomes[0]
+    assert "300 alice python train.py [D: in uninterruptible I/O]" in dry.found
+    (o,) = undrain(_opts(tmp_path, kill=True, grace=0), _yes).outcomes
+    assert o.why.startswith("leftovers survived SIGKILL: 1 in state D (blocked in the kernel")
+    assert "reboot" in o.why
 
 
 def test_unreachable_node_is_unknown_and_others_proceed(
