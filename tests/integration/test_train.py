@@ -195,19 +195,26 @@ def test_hold_release_keeps_submit_time_and_queue_age(
     had before the hold."""
     train = train_factory("hold")
     script = write(train.work / "a.slurm", training_script(train.work, "v1"))
-    array = start(train, script, 3)
-    wait_running(train, f"{array}_1")
-    (before,) = [j for j in train.queue() if j.is_pending]
-    assert before.submit_time is not None and (before.priority or 0) > 0
 
     def accruing() -> Job | None:
         job = query.job(array)
         return job if job.is_pending and job.accrue_time is not None else None
 
-    # The scheduler sets AccrueTime on a later pass (at once when idle, up to a minute later
-    # on a busy controller).
-    accrued = poll(accruing, 120, "the waiting runs to start accruing queue age")
+    # The array waits in the queue first, so a scheduler pass gives it its AccrueTime. When
+    # run 1 started straight away, the runs held back by %1 got none in a full-suite run
+    # (still unset after 120 s), and there would be no age to keep.
+    blocker = submit("-N4", "--exclusive", "-J", f"{train.name}-blocker", "--wrap", "sleep 300")
+    try:
+        poll(lambda: query.jobs(job_ids=[blocker])[0].is_running, 180, "the blocker to run")
+        array = start(train, script, 3)
+        accrued = poll(accruing, 120, "the waiting array to start accruing queue age")
+    finally:
+        run_slurm(["scancel", blocker])
     assert isinstance(accrued, Job) and accrued.accrue_time is not None
+    wait_running(train, f"{array}_1")
+    (before,) = [j for j in train.queue() if j.is_pending]
+    assert before.submit_time is not None and (before.priority or 0) > 0
+    assert query.job(array).accrue_time == accrued.accrue_time  # kept when run 1 split off
 
     out = train.cli("hold", "--dry-run").stdout
     assert f"would run: scontrol hold {array}" in out
