@@ -76,12 +76,15 @@ def submit(*args: str) -> str:
     return out.split(";")[0]
 
 
+def recorded_pid(cluster: sandbox.SandboxSpec, daemon: str) -> int:
+    """The pid ``sandbox up`` recorded for ``daemon`` (``node-node-2``, ``sshd-node-2``, ...)."""
+    (pid,) = [d["pid"] for d in sandbox.status(cluster.dir).daemons if d["name"] == daemon]
+    return int(pid)
+
+
 def _sshd_pid(cluster: sandbox.SandboxSpec, node: str) -> int:
     """The node's sshd listener: the child of the ``nsenter`` that ``sandbox up`` recorded."""
-    (recorded,) = [
-        d["pid"] for d in sandbox.status(cluster.dir).daemons if d["name"] == f"sshd-{node}"
-    ]
-    (pid,) = children_of(int(recorded))
+    (pid,) = children_of(recorded_pid(cluster, f"sshd-{node}"))
     assert f"sshd_config-{node}" in Path(f"/proc/{pid}/cmdline").read_text()
     return pid
 

@@ -26,7 +26,7 @@ from slurmkit.hostlist import fold
 from slurmkit.slurm import _exec, query
 from slurmkit.slurm._exec import run_slurm
 from slurmkit.undrain import lock
-from tests.integration.conftest import poll, submit
+from tests.integration.conftest import poll, recorded_pid, submit
 
 KTF = "Kill task failed"
 TEST_USER = "slurmkit-test"
@@ -274,9 +274,7 @@ def freezable_fs(cluster: sandbox.SandboxSpec, test_user: int) -> Iterator[Freez
     the test user. Frozen with fsfreeze, a writer blocks in state D and SIGKILL cannot end it:
     the hung-filesystem case behind most real "Kill task failed" drains."""
     (node,) = _idle_nodes(1)
-    (ns_pid,) = [
-        d["pid"] for d in sandbox.status(cluster.dir).daemons if d["name"] == f"node-{node}"
-    ]
+    ns_pid = recorded_pid(cluster, f"node-{node}")  # the node's tini, inside its namespaces
     root = Path(tempfile.mkdtemp(prefix="slurmkit-ktf-", dir="/tmp"))
     root.chmod(0o755)
     image, mountpoint = root / "fs.img", root / "mnt"
