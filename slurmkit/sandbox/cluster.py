@@ -359,7 +359,18 @@ def _start_slurmctld(spec: SandboxSpec) -> None:
 _NODE_SCRIPT = 'hostname "$1" && mount --bind "$2" /etc/hosts && exec "$3" -- "$4" -D -N "$1"'
 
 
+# sshd refuses to start without its privilege-separation directory, which only the
+# openssh-server service unit creates: a machine where sshd never ran as a service has none.
+_SSHD_RUNTIME_DIR = Path("/run/sshd")
+
+
+def _ensure_sshd_runtime_dir() -> None:
+    _SSHD_RUNTIME_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    os.chmod(_SSHD_RUNTIME_DIR, 0o755)
+
+
 def _start_nodes(spec: SandboxSpec) -> None:
+    _ensure_sshd_runtime_dir()
     hosts = str(spec.path("etc", "hosts"))
     tini = find_program("tini") or "tini"
     slurmd = find_program("slurmd") or "slurmd"
