@@ -1,4 +1,4 @@
-"""Shared test helpers: the fixture folder and an in-process CLI runner."""
+"""Shared test helpers: the repository root and an in-process CLI runner."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """Where the recorded Slurm outputs live, and small readers for them.
 
-CI clones the repository with ``shared/`` beside it, so the fixtures are at
-``<repo>/../shared/fixtures/slurm-<version>/<scenario>/``; this is the one
-place that knows.
+The recordings live in the repository, at
+``tests/fixtures/slurm-<version>/<scenario>/`` (copied unchanged from the shared
+fixtures set, see ``tests/fixtures/SOURCES.md``), so a fresh clone tests on its
+own; this is the one place that knows.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 VERSIONS = ("22.05", "24.11")
 SCENARIOS = (
     "01_idle",
@@ -65,8 +66,19 @@ def scenario_dir(version: str, scenario: str) -> Path:
 
 
 def read(version: str, scenario: str, name: str) -> str:
-    """The recorded stdout ``name`` (e.g. ``sinfo_json.txt``) of one scenario."""
-    return (scenario_dir(version, scenario) / name).read_text()
+    """The recorded stdout ``name`` (e.g. ``sinfo_json.txt``) of one scenario.
+
+    Only the recordings some test reads were copied into the repository; a new test that
+    needs another one is told where to copy it from, instead of a bare FileNotFoundError.
+    """
+    path = scenario_dir(version, scenario) / name
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is not in the repository: copy it unchanged from "
+            f"../shared/fixtures/slurm-{version}/{scenario}/{name} and add it to "
+            "tests/fixtures/SHA256SUMS (see tests/fixtures/SOURCES.md)"
+        )
+    return path.read_text()
 
 
 def entry(version: str, scenario: str, name: str) -> dict[str, Any]:
