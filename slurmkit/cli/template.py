@@ -6,7 +6,6 @@ command renders or prints a table.
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -170,10 +169,13 @@ def render_command(
     type=click.Path(path_type=Path, file_okay=False),
     default=Path("slurmkit-scripts"),
     show_default=True,
-    help="Folder for the rendered script, named <template>-<date>-<time>-<id>.slurm.",
+    help="Folder for a copy of the rendered script, named <template>-<date>-<time>-<id>.slurm "
+    "(yours, writable by nobody else; created 0700). sbatch reads the script on stdin.",
 )
 @click.option(
-    "--dry-run", is_flag=True, help="Write the script and print the sbatch command; submit nothing."
+    "--dry-run",
+    is_flag=True,
+    help="Write the script and print the sbatch command (script on stdin); submit nothing.",
 )
 @_json_option
 @click.argument("sbatch_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SBATCH_ARGS...]")
@@ -193,27 +195,35 @@ def submit_command(
     The job log folder (parameter log_dir) is created when missing, relative to the
     current folder: with `-- --chdir=DIR`, give log_dir as an absolute path.
     """
-    from slurmkit.templating.output import script_path, write_atomic
-    from slurmkit.templating.submit import sbatch_argv, submit
+    from slurmkit.templating.submit import prepare, send
 
     rendered = _render(name, assignments, vars_file)
     log_dir = rendered.resolved.values.get("log_dir")
     if isinstance(log_dir, str) and log_dir:
         _make_dir(Path(log_dir), "log_dir")
-    _make_dir(script_dir, "--script-dir")
-    script = write_atomic(script_path(script_dir, rendered.template.name), rendered.text)
-    argv = sbatch_argv(script, sbatch_args)
+    submission = prepare(
+        rendered.text, script_dir, rendered.template.name, sbatch_args, "--script-dir"
+    )
+    script, argv = submission.record, list(submission.argv)
     if dry_run:
         if as_json:
-            print_json({"dry_run": True, "script": str(script), "argv": argv})
+            print_json({"dry_run": True, "script": str(script), "argv": argv, "stdin": str(script)})
         else:
-            click.echo(shlex.join(argv))
+            click.echo(submission.shown)
         return
-    job_id = submit(script, sbatch_args)
+    job_id = send(submission)
     if as_json:
-        print_json({"dry_run": False, "job_id": job_id, "script": str(script), "argv": argv})
+        print_json(
+            {
+                "dry_run": False,
+                "job_id": job_id,
+                "script": str(script),
+                "argv": argv,
+                "stdin": str(script),
+            }
+        )
     else:
-        progress(f"slurmkit: submitted {script}")
+        progress(f"slurmkit: submitted {script} (on sbatch's stdin)")
         click.echo(job_id)
 
 

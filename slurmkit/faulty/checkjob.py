@@ -6,8 +6,9 @@ ended) and falls back to ``sacct``. A job still pending at the deadline is
 cancelled and reported with squeue's pending reason; a running one is cancelled and
 its partial log read, so the nodes that had not reported show up as unknown.
 
-The script and the log go to ``work_dir`` (absolute), which must be on a file system
-the nodes share with this machine: the batch host writes the log there.
+sbatch reads the script on stdin; a copy and the log go to ``work_dir`` (absolute),
+which must be on a file system the nodes share with this machine (the batch host
+writes the log there) and must belong to the caller or root, writable by nobody else.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slurmkit.errors import SlurmError, SlurmkitError, UsageError
+from slurmkit.errors import SlurmError, SlurmkitError
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Job
 
@@ -70,29 +71,24 @@ def submit_check(
     extra_sbatch: tuple[str, ...] = (),
     sets: Mapping[str, str] | None = None,
 ) -> CheckJob:
-    """Render ``template`` (site config < ``values`` < ``sets``) into ``work_dir`` and submit."""
-    from slurmkit.templating import config, render_template
-    from slurmkit.templating.output import script_path, write_atomic
-    from slurmkit.templating.submit import submit
+    """Render ``template`` (site config < ``values`` < ``sets``) and submit it on sbatch's stdin.
 
-    folder = _folder(work_dir)
+    ``work_dir`` gets the job's log, which we read back, and a copy of the script: it
+    must be ours and writable by nobody else (see :func:`submit_rendered`).
+    """
+    from slurmkit.templating import config, render_template
+    from slurmkit.templating.submit import submit_rendered, trusted_folder
+
+    folder = trusted_folder(work_dir, "--dir")
     name = f"{prefix}-{secrets.token_hex(3)}"
     overrides = {**values, **(sets or {}), "job_name": name, "log_dir": str(folder)}
     rendered = render_template(template, overrides=overrides, site=config.load())
-    script = write_atomic(script_path(folder, rendered.template.name), rendered.text)
-    job_id = submit(script, extra_sbatch)
-    return CheckJob(job_id=job_id, name=name, script=script, log=folder / f"{name}-{job_id}.out")
-
-
-def _folder(work_dir: Path) -> Path:
-    folder = work_dir.expanduser().absolute()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        raise UsageError(f"--dir {work_dir} exists and is not a folder") from None
-    except PermissionError:
-        raise UsageError(f"--dir {work_dir} cannot be created: permission denied") from None
-    return folder
+    job_id, submission = submit_rendered(
+        rendered.text, folder, rendered.template.name, extra_sbatch, "--dir"
+    )
+    return CheckJob(
+        job_id=job_id, name=name, script=submission.record, log=folder / f"{name}-{job_id}.out"
+    )
 
 
 def wait(job: CheckJob, timeout: float, progress: Progress, poll: float = MAX_POLL) -> Finished:

@@ -1,7 +1,7 @@
 """``slurmkit faulty scan`` at the argv seam: one job, per-node results, timeouts, --drain safety.
 
 :class:`FakeSlurm` plays slurmctld for one check job: node and partition records,
-sbatch (it reads the rendered script for the log path), squeue answering a scripted
+sbatch (it reads the rendered script, given on stdin, for the log path), squeue answering a scripted
 sequence of states, sacct, scancel and scontrol update; it writes the job's log
 when the job ends and refuses any other command. ``test_cpus_check`` reuses it.
 """
@@ -44,6 +44,7 @@ class FakeSlurm:
     forget_finished: bool = False
     calls: list[list[str]] = field(default_factory=list)
     sbatch_argv: list[str] = field(default_factory=list)
+    sbatch_inputs: list[str] = field(default_factory=list)
     script_text: str = ""
     log: Path | None = None
     cancelled: bool = False
@@ -56,6 +57,8 @@ class FakeSlurm:
     def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
         argv = list(argv)
         self.calls.append(argv)
+        if argv[0] == "sbatch" and input is not None:
+            self.sbatch_inputs.append(input)
         rc, out, err = self._answer(argv)
         return _proc.Completed(tuple(argv), rc, out, err, 0.01)
 
@@ -105,8 +108,9 @@ class FakeSlurm:
 
     def _sbatch(self, argv: list[str]) -> tuple[int, str, str]:
         self.sbatch_argv = argv
-        script = Path(argv[-1])
-        self.script_text = script.read_text()
+        # the script comes on stdin (issue 14 #3); a path is read only to show the old way
+        stdin = self.sbatch_inputs
+        self.script_text = stdin[-1] if stdin else Path(argv[-1]).read_text()
         headers = dict(
             shlex.split(line)[1].lstrip("-").split("=", 1)
             for line in self.script_text.splitlines()

@@ -32,8 +32,7 @@ def sbatch_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, ..
         if argv[0] != "sbatch":
             raise AssertionError(f"unexpected command {argv}")
         calls.append(tuple(argv))
-        script = Path(argv[-1])
-        assert script.read_text().startswith("#!/bin/bash\n")  # written before sbatch runs
+        assert input is not None and input.startswith("#!/bin/bash\n")  # the script, on stdin
         return _proc.Completed(tuple(argv), 0, "4242;sandbox\n", "", 0.01)
 
     monkeypatch.setattr(_proc, "runner", runner)
@@ -164,7 +163,7 @@ def test_submit_dry_run_writes_script_and_prints_sbatch(run_cli, tmp_path: Path)
     (script,) = scripts.iterdir()
     assert script.name.startswith("torchrun-") and script.suffix == ".slurm"
     assert logs.is_dir()
-    assert result.stdout == f"sbatch --parsable --exclude=node-3 --hold {script}\n"
+    assert result.stdout == f"sbatch --parsable --exclude=node-3 --hold < {script}\n"
     data = json.loads(
         run_cli(
             "template", "submit", "torchrun", "--script-dir", str(scripts), "--dry-run", "--json"
@@ -181,9 +180,9 @@ def test_submit_runs_sbatch_once_and_prints_the_job_id(
         "--", "--partition=cpu",
     )  # fmt: skip
     assert result.stdout == "4242\n"
-    ((sbatch, parsable, option, script),) = sbatch_calls
+    ((sbatch, parsable, option),) = sbatch_calls  # no script path: sbatch reads stdin
     assert (sbatch, parsable, option) == ("sbatch", "--parsable", "--partition=cpu")
-    assert Path(script).parent == tmp_path
+    assert len(list(tmp_path.glob("cpus-per-task-test-*.slurm"))) == 1  # the copy kept
     data = json.loads(
         run_cli(
             "template", "submit", "cpus-per-task-test", "--script-dir", str(tmp_path), "--json"
