@@ -136,10 +136,11 @@ def undrain_command(
 
     Exit 0 every selected node returned, 1 some skipped, 2 error.
     """
+    from dataclasses import replace
+
     from slurmkit.remote import RemoteOptions
     from slurmkit.undrain import UndrainOptions, undrain
 
-    dry_run = _confirm.unattended_dry_run(dry_run, yes, interactive=sys.stdin.isatty())
     options = UndrainOptions(
         reason=reason,
         nodes=nodelist,
@@ -158,7 +159,9 @@ def undrain_command(
         log=log_path,
         lock=lock_path,
         lock_wait=lock_wait,
-    )
+    )  # validates every input before the dry-run notice or anything else
+    dry_run = _confirm.unattended_dry_run(dry_run, yes, interactive=sys.stdin.isatty())
+    options = replace(options, dry_run=dry_run)
     report = undrain(options, confirm=lambda plan: _ask(plan, yes))
     if as_json:
         from slurmkit.cli._output import print_json

@@ -66,6 +66,7 @@ __all__ = [
     "intersection",
     "iter_expand",
     "symmetric_difference",
+    "targets",
     "union",
 ]
 
@@ -99,6 +100,28 @@ def fold(
 
         return fold_multi(hostset)
     return str(hostset)
+
+
+def targets(text: str, *, what: str, limit: int | None = DEFAULT_LIMIT) -> HostSet:
+    """The nodes a command is told to act on: the one parse every acting command uses.
+
+    An empty list (``""``, ``" "``, ``","``) is an error here, never "no limit":
+    callers treat a missing node list as "every node", so an empty one that slipped
+    through as falsy would widen the action to the whole cluster. ``what`` names
+    the option in the message (``--nodes``). Ranges stay unexpanded.
+    """
+    from slurmkit.hostlist._hostset import HostSet
+
+    empty = HostlistParseError(f"{what}: {text!r} names no node (an empty list is refused)")
+    if not text.replace(",", " ").split():
+        raise empty
+    try:
+        hosts = HostSet(text, limit=limit)
+    except HostlistParseError as exc:
+        raise HostlistParseError(f"{what}: {exc}") from None
+    if not hosts:
+        raise empty
+    return hosts
 
 
 def union(*hosts: Hosts, limit: int | None = DEFAULT_LIMIT) -> HostSet:

@@ -116,9 +116,17 @@ def number_too_long(name: str) -> HostlistParseError:
 
 
 def parse(text: str) -> list[Item]:
-    """Split hostlist text into plain names (str) and :class:`Pattern` tokens, in order."""
+    """Split hostlist text into plain names (str) and :class:`Pattern` tokens, in order.
+
+    A comma list without a single name (``,,,``) is an error: it is a broken list,
+    not an empty one. Blank text is an empty list (stdin may end in blank lines);
+    commands that act on nodes refuse that too, through :func:`slurmkit.hostlist.targets`.
+    """
     if "[" not in text and "]" not in text:
-        return text.replace(",", " ").split()
+        names = text.replace(",", " ").split()
+        if not names and "," in text:
+            raise HostlistParseError("no host names, only commas", text)
+        return names
     return [_item(token, start, text) for start, token in _tokens(text)]
 
 

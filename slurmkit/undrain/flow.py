@@ -15,7 +15,7 @@ from pathlib import Path
 
 from slurmkit import remote
 from slurmkit.errors import SlurmError, UsageError
-from slurmkit.hostlist import fold
+from slurmkit.hostlist import fold, targets
 from slurmkit.remote import RemoteOptions
 from slurmkit.remote.command import new_token
 from slurmkit.slurm import _exec, query
@@ -72,6 +72,8 @@ class UndrainOptions:
             raise UsageError("--uid-min must be at least 1 (root is never a leftover)")
         if self.via not in VIA_CHOICES:
             raise UsageError(f"--via must be one of {', '.join(VIA_CHOICES)}")
+        sel.compile_reason(self.reason)  # bad input fails before anything is asked or locked
+        _limit(self)
 
 
 @dataclass
@@ -94,9 +96,6 @@ Confirm = Callable[[Plan], bool]
 
 def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
     """Run the whole flow; ``confirm`` sees the plan and may say no (nothing is then changed)."""
-    sel.compile_reason(options.reason)  # bad input fails before the lock or Slurm
-    if options.nodes:
-        fold(options.nodes)
     start = len(_exec.call_log)
     if options.dry_run:
         report = _as_report(make_plan(options), dry_run=True)
@@ -113,7 +112,7 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
 
 def make_plan(options: UndrainOptions) -> Plan:
     pattern = sel.compile_reason(options.reason)
-    limit = fold(options.nodes) if options.nodes else None  # our parser's errors, not scontrol's
+    limit = _limit(options)
     selected = sel.select(query.nodes(limit), pattern)
     eligible = [s.name for s in selected if s.skip is None]
     if eligible:
@@ -130,6 +129,14 @@ def make_plan(options: UndrainOptions) -> Plan:
         for result in results:
             _judge(outcomes[result.node], result, options.kill)
     return plan
+
+
+def _limit(options: UndrainOptions) -> str | None:
+    """``--nodes`` folded by our parser (its errors, not scontrol's); None means every node.
+
+    An empty ``--nodes ""`` is refused by :func:`targets`: it must never mean "every node".
+    """
+    return None if options.nodes is None else str(targets(options.nodes, what="--nodes"))
 
 
 def _check(nodes: Sequence[str], options: UndrainOptions) -> tuple[str, list[chk.CheckResult]]:

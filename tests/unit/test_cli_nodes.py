@@ -26,7 +26,7 @@ def test_expand_separator_stdin_and_json(run_cli) -> None:
     assert run_cli("nodes", "expand", "--sep", r"\t", "n[1-2]").stdout == "n1\tn2\n"
     assert run_cli("nodes", "expand", "-", input="n[1-2] m1\n").stdout == "n1\nn2\nm1\n"
     assert json.loads(run_cli("nodes", "expand", "--json", "n[1-2]").stdout) == ["n1", "n2"]
-    assert run_cli("nodes", "expand", ",").stdout == ""
+    assert "no host names" in run_cli("nodes", "expand", ",", exit_code=2).stderr  # issue 14
 
 
 @pytest.mark.parametrize(
