@@ -15,13 +15,14 @@ from pathlib import Path
 from slurmkit.errors import EnvironmentProblem, UsageError
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+def write_atomic(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> Path:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
 
     A temporary file in the same directory (same file system) is written,
     flushed to disk and renamed over ``path``; on any failure it is removed
     and ``path`` is untouched. The new file gets the mode a plain ``open``
-    would give it (0666 minus the umask), not mkstemp's 0600.
+    would give it (0666 minus the umask), not mkstemp's 0600, or ``mode`` when
+    given (a file that must never be group-writable, whatever the umask).
     """
     target = Path(path)
     directory = target.parent
@@ -38,7 +39,7 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~_umask() if mode is None else mode)
         os.replace(tmp, target)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):

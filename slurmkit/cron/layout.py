@@ -128,6 +128,10 @@ class CronDir:
         """The manifest; a dir without one is a usage error that says how to make one."""
         try:
             data = json.loads(self.manifest.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"cannot read {self.manifest}: not UTF-8 at byte {exc.start}"
+            ) from None
         except FileNotFoundError:
             raise UsageError(
                 f"{self.root} is not a slurmkit cron dir (no {self.manifest}): "
@@ -139,22 +143,37 @@ class CronDir:
 
 
 def config_from_json(data: object, source: Path) -> CronConfig:
+    """The config a manifest holds; a field of the wrong type is one usage error naming it.
+
+    Every field is text (periods a list of text): ``"at": 1230`` or ``"time": 600``
+    are refused, not turned into something sbatch would read differently.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("periods"), list):
         raise UsageError(f"{source}: not a slurmkit cron manifest")
     try:
-        periods = tuple(sorted({parse_period(str(p)) for p in data["periods"]}))
-        at = data.get("at")
+        if not all(isinstance(p, str) for p in data["periods"]):
+            raise UsageError('"periods" must be a list of texts such as "hourly" or "30m"')
+        periods = tuple(sorted({parse_period(p) for p in data["periods"]}))
+        at = _text(data, "at")
         return CronConfig(
             periods=periods,
-            prefix=check_prefix(str(data.get("prefix") or DEFAULT_PREFIX)),
-            partition=_text(data.get("partition")),
-            account=_text(data.get("account")),
-            time=str(data.get("time") or DEFAULT_TIME),
+            prefix=check_prefix(_text(data, "prefix") or DEFAULT_PREFIX),
+            partition=_text(data, "partition"),
+            account=_text(data, "account"),
+            time=_text(data, "time") or DEFAULT_TIME,
             at=parse_at(at) if at else None,
         )
     except UsageError as exc:
         raise UsageError(f"{source}: {exc}") from None
 
 
-def _text(value: object) -> str | None:
-    return str(value) if value else None
+def _text(data: dict[str, object], key: str) -> str | None:
+    """A text field of the manifest; absent, null or "" is None; any other type is refused."""
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise UsageError(
+            f'"{key}" must be text (e.g. "12:30" for "at"), not {type(value).__name__} {value!r}'
+        )
+    return value

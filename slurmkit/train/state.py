@@ -11,25 +11,38 @@ sharing a working directory shares its trains and their kill switches)::
 
 Slurm is the truth about jobs; ``train.json`` only remembers which job ids belong
 to the train and what was submitted, which Slurm forgets after MinJobAge.
+
+Trust: the folder may be writable by teammates (so they can use the kill switch),
+so anything in it may have been replaced by one of them. A file a command *acts
+on* (the record whose job ids it holds or cancels, the wrapper ``extend``
+submits) must belong to the caller or root and be writable by nobody else, read
+through one ``O_NOFOLLOW`` descriptor (:meth:`TrainDir.load_trusted`); the script
+``current`` points to is checked the same way by ``start``, ``switch`` and, at run
+time, by the wrapper itself before it sources it. A teammate can stop runs, never
+choose what they execute.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-import fcntl
 import getpass
 import json
 import os
+import pwd
 import re
+import secrets
+import stat
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from slurmkit.errors import UsageError
+from slurmkit.errors import EnvironmentProblem, UsageError
 from slurmkit.files import write_atomic
+from slurmkit.locks import hold
+from slurmkit.trust import UntrustedPath, open_nofollow
 
 DEFAULT_DIR = Path(".slurmkit") / "trains"
 STATE_FILE = "train.json"
@@ -38,6 +51,12 @@ CURRENT_LINK = "current"
 KILL_SWITCH_FILE = "kill-switch"
 LOCK_FILE = ".lock"
 FORMAT_VERSION = 1
+# How long a command waits for another one changing the same train (a suspended
+# holder must not block an emergency `train stop` for ever).
+LOCK_WAIT = 10.0
+# train.json and wrapper.slurm: readable by the team, writable by the owner only,
+# whatever the umask (a group-writable record would be refused at the next change).
+FILE_MODE = 0o644
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -50,6 +69,13 @@ def current_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return str(os.getuid())
+
+
+def user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
 
 
 def check_name(name: str) -> str:
@@ -109,17 +135,49 @@ class TrainState:
             raise UsageError(f"{where}: not a slurmkit train record (version {FORMAT_VERSION})")
         try:
             return cls(
-                name=str(data["name"]),
-                created=str(data["created"]),
-                workdir=str(data["workdir"]),
-                script=str(data["script"]),
-                header=[str(w) for w in data["header"]],
-                extra=[str(w) for w in data.get("extra", [])],
-                arrays=[ArrayRecord(**a) for a in data.get("arrays", [])],
-                events=[Event(**e) for e in data.get("events", [])],
+                name=_text(data, "name"),
+                created=_text(data, "created"),
+                workdir=_text(data, "workdir"),
+                script=_text(data, "script"),
+                header=_words(data, "header"),
+                extra=_words(data, "extra", []),
+                arrays=[_array(a) for a in _records(data, "arrays")],
+                events=[Event(**e) for e in _records(data, "events")],
             )
         except (KeyError, TypeError) as exc:
             raise UsageError(f"{where}: damaged train record ({exc})") from None
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data[key]
+    if not isinstance(value, str):
+        raise TypeError(f"{key!r} is {type(value).__name__}, not text")
+    return value
+
+
+def _words(data: dict[str, Any], key: str, default: list[str] | None = None) -> list[str]:
+    """A list of strings: a bare string would be split into one word per character."""
+    value = data.get(key, default) if default is not None else data[key]
+    if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
+        raise TypeError(f"{key!r} is not a list of words")
+    return list(value)
+
+
+def _array(data: dict[str, Any]) -> ArrayRecord:
+    array = ArrayRecord(**data)
+    if not isinstance(array.job_id, str) or not isinstance(array.runs, int):
+        raise TypeError("'arrays' holds a record without a text job_id and a number of runs")
+    return array
+
+
+def _records(data: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
+        raise TypeError(f"{key!r} is not a list of records")
+    for record in value:
+        if not all(v is None or isinstance(v, str | int) for v in record.values()):
+            raise TypeError(f"{key!r} holds a value that is neither text nor a number")
+    return value
 
 
 @dataclass(frozen=True)
@@ -149,18 +207,44 @@ class TrainDir:
         return self.path / KILL_SWITCH_FILE
 
     def load(self) -> TrainState:
+        """The record, for reading (``status``); see :meth:`load_trusted` before acting on it."""
         try:
-            text = self.state_file.read_text(encoding="utf-8")
+            data = self.state_file.read_bytes()
         except FileNotFoundError:
             raise UsageError(f"{self.path}: no {STATE_FILE}: not a train") from None
+        except OSError as exc:
+            raise UsageError(f"{self.state_file}: cannot read: {exc.strerror}") from None
+        return self._parse(data)
+
+    def load_trusted(self) -> TrainState:
+        """The record, when the caller may act on the job ids in it.
+
+        It must belong to the caller or root and be writable by nobody else: in a
+        folder teammates can write, anyone else's ``train.json`` could name jobs of
+        the caller's that are not the train's (a ``stop`` would cancel them).
+        """
+        return self._parse(read_trusted(self.state_file, "train record"))
+
+    def _parse(self, raw: bytes) -> TrainState:
         try:
-            data = json.loads(text)
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise UsageError(
+                f"{self.state_file}: damaged train record (not UTF-8 at byte {exc.start})"
+            ) from None
         except json.JSONDecodeError as exc:
             raise UsageError(f"{self.state_file}: damaged train record ({exc})") from None
         return TrainState.from_json(data, str(self.state_file))
 
     def save(self, state: TrainState) -> None:
-        write_atomic(self.state_file, json.dumps(state.to_json(), indent=2) + "\n")
+        write_atomic(self.state_file, json.dumps(state.to_json(), indent=2) + "\n", mode=FILE_MODE)
+
+    def owner(self) -> int:
+        """The uid that started the train: the owner of its folder (teammates cannot change it)."""
+        try:
+            return os.lstat(self.path).st_uid
+        except OSError as exc:
+            raise UsageError(f"{self.path}: cannot read: {exc.strerror}") from None
 
     def target(self) -> str | None:
         """Where ``current`` points (the script the next run sources), None if missing."""
@@ -169,24 +253,74 @@ class TrainDir:
         except OSError:
             return None
 
+    def current_changed(self) -> tuple[int, float] | None:
+        """(uid, mtime) of the ``current`` link: who last pointed it, and when."""
+        try:
+            st = os.lstat(self.current)
+        except OSError:
+            return None
+        return st.st_uid, st.st_mtime
+
     def point_to(self, script: Path) -> None:
-        """Re-point ``current`` atomically: a run starting now sees the old or the new target."""
-        tmp = self.path / f".{CURRENT_LINK}.{os.getpid()}"
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        """Re-point ``current`` atomically: a run starting now sees the old or the new target.
+
+        The temporary link has an unpredictable name: teammates may write the folder.
+        """
+        tmp = self.path / f".{CURRENT_LINK}.{secrets.token_hex(8)}"
         tmp.symlink_to(script)
-        os.replace(tmp, self.current)
+        try:
+            os.replace(tmp, self.current)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Serialise commands that change this train (two ``extend`` at once, a hold mid-stop)."""
-        # Read-only is enough for flock, and works for a teammate on the starter's lock file.
-        fd = os.open(self.path / LOCK_FILE, os.O_RDONLY | os.O_CREAT, 0o664)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+    def locked(self, wait: float = LOCK_WAIT) -> Iterator[None]:
+        """Serialise commands that change this train (two ``extend`` at once, a hold mid-stop).
+
+        Bounded (``LockBusy``, exit 2, after ``wait`` seconds), never following a
+        symlink at ``.lock``, and usable by a teammate on the owner's lock file.
+        """
+        with hold(self.path / LOCK_FILE, wait=wait, what=f"train {self.name}", shared_file=True):
             yield
-        finally:
-            os.close(fd)
+
+
+def read_trusted(path: Path, what: str) -> bytes:
+    """The bytes of ``path`` if it belongs to the caller or root and nobody else can write it.
+
+    One ``O_NOFOLLOW`` descriptor is checked (``fstat``) and read, so the file cannot
+    be swapped between the check and the read. Its folder is not checked: a train
+    folder may be shared with the team, and a file replaced in it belongs to whoever
+    replaced it, which is refused here.
+    """
+    try:
+        fd = open_nofollow(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise UsageError(f"{path.parent}: no {path.name}: not a train") from None
+    except OSError as exc:
+        hint = " (it is a symbolic link)" if exc.errno == 40 else ""
+        raise UntrustedPath(f"refusing {what} {path}: {exc.strerror}{hint}") from None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        uid = os.geteuid()
+        if not stat.S_ISREG(st.st_mode):
+            raise UntrustedPath(f"refusing {what} {path}: not a regular file")
+        if st.st_uid not in (0, uid):
+            raise UntrustedPath(
+                f"refusing {what} {path}: it belongs to {user_name(st.st_uid)} "
+                f"(uid {st.st_uid}), not to you (uid {uid}) or root: only the train's owner "
+                "can change it (anyone may stop it: `slurmkit train kill-switch on`)"
+            )
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise UntrustedPath(
+                f"refusing {what} {path}: writable by group or others "
+                f"(mode {stat.S_IMODE(st.st_mode):04o}); fix it with: chmod go-w {path}"
+            )
+        try:
+            return handle.read()
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot read {path}: {exc.strerror}") from None
 
 
 def root_dir(directory: Path | str | None) -> Path:

@@ -172,3 +172,31 @@ def test_cli_commands_need_a_cron_dir(run_cli, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("WORK", raising=False)
     out = run_cli("cron", "status", exit_code=2)
     assert out.stderr.startswith("slurmkit: no cron dir")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("at", 1230), ("at", ["12:30"]), ("time", 600), ("prefix", {"a": 1}), ("periods", [{}])],
+)
+def test_a_manifest_with_a_wrong_type_is_one_line_exit_2(
+    run_cli, tmp_path: Path, field: str, value: object
+) -> None:
+    """Issue 14 bad-input sweep: ``"at": 1230`` gave a traceback (exit 1, read as findings)."""
+    root = tmp_path / "c"
+    run_cli("cron", "init", str(root))
+    manifest = root / "scheduler" / "slurmkit-cron.json"
+    data = json.loads(manifest.read_text())
+    data[field] = value
+    manifest.write_text(json.dumps(data))
+    out = run_cli("cron", "status", "--dir", str(root), exit_code=2)
+    assert out.stderr.startswith(f"slurmkit: {manifest}: ")
+    assert f'"{field}"' in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_a_non_utf8_manifest_is_one_line_exit_2(run_cli, tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    run_cli("cron", "init", str(root))
+    (root / "scheduler" / "slurmkit-cron.json").write_bytes(b'{"periods": ["\xff"]}')
+    out = run_cli("cron", "status", "--dir", str(root), exit_code=2)
+    assert out.stderr.startswith("slurmkit: cannot read") and "UTF-8" in out.stderr

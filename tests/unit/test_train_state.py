@@ -150,3 +150,69 @@ def test_kill_switch_on_off_is_idempotent(tmp_path: Path) -> None:
     assert killswitch.turn_off(train).startswith("removed")
     assert killswitch.turn_off(train).startswith("kill switch already off")
     assert not killswitch.state(train).on
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("header", "--nodes=2"),
+        ("extra", "--partition=cpu"),
+        ("header", [["--nodes=2"]]),
+        ("arrays", "115"),
+        ("arrays", [["115", 5]]),
+        ("events", [1]),
+        ("name", ["tr"]),
+    ],
+)
+def test_a_record_field_of_the_wrong_type_is_refused(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    """Issue 14: a ``header`` string was split into characters, one #SBATCH word each."""
+    train = _train(tmp_path)
+    data = _state().to_json()
+    data[field] = value
+    train.state_file.write_text(json.dumps(data))
+    with pytest.raises(UsageError, match=f"damaged train record.*{field}"):
+        train.load()
+
+
+def test_a_non_utf8_record_is_a_usage_error(tmp_path: Path) -> None:
+    """Issue 14: a non-UTF-8 train.json gave a UnicodeDecodeError traceback."""
+    train = _train(tmp_path)
+    train.state_file.write_bytes(json.dumps(_state().to_json()).encode().replace(b"w d", b"\xff"))
+    with pytest.raises(UsageError, match="not UTF-8"):
+        train.load()
+
+
+def test_a_busy_train_lock_gives_up_with_a_clear_message(tmp_path: Path) -> None:
+    """Issue 14: the train lock waited for ever behind a suspended holder."""
+    import fcntl
+    import os
+
+    from slurmkit.locks import LockBusy
+
+    train = _train(tmp_path)
+    holder = os.open(train.path / ".lock", os.O_RDONLY | os.O_CREAT, 0o664)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        with (
+            pytest.raises(LockBusy, match=r"train tr is busy.*nothing was done"),
+            train.locked(wait=0.2),
+        ):
+            pass
+    finally:
+        os.close(holder)
+    with train.locked(wait=0):
+        pass
+
+
+def test_the_train_lock_never_follows_a_symlink(tmp_path: Path) -> None:
+    """Issue 14 finding 7: a teammate's ``.lock -> ~owner/.bashrc`` made the owner create it."""
+    from slurmkit.errors import EnvironmentProblem
+
+    train = _train(tmp_path)
+    victim = tmp_path / "victim"
+    (train.path / ".lock").symlink_to(victim)
+    with pytest.raises(EnvironmentProblem, match="symbolic link"), train.locked(wait=0):
+        pass
+    assert not victim.exists()
