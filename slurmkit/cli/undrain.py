@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     "lock_path",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="FILE",
-    help="Lock file serialising runs (default in $XDG_RUNTIME_DIR or /tmp).",
+    help="Lock file serialising runs (default: root's in /run/slurmkit, else private).",
 )
 @click.option(
     "--lock-wait",

@@ -3,7 +3,8 @@
 The library behind ``slurmkit undrain``: :func:`undrain` runs the flow in
 :mod:`.flow` (select by reason, check nodes in parallel for leftovers of
 jobs, optionally end them, return the clean ones with one batched
-``scontrol update``, read back), under a lock (:mod:`.lock`).
+``scontrol update``, read back), under the shared lock (:mod:`slurmkit.locks`;
+root's lives in /run/slurmkit).
 """
 
 from __future__ import annotations

@@ -13,14 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurmkit import remote
+from slurmkit import locks, remote
 from slurmkit.errors import SlurmError, UsageError
 from slurmkit.hostlist import fold, targets
 from slurmkit.remote import RemoteOptions
 from slurmkit.remote.command import new_token
 from slurmkit.slurm import _exec, query
 from slurmkit.slurm.records import Node
-from slurmkit.undrain import actionlog, lock
+from slurmkit.undrain import actionlog
 from slurmkit.undrain import check as chk
 from slurmkit.undrain import select as sel
 from slurmkit.undrain.report import (
@@ -100,7 +100,8 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
     if options.dry_run:
         report = _as_report(make_plan(options), dry_run=True)
     else:
-        with lock.hold(options.lock, options.lock_wait):
+        path = options.lock or locks.default_lock_path("undrain")
+        with locks.hold(path, wait=options.lock_wait, what="undrain"):
             plan = make_plan(options)
             if plan.actionable and confirm(plan):
                 report = execute(plan, options)

@@ -21,11 +21,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from slurmkit import _proc, sandbox
+from slurmkit import _proc, locks, sandbox
 from slurmkit.hostlist import fold
 from slurmkit.slurm import _exec, query
 from slurmkit.slurm._exec import run_slurm
-from slurmkit.undrain import lock
 from tests.integration.conftest import poll, recorded_pid, submit
 
 KTF = "Kill task failed"
@@ -234,11 +233,11 @@ def test_second_run_waits_on_the_lock_and_does_nothing(
 ) -> None:
     (a,) = _idle_nodes(1)
     path = tmp_path / "undrain.lock"
-    with _drained({a: KTF}), lock.hold(path):
+    with _drained({a: KTF}), locks.hold(path, wait=0, what="test"):
         result = run_cli(
             "undrain", "--nodes", a, "--yes", "--lock", str(path), "--lock-wait", "0.5", exit_code=2
         )
-        assert "another undrain is running" in result.stderr
+        assert "undrain is busy: another slurmkit run holds" in result.stderr
         assert _state(a).is_drained
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc
+from slurmkit import _proc, locks
 from slurmkit.hostlist import expand
 from slurmkit.remote import RemoteOptions
 from slurmkit.slurm import _exec
-from slurmkit.undrain import UndrainOptions, lock, undrain
+from slurmkit.undrain import UndrainOptions, undrain
 
 TOKEN = re.compile(r"__slurmkit_end_[0-9a-f]{16}__")
 UNREACHABLE_CTLD = "scontrol: error: Unable to contact slurm controller (connect failure)\n"
@@ -153,7 +153,8 @@ def _drained(fake: FakeCluster, n: int, reason: str = "Kill task failed") -> lis
 
 def _opts(tmp_path: Path, **kw) -> UndrainOptions:
     kw.setdefault("remote", RemoteOptions(timeout=5, notify=lambda _: None))
-    return UndrainOptions(lock=tmp_path / "lock", lock_wait=0, **kw)
+    kw.setdefault("lock", tmp_path / "lock")
+    return UndrainOptions(lock_wait=0, **kw)
 
 
 def _yes(plan) -> bool:
@@ -310,8 +311,8 @@ def test_a_second_run_waits_then_gives_up_without_acting(
 ) -> None:
     _drained(cluster, 1)
     with (
-        lock.hold(tmp_path / "lock"),
-        pytest.raises(lock.LockBusy, match="another undrain is running") as err,
+        locks.hold(tmp_path / "lock", wait=0, what="test"),
+        pytest.raises(locks.LockBusy, match="undrain is busy: another slurmkit run") as err,
     ):
         undrain(_opts(tmp_path), _yes)
     assert err.value.exit_code == 2
