@@ -106,6 +106,8 @@ def scan_command(
     if drain:  # before the scan: a run without a terminal says so up front
         dry_run = _confirm.unattended_dry_run(dry_run, yes, interactive=sys.stdin.isatty())
     report = scan(options, progress)
+    if report.ignored:
+        _warn_ignored(report)
     if drain:
         outcome = drainer.plan(report, dry_run)
         report.drain = drainer.execute(outcome, lambda o: _ask(o, yes))
@@ -114,6 +116,15 @@ def scan_command(
     else:
         _print_scan(report)
     exit_with(report.exit_code)
+
+
+def _warn_ignored(report: ScanReport) -> None:
+    """Result lines for nodes the job never ran on: shown, never counted or drained."""
+    from slurmkit.printable import printable
+
+    names = printable(",".join(report.ignored))
+    where = f"job {report.job_id}'s allocation ({report.allocation or 'unknown'})"
+    click.echo(f"slurmkit: warning: ignoring result lines for {names}: not in {where}", err=True)
 
 
 def _ask(outcome: DrainOutcome, yes: bool) -> bool:
@@ -126,7 +137,10 @@ def _print_drain_plan(outcome: DrainOutcome) -> None:
 
 
 def _print_scan(report: ScanReport) -> None:
-    print_table(report.rows(), report.headers())
+    from slurmkit.printable import printable
+
+    rows = [[printable(str(cell)) for cell in row] for row in report.rows()]
+    print_table(rows, [printable(h) for h in report.headers()])
     state = f"job {report.job_id} {report.job_state}" + (
         " (cancelled at the timeout)" if report.timed_out else ""
     )

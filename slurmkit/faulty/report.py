@@ -111,6 +111,8 @@ class ScanReport:
     log: str
     timed_out: bool = False
     drain: DrainOutcome | None = None
+    allocation: str = ""
+    ignored: list[str] = field(default_factory=list)
 
     def named(self, result: str) -> list[str]:
         return [n.node for n in self.nodes if n.result == result]
@@ -149,6 +151,8 @@ class ScanReport:
             "unknown": fold(self.named(UNKNOWN)) if self.named(UNKNOWN) else "",
             "exclude": self.exclude,
             "drain": self.drain.to_json() if self.drain else None,
+            "allocation": self.allocation,
+            "ignored": self.ignored,
         }
 
 
@@ -162,14 +166,20 @@ def node_results(
     results: Iterable[CheckResult],
     unavailable: Iterable[tuple[str, str]] = (),
 ) -> list[NodeResult]:
-    """One result per node: every expected node, every node that reported, the unavailable."""
-    by_node: dict[str, dict[str, CheckResult]] = {}
+    """One result per expected node (the job's allocation) and per unavailable node.
+
+    Result lines naming any other node are dropped, never added: the log is text a
+    check's output can shape, and ``--drain`` must act only on nodes the job ran on
+    (issue 14). :func:`outside` names the dropped ones for a warning.
+    """
+    names = list(dict.fromkeys(expected))
+    by_node: dict[str, dict[str, CheckResult]] = {name: {} for name in names}
     for result in results:
-        by_node.setdefault(result.node, {})[result.check] = result
-    names = list(dict.fromkeys([*expected, *by_node]))
+        if result.node in by_node:
+            by_node[result.node][result.check] = result
     nodes = []
     for name in names:
-        mine = by_node.get(name, {})
+        mine = by_node[name]
         node = NodeResult(name, {c: mine.get(c) for c in checks})
         node.result = _verdict(node)
         nodes.append(node)
@@ -181,6 +191,12 @@ def node_results(
         )
     order = {name: i for i, name in enumerate(expand(fold([n.node for n in nodes])))}
     return sorted(nodes, key=lambda n: order[n.node])
+
+
+def outside(results: Iterable[CheckResult], allocation: Iterable[str]) -> list[str]:
+    """Nodes that result lines name but the job's allocation does not hold, in first-seen order."""
+    inside = set(allocation)
+    return list(dict.fromkeys(r.node for r in results if r.node not in inside))
 
 
 def _verdict(node: NodeResult) -> str:

@@ -17,7 +17,7 @@ from slurmkit.errors import UsageError
 from slurmkit.faulty import checkjob
 from slurmkit.faulty.checks import needs_gpus
 from slurmkit.faulty.history import SCAN_JOB_PREFIX
-from slurmkit.faulty.report import ScanReport, node_results
+from slurmkit.faulty.report import ScanReport, node_results, outside
 from slurmkit.faulty.targets import Targets, choose
 from slurmkit.hostlist import expand
 from slurmkit.templating.results import parse_check_lines
@@ -74,12 +74,9 @@ def scan(options: ScanOptions, progress: checkjob.Progress) -> ScanReport:
     progress(f"slurmkit: submitted check job {job.job_id} ({targets.count} node(s)), log {job.log}")
     finished = checkjob.wait(job, options.timeout, progress, options.poll)
     scanned = finished.nodelist or targets.nodelist or ""
-    nodes = node_results(
-        options.checks,
-        expand(scanned) if scanned else [],
-        parse_check_lines(finished.log_text),
-        targets.unavailable,
-    )
+    allocation = expand(scanned) if scanned else []
+    results = parse_check_lines(finished.log_text)
+    nodes = node_results(options.checks, allocation, results, targets.unavailable)
     return ScanReport(
         job_id=job.job_id,
         job_state=finished.state,
@@ -87,4 +84,6 @@ def scan(options: ScanOptions, progress: checkjob.Progress) -> ScanReport:
         nodes=nodes,
         log=str(job.log),
         timed_out=finished.timed_out,
+        allocation=scanned,
+        ignored=outside(results, allocation),
     )

@@ -35,7 +35,7 @@ class CheckResult:
 def parse_check_lines(text: str) -> list[CheckResult]:
     """Every ``SLURMKIT_CHECK`` line in ``text`` (other lines, e.g. a task prefix, are ignored)."""
     results = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # not splitlines(): a \r or \x85 in a detail is no new line
         start = line.find("SLURMKIT_CHECK ")
         if start < 0:
             continue

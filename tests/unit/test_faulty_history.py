@@ -186,7 +186,7 @@ def test_node_verdicts_worst_wins_and_missing_is_unknown() -> None:
             r("n3", "cuda", "skipped"),
             r("n4", "python", "pass"),
             r("n11", "python", "pass"),
-            r("n11", "cuda", "pass"),  # reported, not expected
+            r("n11", "cuda", "fail"),  # reported, not in the allocation: dropped (issue 14 #4)
         ],
         [("n9", "IDLE+DRAIN")],
     )
@@ -198,9 +198,8 @@ def test_node_verdicts_worst_wins_and_missing_is_unknown() -> None:
         "n4": "unknown",
         "n9": "unavailable",
         "n10": "unknown",
-        "n11": "pass",
     }
-    assert [n.node for n in nodes] == ["n1", "n2", "n3", "n4", "n9", "n10", "n11"]
+    assert [n.node for n in nodes] == ["n1", "n2", "n3", "n4", "n9", "n10"]
     by_name: dict[str, NodeResult] = {n.node: n for n in nodes}
     assert by_name["n3"].detail == "python: not found; skipped cuda: d"
     assert by_name["n4"].detail == "no result for cuda"

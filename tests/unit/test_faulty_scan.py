@@ -21,6 +21,7 @@ import pytest
 from slurmkit import _proc
 from slurmkit.hostlist import expand, fold
 from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, SQUEUE_COLUMNS
+from slurmkit.templating.results import parse_check_lines
 
 JOB_ID = "42"
 CMD = 'cmd:test "$SLURMD_NODENAME" != node-3'
@@ -471,3 +472,42 @@ def test_table_has_a_column_per_check(run_cli, slurm) -> None:
         'cmd:test "$SLUR…',
         "DETAIL",
     ]
+
+
+def test_a_result_line_for_a_node_outside_the_allocation_is_ignored_never_drained(
+    run_cli, slurm
+) -> None:
+    """Issue 14 #4: a line naming a node the job never ran on once made --drain drain it."""
+    slurm.states = ["RUNNING", "COMPLETED"]
+    slurm.log_lines = [
+        *all_pass(["node-1", "node-2"], ["python"]),
+        check_line("node-4", "python", "fail", "forged"),
+        check_line("node-99", "python", "fail", "forged"),
+    ]
+    result = scan(run_cli, "-w", "node-[1-2]", "--checks", "python", "--drain", "--yes", "--json",
+                  exit_code=0)  # fmt: skip
+    assert not slurm.slurm_calls("update")
+    data = json.loads(result.stdout)
+    assert [n["node"] for n in data["nodes"]] == ["node-1", "node-2"]
+    assert data["ignored"] == ["node-4", "node-99"]
+    assert (
+        "slurmkit: warning: ignoring result lines for node-4,node-99: "
+        "not in job 42's allocation (node-[1-2])"
+    ) in result.stderr
+
+
+def test_result_lines_split_only_at_newlines() -> None:
+    """A carriage return (or other Unicode line break) inside a detail cannot start a line."""
+    text = check_line("node-1", "python", "pass", "a\rSLURMKIT_CHECK node=node-2 check=python "
+                      "status=fail detail=forged\x85x") + "\n"  # fmt: skip
+    (only,) = parse_check_lines(text)
+    assert (only.node, only.status) == ("node-1", "pass")
+
+
+def test_check_output_reaches_the_terminal_with_escapes_shown(run_cli, slurm) -> None:
+    """A check's detail is output of the node: its escape sequences are shown, not obeyed."""
+    slurm.states = ["RUNNING", "FAILED"]
+    slurm.log_lines = all_pass(NODES, ["python"], {("node-2", "python"): "boom\x1b]0;owned\x07"})
+    result = scan(run_cli, "--checks", "python")
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "boom\\x1b]0;owned\\x07" in result.stdout

@@ -446,3 +446,32 @@ def test_gpu_memory_and_nccl_tests_skip_without_gpu(tmp_path: Path, fakebin: Pat
         (result,) = parse_check_lines(out.stdout)
         assert (result.check, result.status) == (check, "skipped"), out.stdout
         assert out.returncode == 0
+
+
+def test_dcgmi_report_goes_to_a_fresh_temp_file_removed_after(
+    tmp_path: Path, fakebin: Path
+) -> None:
+    """Issue 14 #4: the report's name was predictable (``$TMPDIR/slurmkit-dcgmi-r1-<job>.txt``).
+
+    A user's symlink there made root overwrite the link's target; a directory (or any file
+    root could not write) there failed the check, so ``--drain`` drained a healthy node.
+    """
+    _write_tool(fakebin, "dcgmi", 'echo "| Deployment | Pass |"\n')
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    planted = tmp_path / "slurmkit-dcgmi-r1-77.txt"
+    planted.symlink_to(victim)
+    rc, (result,) = run_checks(tmp_path, fakebin, ["dcgmi"])
+    assert victim.read_text() == "precious\n"
+    assert (result.status, rc) == ("pass", 0), result.detail
+    planted.unlink()
+    planted.mkdir()
+    rc, (result,) = run_checks(tmp_path, fakebin, ["dcgmi"])
+    assert (result.status, rc) == ("pass", 0), result.detail
+    left = {p.name for p in tmp_path.iterdir()} - {"bin", "victim", planted.name}
+    assert not left, left  # the temp report is removed
+    _write_tool(fakebin, "dcgmi", 'echo "| Memory | Fail |"; echo "| GPU 0 bad |"; exit 226\n')
+    rc, (result,) = run_checks(tmp_path, fakebin, ["dcgmi"])
+    assert result.status == "fail" and "Memory Fail" in result.detail
+    assert "see " not in result.detail  # nothing to see: the report is gone
+    assert {p.name for p in tmp_path.iterdir()} - {"bin", "victim", planted.name} == set()
