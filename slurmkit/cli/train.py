@@ -2,15 +2,18 @@
 
 Every subcommand finds its train by NAME under --dir (default ./.slurmkit/trains);
 NAME may be left out when only one train lives there. Commands that change a train
-take --dry-run and print what they run; ``stop`` asks on a terminal and needs --yes
-without one.
+(hold, release, switch, extend, stop, kill-switch on|off) follow the one confirm rule of
+:mod:`slurmkit.cli._confirm`: --dry-run prints what they would run, a terminal user is
+shown the plan and asked, and without a terminal they act only with --yes (otherwise a
+dry run that exits 1). ``start`` only submits the new array its arguments describe, like
+sbatch: it needs no --yes.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +39,9 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON 
 _dry_run_option = click.option(
     "--dry-run", is_flag=True, help="Print what would be done; change nothing."
 )
+_yes_option = click.option(
+    "-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal, e.g. from cron)."
+)
 _name_argument = click.argument("name", required=False)
 
 
@@ -47,6 +53,34 @@ def _find(directory: Path | None, name: str | None) -> TrainDir:
     from slurmkit.train import find, root_dir
 
     return find(root_dir(directory), name)
+
+
+def _gated(
+    action: Callable[[bool], Report], dry_run: bool, yes: bool, as_json: bool, question: str
+) -> None:
+    """Run ``action`` under the one confirm rule; ``action(dry_run)`` plans or acts.
+
+    A terminal user sees the plan (``action(True)``) and is asked first; without a
+    terminal and without --yes only the plan is printed, and the exit is 1 when it
+    skipped a change.
+    """
+    from slurmkit.cli._confirm import declined, gate
+
+    rule = gate(dry_run, yes)
+    if rule.ask:
+        preview = action(True)
+
+        def show_plan() -> None:
+            for argv in preview.commands:
+                click.echo(f"will run: {shlex.join(argv)}", err=True)
+            for line in preview.lines:
+                click.echo(f"train {preview.train}: {line.replace('would ', 'will ')}", err=True)
+
+        if not rule.approve(show_plan, question):
+            exit_with(declined())
+    report = action(rule.dry_run)
+    _print_report(report, as_json)
+    exit_with(rule.exit_code(report.would_change))
 
 
 def _print_report(report: Report, as_json: bool) -> None:
@@ -170,6 +204,12 @@ def _print_status(status: TrainStatus) -> None:
         script += " (MISSING: the next run will fail)"
     elif status.next_script_error:
         script += f" (DOES NOT PARSE: {status.next_script_error})"
+    if status.next_script_trusted:
+        script += f" (UNTRUSTED: runs will refuse it: {status.next_script_trusted})"
+    if status.current_changed_by:
+        who = status.current_changed_by
+        name = who["user"] if who["user"] != f"uid {who['uid']}" else "?"
+        script += f"; set by {name} (uid {who['uid']}) at {status.current_changed_at}"
     switch = status.kill_switch
     failed = status.failed
     finished = f"{len(status.finished)}"
@@ -216,24 +256,38 @@ def _print_status(status: TrainStatus) -> None:
 @_name_argument
 @_dir_option
 @_dry_run_option
+@_yes_option
 @_json_option
-def hold_command(name: str | None, directory: Path | None, dry_run: bool, as_json: bool) -> None:
-    """Hold the pending runs (scontrol hold ARRAY); the running run goes on. Idempotent."""
+def hold_command(
+    name: str | None, directory: Path | None, dry_run: bool, yes: bool, as_json: bool
+) -> None:
+    """Hold the pending runs (scontrol hold ARRAY); the running run goes on. Idempotent.
+
+    Asks on a terminal; needs --yes without one (else a dry run, exit 1).
+    """
     from slurmkit.train.control import hold
 
-    _print_report(hold(_find(directory, name), dry_run), as_json)
+    train = _find(directory, name)
+    _gated(lambda dry: hold(train, dry), dry_run, yes, as_json, "Hold these runs?")
 
 
 @train_group.command("release")
 @_name_argument
 @_dir_option
 @_dry_run_option
+@_yes_option
 @_json_option
-def release_command(name: str | None, directory: Path | None, dry_run: bool, as_json: bool) -> None:
-    """Release held runs (scontrol release ARRAY). Idempotent."""
+def release_command(
+    name: str | None, directory: Path | None, dry_run: bool, yes: bool, as_json: bool
+) -> None:
+    """Release held runs (scontrol release ARRAY). Idempotent.
+
+    Asks on a terminal; needs --yes without one (else a dry run, exit 1).
+    """
     from slurmkit.train.control import release
 
-    _print_report(release(_find(directory, name), dry_run), as_json)
+    train = _find(directory, name)
+    _gated(lambda dry: release(train, dry), dry_run, yes, as_json, "Release these runs?")
 
 
 @train_group.command("switch")
@@ -241,24 +295,36 @@ def release_command(name: str | None, directory: Path | None, dry_run: bool, as_
 @_name_argument
 @_dir_option
 @_dry_run_option
+@_yes_option
 @_json_option
 def switch_command(
-    new_script: Path, name: str | None, directory: Path | None, dry_run: bool, as_json: bool
+    new_script: Path,
+    name: str | None,
+    directory: Path | None,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
 ) -> None:
     """Make the next run source NEWSCRIPT; refused if its #SBATCH resources differ.
 
     Nodes, time, partition, GRES... are fixed when the array is submitted: a script
-    asking for others would silently run with the old ones.
+    asking for others would silently run with the old ones. NEWSCRIPT must belong to
+    you (or root) and be writable by nobody else, folders above it too: every later run
+    executes it as you. Asks on a terminal; needs --yes without one.
     """
     from slurmkit.train.control import SwitchRefused, switch
 
-    try:
-        report = switch(_find(directory, name), new_script, dry_run)
-    except SwitchRefused as exc:
-        for line in exc.diff:
-            click.echo(line, err=True)
-        raise
-    _print_report(report, as_json)
+    train = _find(directory, name)
+
+    def action(dry: bool) -> Report:
+        try:
+            return switch(train, new_script, dry)
+        except SwitchRefused as exc:
+            for line in exc.diff:
+                click.echo(line, err=True)
+            raise
+
+    _gated(action, dry_run, yes, as_json, "Switch the script?")
 
 
 @train_group.command("extend")
@@ -266,14 +332,19 @@ def switch_command(
 @click.option("--runs", type=click.IntRange(min=1), required=True, help="Runs to append.")
 @_dir_option
 @_dry_run_option
+@_yes_option
 @_json_option
 def extend_command(
-    name: str | None, runs: int, directory: Path | None, dry_run: bool, as_json: bool
+    name: str | None, runs: int, directory: Path | None, dry_run: bool, yes: bool, as_json: bool
 ) -> None:
-    """Append RUNS runs: a new array, same wrapper, starting after the current one ends."""
+    """Append RUNS runs: a new array, same wrapper, starting after the current one ends.
+
+    Asks on a terminal; needs --yes without one (else a dry run, exit 1).
+    """
     from slurmkit.train.control import extend
 
-    _print_report(extend(_find(directory, name), runs, dry_run), as_json)
+    train = _find(directory, name)
+    _gated(lambda dry: extend(train, runs, dry), dry_run, yes, as_json, "Append these runs?")
 
 
 @train_group.command("stop")
@@ -281,7 +352,7 @@ def extend_command(
 @click.option("--now", is_flag=True, help="Cancel the running run too.")
 @_dir_option
 @_dry_run_option
-@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@_yes_option
 @_json_option
 def stop_command(
     name: str | None,
@@ -291,22 +362,27 @@ def stop_command(
     yes: bool,
     as_json: bool,
 ) -> None:
-    """Cancel the pending runs (scancel --state=PENDING); with --now the running one too."""
-    from slurmkit.cli._confirm import confirm, unattended_dry_run
+    """Cancel the pending runs (scancel --state=PENDING); with --now the running one too.
+
+    Asks on a terminal; needs --yes without one (else a dry run, exit 1).
+    """
+    from slurmkit.cli._confirm import declined, gate
     from slurmkit.train.control import plan_stop, stop
 
     plan = plan_stop(_find(directory, name), now)
+    rule = gate(dry_run, yes)
     if plan.live:
-        dry_run = unattended_dry_run(dry_run, yes, sys.stdin.isatty())
 
         def show_plan() -> None:
+            click.echo(f"will run: {shlex.join(plan.argv)}", err=True)
             for line in plan.effects():
                 click.echo(f"train {plan.state.name}: {line}", err=True)
 
-        if not dry_run and not confirm(yes, show_plan, "Cancel these runs?"):
-            _notify("nothing cancelled")
-            exit_with(1)
-    _print_report(stop(plan, dry_run), as_json)
+        if rule.ask and not rule.approve(show_plan, "Cancel these runs?"):
+            exit_with(declined())
+    report = stop(plan, rule.dry_run)
+    _print_report(report, as_json)
+    exit_with(rule.exit_code(report.would_change))
 
 
 @train_group.command("kill-switch")
@@ -314,14 +390,18 @@ def stop_command(
 @_name_argument
 @_dir_option
 @_dry_run_option
+@_yes_option
 @_json_option
 def kill_switch_command(
-    action: str, name: str | None, directory: Path | None, dry_run: bool, as_json: bool
+    action: str, name: str | None, directory: Path | None, dry_run: bool, yes: bool, as_json: bool
 ) -> None:
     """Turn the kill switch on or off, or show it: with it on, every remaining run exits at once.
 
-    Anyone who can write the train folder can use it, even on a train they did not start.
+    Anyone who can write the train folder can use it, even on a train they did not start
+    (it can only stop runs; the script the runs execute must still be the owner's). On and
+    off ask on a terminal and need --yes without one (else a dry run, exit 1).
     """
+    from slurmkit.cli._confirm import declined, gate
     from slurmkit.train import killswitch
 
     train = _find(directory, name)
@@ -333,6 +413,15 @@ def kill_switch_command(
             click.echo(f"{'on since ' + str(state.since) if state.on else 'off'}: {state.path}")
         return
     change = killswitch.turn_on if action == "on" else killswitch.turn_off
+    would_change = killswitch.state(train).on != (action == "on")
+    rule = gate(dry_run, yes)
+    if rule.ask and would_change:
+        plan = change(train, True)
+        if not rule.approve(
+            lambda: click.echo(f"train {train.name}: {plan}", err=True), f"Kill switch {action}?"
+        ):
+            exit_with(declined())
+    dry_run = rule.dry_run
     line = change(train, dry_run)
     if not dry_run and action == "on":
         line += " (a running run stops only if its code checks $SLURMKIT_KILL_SWITCH)"
@@ -340,14 +429,11 @@ def kill_switch_command(
         print_json({"train": train.name, "action": action, "dry_run": dry_run, "effect": line})
     else:
         click.echo(f"train {train.name}: {line}")
-    if not dry_run:
-        try:
-            with train.locked():
-                state = train.load()
-                state.note(f"kill-switch {action}")
-                train.save(state)
-        except OSError as exc:  # the switch itself is what matters; a teammate may not own more
-            _notify(f"note: kill switch {action}, but not recorded in {train.state_file}: {exc}")
+    if not dry_run and would_change:
+        note = killswitch.record(train, action)
+        if note:
+            _notify(f"note: {note}")
+    exit_with(rule.exit_code(would_change))
 
 
 @train_group.command("should-stop")

@@ -38,6 +38,11 @@ class Report:
     lines: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
 
+    @property
+    def would_change(self) -> bool:
+        """Whether the change does something (a forced dry run that skipped it exits 1)."""
+        return bool(self.commands) or self.action == "switch"
+
     def to_json(self) -> dict[str, object]:
         return {
             "train": self.train,
@@ -117,7 +122,7 @@ def _explain_denied(exc: PermissionDenied, state: TrainState, queue: Queue, arra
 
 
 def _hold_or_release(train: TrainDir, dry_run: bool, action: str) -> Report:
-    state = train.load()
+    state = train.load_trusted()
     queue = queue_of(state)
     live = queue.live(state)
     if not live:
@@ -201,7 +206,7 @@ class StopPlan:
 
 
 def plan_stop(train: TrainDir, now: bool) -> StopPlan:
-    state = train.load()
+    state = train.load_trusted()
     queue = queue_of(state)
     return StopPlan(train, state, queue, queue.live(state), now)
 
@@ -231,14 +236,17 @@ def stop(plan: StopPlan, dry_run: bool = False) -> Report:
 
 def extend(train: TrainDir, runs: int, dry_run: bool = False) -> Report:
     """Append ``runs`` runs as a new array that starts after the train's last live array."""
-    state = train.load()
+    state = train.load_trusted()
     live = queue_of(state).live(state)
     if not live:
         raise _finished(state, "extend")
     ext = train_submit.extension(train, state, runs, live[-1])
     report = Report(state.name, "extend", dry_run, [ext.argv])
     if dry_run:
-        report.lines.append(f"would submit {runs} more run(s) after array {live[-1]}")
+        report.lines.append(
+            f"would submit {runs} more run(s) after array {live[-1]} "
+            f"({train.wrapper} on sbatch's stdin)"
+        )
         return report
     with train.locked():
         done = train_submit.run_extension(ext, state)
@@ -277,14 +285,14 @@ def check_switch(state: TrainState, new_script: Path) -> list[str]:
 
 def switch(train: TrainDir, new_script: Path, dry_run: bool = False) -> Report:
     """Point ``current`` at ``new_script``: the next run sources it."""
-    state = train.load()
+    state = train.load_trusted()
     if not queue_of(state).live(state):
         raise _finished(state, "switch")
     notices = check_switch(state, new_script)
     error = bash_syntax_error(new_script)
     if error:
         raise UsageError(f"switch refused: {new_script} does not parse as bash: {error}")
-    target = new_script.resolve()
+    target = train_submit.trusted_script(new_script)
     old = train.target()
     report = Report(state.name, "switch", dry_run, notices=notices)
     verb = "would point" if dry_run else "pointed"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from slurmkit.errors import EnvironmentProblem
+from slurmkit.errors import EnvironmentProblem, SlurmkitError
 from slurmkit.train.state import TrainDir, current_user, now_text
 
 ENV_VAR = "SLURMKIT_KILL_SWITCH"
@@ -84,3 +84,23 @@ def turn_off(train: TrainDir, dry_run: bool = False) -> str:
 def should_stop(path: Path) -> bool:
     """The check training loops make: what the wrapper tests (`[[ -e ]]`), cheap enough per step."""
     return os.path.exists(path)
+
+
+def record(train: TrainDir, action: str) -> str | None:
+    """Note the switch in the train's record; a notice instead when that is not ours to write.
+
+    A teammate's switch is not written to ``train.json``: the record must stay the
+    owner's (a replaced record is refused at the owner's next change), and the
+    switch file itself says who set it.
+    """
+    try:
+        with train.locked():
+            state = train.load_trusted()
+            state.note(f"kill-switch {action}")
+            train.save(state)
+    except (OSError, SlurmkitError) as exc:
+        return (
+            f"kill switch {action}, but not recorded in {train.state_file} ({exc}); "
+            f"the switch file {train.kill_switch} says who set it"
+        )
+    return None

@@ -9,6 +9,7 @@ history, never the rest of the status.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,7 +20,8 @@ from slurmkit.slurm.records import Job
 from slurmkit.train import killswitch
 from slurmkit.train.bashcheck import bash_syntax_error
 from slurmkit.train.control import Queue, queue_of
-from slurmkit.train.state import TrainDir, TrainState
+from slurmkit.train.state import TrainDir, TrainState, user_name
+from slurmkit.trust import UntrustedPath, check_trusted
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,12 @@ class TrainStatus:
     never_ran: int = 0
     notices: list[str] = field(default_factory=list)
     last_event: str = ""
+    # Who last pointed ``current`` (the link's owner) and when: in a folder teammates
+    # can write, the record's events do not prove who re-pointed it.
+    current_changed_by: dict[str, Any] | None = None
+    current_changed_at: str | None = None
+    # None when the next script passes the wrapper's run-time check, else why not.
+    next_script_trusted: str | None = None
 
     @property
     def failed(self) -> list[Run]:
@@ -128,6 +136,9 @@ class TrainStatus:
             "never_ran": self.never_ran,
             "notices": self.notices,
             "last_event": self.last_event,
+            "current_changed_by": self.current_changed_by,
+            "current_changed_at": self.current_changed_at,
+            "next_script_trusted": self.next_script_trusted,
         }
 
 
@@ -210,7 +221,30 @@ def gather(train: TrainDir) -> TrainStatus:
         never_ran=max(total - len(finished) - len(running_jobs) - pending, 0) if not notices else 0,
         notices=notices,
         last_event=_last_event(state),
+        **_current_link(train, exists),
     )
+
+
+def _current_link(train: TrainDir, exists: bool) -> dict[str, Any]:
+    """Who last pointed ``current`` and when, and whether its script passes the run-time check.
+
+    The check is the wrapper's, made for the train's owner (the uid its runs have).
+    """
+    changed = train.current_changed()
+    if changed is None:
+        return {}
+    uid, mtime = changed
+    problem = None
+    if exists:
+        try:
+            check_trusted(os.path.realpath(train.current), what="script", uid=train.owner())
+        except UntrustedPath as exc:
+            problem = str(exc)
+    return {
+        "current_changed_by": {"uid": uid, "user": user_name(uid)},
+        "current_changed_at": datetime.fromtimestamp(mtime).astimezone().isoformat("T", "seconds"),
+        "next_script_trusted": problem,
+    }
 
 
 def _last_event(state: TrainState) -> str:

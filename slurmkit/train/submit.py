@@ -16,21 +16,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurmkit.errors import UsageError
+from slurmkit.errors import EnvironmentProblem, SlurmkitError, UsageError
 from slurmkit.files import write_atomic
 from slurmkit.slurm import query
-from slurmkit.templating.submit import sbatch_argv, submit
+from slurmkit.templating.submit import sbatch_argv, submit_text
 from slurmkit.train import wrapper
 from slurmkit.train.bashcheck import bash_syntax_error
 from slurmkit.train.directives import Directive, Header, merged, parse_words, read_header
 from slurmkit.train.state import (
+    FILE_MODE,
     ArrayRecord,
     TrainDir,
     TrainState,
     check_name,
     now_text,
+    read_trusted,
     train_names,
 )
+from slurmkit.trust import check_trusted
 
 DEFAULT_RUNS = 50
 # Options the train sets itself; in the script they are dropped with a notice,
@@ -63,7 +66,8 @@ class Extension:
 
     @property
     def argv(self) -> list[str]:
-        return sbatch_argv(self.train.wrapper, self.options)
+        """sbatch reads the wrapper on stdin: a file in a shared folder could be swapped."""
+        return sbatch_argv(None, self.options)
 
 
 def training_header(script: Path, extra: Sequence[str]) -> tuple[Header, list[str], list[str]]:
@@ -113,6 +117,18 @@ def default_name(script: Path) -> str:
     return script.name.split(".", 1)[0] or script.name
 
 
+def trusted_script(script: Path) -> Path:
+    """``script`` resolved, if only the caller (or root) can change it, and its folders.
+
+    Every run of the train executes it as the caller: a script a teammate can edit or
+    swap would run their code under the caller's name (issue 14, finding 7). The
+    wrapper repeats this check at run time, against whatever ``current`` points to then.
+    """
+    if not script.exists():
+        raise UsageError(f"{script}: no such file")
+    return check_trusted(script.resolve(), what="training script")
+
+
 def _check_after(after: str) -> None:
     if not _JOB_ID.fullmatch(after):
         raise UsageError(f"--after {after!r}: expected a job id such as 1234 or 1234_5")
@@ -145,31 +161,45 @@ def start(
             f"train {name!r} already exists in {root}: pick another --name "
             f"(or remove {root / name} once it has finished)"
         )
+    target = trusted_script(script)
     if after is not None:
         _check_after(after)
     train = TrainDir(root / name)
-    train.path.mkdir(parents=True)
     try:
-        return _submit_new(train, script, runs, header, extra_words, after, notices)
+        train.path.mkdir(parents=True)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot create {train.path}: {exc.strerror}") from None
+    try:  # until the array is queued, a failure leaves nothing behind
+        train.point_to(target)
+        text = wrapper.render(train, runs, header.words)
+        write_atomic(train.wrapper, text, mode=FILE_MODE)
+        sbatch_extra = [f"--dependency=afterany:{after}"] if after else []
+        job_id = submit_text(text, sbatch_extra)
     except BaseException:
         shutil.rmtree(train.path, ignore_errors=True)
         raise
+    try:
+        return _record_new(train, target, runs, header, extra_words, after, job_id, notices)
+    except (OSError, SlurmkitError) as exc:
+        # The array is queued and its runs need this folder (the current link, the kill
+        # switch): never remove it; say how to find and cancel what was submitted.
+        raise EnvironmentProblem(
+            f"train {name}: array {job_id} ({runs} runs) is queued, but its record could not "
+            f"be written ({exc}); {train.path} is kept because the runs need it. "
+            f"Cancel the array with: scancel {job_id}"
+        ) from None
 
 
-def _submit_new(
+def _record_new(
     train: TrainDir,
-    script: Path,
+    target: Path,
     runs: int,
     header: Header,
     extra_words: list[str],
     after: str | None,
+    job_id: str,
     notices: list[str],
 ) -> Started:
-    target = script.resolve()
-    train.point_to(target)
-    write_atomic(train.wrapper, wrapper.render(train, runs, header.words))
-    sbatch_extra = [f"--dependency=afterany:{after}"] if after else []
-    job_id = submit(train.wrapper, sbatch_extra)
     state = TrainState(
         name=train.name,
         created=now_text(),
@@ -198,11 +228,22 @@ def extension(train: TrainDir, state: TrainState, runs: int, last_job: str) -> E
 
 
 def run_extension(ext: Extension, state: TrainState) -> Extension:
-    """Submit the extension and record the new array."""
-    job_id = submit(ext.train.wrapper, ext.options)
+    """Submit the extension and record the new array.
+
+    The wrapper goes to sbatch on stdin, read through one checked descriptor: in a
+    folder teammates can write, ``wrapper.slurm`` must still be the caller's.
+    """
+    text = read_trusted(ext.train.wrapper, "train wrapper").decode("utf-8", errors="replace")
+    job_id = submit_text(text, ext.options)
     state.arrays.append(
         ArrayRecord(job_id=job_id, runs=ext.runs, submitted=now_text(), after=ext.after)
     )
     state.note("extend", f"array {job_id}, {ext.runs} runs after {ext.after}")
-    ext.train.save(state)
+    try:
+        ext.train.save(state)
+    except (OSError, SlurmkitError) as exc:
+        raise EnvironmentProblem(
+            f"train {state.name}: array {job_id} ({ext.runs} runs) is queued, but the record "
+            f"could not be updated ({exc}); cancel it with: scancel {job_id}"
+        ) from None
     return Extension(ext.train, ext.options, ext.after, ext.runs, job_id)

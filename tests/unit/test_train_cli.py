@@ -63,6 +63,7 @@ class FakeCluster:
         self.next_ids = ["115", "130", "140"]
         self.answers: dict[tuple[str, ...], tuple[int, str, str]] = {}
         self.calls: list[tuple[str, ...]] = []
+        self.inputs: list[str] = []  # what sbatch read on stdin
 
     def slurm_calls(self, program: str) -> list[tuple[str, ...]]:
         return [c for c in self.calls if c[0] == program]
@@ -72,6 +73,8 @@ class FakeCluster:
         if key[:2] == ("bash", "-n"):
             return _proc._run_subprocess(argv, timeout=timeout, input=input, env=env, cwd=cwd)
         self.calls.append(key)
+        if key[0] == "sbatch" and input is not None:
+            self.inputs.append(input)
         if key in self.answers:
             rc, out, err = self.answers[key]
             return _proc.Completed(key, rc, out, err, 0.0)
@@ -125,8 +128,10 @@ def test_start_submits_the_rendered_wrapper(
 ) -> None:
     folder = started(run_cli, tmp_path, "--", "--partition", "cpu")
     (sbatch,) = cluster.slurm_calls("sbatch")
-    assert sbatch == ("sbatch", "--parsable", str(folder / "wrapper.slurm"))
+    assert sbatch == ("sbatch", "--parsable")  # the wrapper goes on stdin: nothing to swap
     wrapper = (folder / "wrapper.slurm").read_text()
+    assert cluster.inputs == [wrapper]
+    assert (folder / "wrapper.slurm").stat().st_mode & 0o777 == 0o644
     assert wrapper.startswith("#!/bin/bash\n#SBATCH --array=1-5%1\n#SBATCH --job-name=tr\n")
     assert "#SBATCH --nodes=1\n#SBATCH --cpus-per-task=1\n#SBATCH --time=5\n" in wrapper
     assert "#SBATCH --partition=cpu\n" in wrapper
@@ -203,8 +208,7 @@ def test_failed_submission_leaves_no_train(
     run_cli: Run, cluster: FakeCluster, tmp_path: Path
 ) -> None:
     folder = tmp_path / ".slurmkit" / "trains" / "tr"
-    wrapper = str(folder / "wrapper.slurm")
-    cluster.answers[("sbatch", "--parsable", wrapper)] = (
+    cluster.answers[("sbatch", "--parsable")] = (
         1,
         "",
         "sbatch: error: Batch job submission failed: Invalid partition name specified\n",
@@ -286,8 +290,8 @@ def test_hold_and_release_call_scontrol_on_the_array(
 ) -> None:
     folder = started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
-    run_cli("train", "hold")
-    run_cli("train", "release", "tr")
+    run_cli("train", "hold", "--yes")
+    run_cli("train", "release", "tr", "--yes")
     assert cluster.slurm_calls("scontrol") == [
         ("scontrol", "hold", "115"),
         ("scontrol", "release", "115"),
@@ -309,7 +313,7 @@ def test_hold_of_someone_elses_array_is_explained(
     started(run_cli, tmp_path)
     cluster.queue = running_and_pending(user="alice")
     cluster.answers[("scontrol", "hold", "115")] = (1, "", "115_2-5: Invalid user id\n")
-    result = run_cli("train", "hold", exit_code=2)
+    result = run_cli("train", "hold", "-y", exit_code=2)
     assert "Invalid user id" in result.stderr
     assert "belongs to alice" in result.stderr
     assert "kill-switch on tr" in result.stderr
@@ -320,7 +324,7 @@ def test_stop_without_terminal_or_yes_is_a_dry_run(
 ) -> None:
     started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
-    result = run_cli("train", "stop")
+    result = run_cli("train", "stop", exit_code=1)
     assert "dry run only" in result.stderr
     assert "would run: scancel --state=PENDING 115" in result.stdout
     assert cluster.slurm_calls("scancel") == []
@@ -367,7 +371,7 @@ def test_switch_dry_run_then_real(run_cli: Run, cluster: FakeCluster, tmp_path: 
     new = script(tmp_path, GOOD.replace("echo train", "echo two"), "b.slurm")
     assert "would point" in run_cli("train", "switch", new, "tr", "--dry-run").stdout
     assert (folder / "current").readlink() == tmp_path / "a.slurm"
-    run_cli("train", "switch", new)
+    run_cli("train", "switch", new, "--yes")
     assert (folder / "current").readlink() == tmp_path / "b.slurm"
 
 
@@ -387,20 +391,16 @@ def test_extend_submits_a_dependent_array(
     folder = started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
     out = run_cli("train", "extend", "--runs", "3", "--dry-run").stdout
+    chdir = f"--chdir={tmp_path}"
     expected = shlex.join(
-        [
-            "sbatch",
-            "--parsable",
-            "--array=1-3%1",
-            "--dependency=afterany:115",
-            f"--chdir={tmp_path}",
-            str(folder / "wrapper.slurm"),
-        ]
+        ["sbatch", "--parsable", "--array=1-3%1", "--dependency=afterany:115", chdir]
     )
     assert f"would run: {expected}" in out
+    assert f"{folder / 'wrapper.slurm'} on sbatch's stdin" in out
     assert len(cluster.slurm_calls("sbatch")) == 1
-    run_cli("train", "extend", "--runs", "3")
+    run_cli("train", "extend", "--runs", "3", "--yes")
     assert shlex.join(cluster.slurm_calls("sbatch")[-1]) == expected
+    assert cluster.inputs[-1] == (folder / "wrapper.slurm").read_text()
     arrays = json.loads((folder / "train.json").read_text())["arrays"]
     assert [(a["job_id"], a["runs"], a["after"]) for a in arrays] == [
         ("115", 5, None),
@@ -425,11 +425,11 @@ def test_kill_switch_and_should_stop(
     run_cli("train", "should-stop", exit_code=1)
     assert "would create" in run_cli("train", "kill-switch", "on", "--dry-run").stdout
     assert not (folder / "kill-switch").exists()
-    run_cli("train", "kill-switch", "on", "tr")
+    run_cli("train", "kill-switch", "on", "tr", "--yes")
     assert (folder / "kill-switch").exists()
     run_cli("train", "should-stop", "tr", exit_code=0)
     assert json.loads(run_cli("train", "kill-switch", "status", "--json").stdout)["on"] is True
-    run_cli("train", "kill-switch", "off")
+    run_cli("train", "kill-switch", "off", "--yes")
     run_cli("train", "should-stop", exit_code=1)
     flag = tmp_path / "flag"
     monkeypatch.setenv("SLURMKIT_KILL_SWITCH", str(flag))
@@ -466,3 +466,151 @@ def test_status_held_and_expected_start(run_cli: Run, cluster: FakeCluster, tmp_
     assert status["next_start"].startswith("2026-11-21T03:00:00")
     assert "squeue --start" in status["next_start_note"]
     assert any("--start" in call for call in cluster.slurm_calls("squeue"))
+
+
+# ---------------------------------------------------------------- the confirm rule
+
+
+@pytest.mark.parametrize(
+    ("args", "acted"),
+    [
+        (("hold",), ("scontrol", "hold", "115")),
+        (("release",), ("scontrol", "release", "115")),
+        (("stop",), ("scancel", "--state=PENDING", "115")),
+        (("extend", "--runs", "2"), ("sbatch", "--parsable")),
+    ],
+)
+@pytest.mark.parametrize("answer", ["n", "y"])
+def test_on_a_terminal_the_plan_is_shown_and_asked(
+    run_cli: Run,
+    cluster: FakeCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    acted: tuple[str, ...],
+    answer: str,
+) -> None:
+    started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    monkeypatch.setattr("slurmkit.cli._confirm.has_terminal", lambda: True)
+    before = list(cluster.calls)
+    result = run_cli("train", *args, input=f"{answer}\n", exit_code=1 if answer == "n" else 0)
+    assert "?" in result.stderr and "will run: " in result.stderr
+    done = [c for c in cluster.calls[len(before) :] if c[: len(acted)] == acted]
+    if answer == "n":
+        assert done == [] and "nothing changed" in result.stderr
+    else:
+        assert len(done) == 1
+
+
+def test_kill_switch_on_a_terminal_asks(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = started(run_cli, tmp_path)
+    monkeypatch.setattr("slurmkit.cli._confirm.has_terminal", lambda: True)
+    run_cli("train", "kill-switch", "on", input="n\n", exit_code=1)
+    assert not (folder / "kill-switch").exists()
+    run_cli("train", "kill-switch", "on", input="y\n")
+    assert (folder / "kill-switch").exists()
+    # Nothing to change: no question, exit 0 (also without a terminal).
+    monkeypatch.setattr("slurmkit.cli._confirm.has_terminal", lambda: False)
+    assert "already on" in run_cli("train", "kill-switch", "on").stdout
+
+
+# ---------------------------------------------------------------- start: disk full
+
+
+def test_a_record_that_cannot_be_written_keeps_the_folder_and_names_the_array(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: disk full after sbatch deleted the folder the queued runs need, id unknown."""
+    from slurmkit.errors import EnvironmentProblem
+    from slurmkit.train.state import TrainDir
+
+    def full(self: TrainDir, state: object) -> None:
+        raise EnvironmentProblem(f"cannot write {self.state_file}: No space left on device")
+
+    monkeypatch.setattr(TrainDir, "save", full)
+    result = run_cli("train", "start", script(tmp_path), "--name", "tr", exit_code=2)
+    assert len(cluster.slurm_calls("sbatch")) == 1
+    assert "array 115 (50 runs) is queued" in result.stderr
+    assert "No space left on device" in result.stderr
+    assert "Cancel the array with: scancel 115" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    folder = tmp_path / ".slurmkit" / "trains" / "tr"
+    assert (folder / "current").readlink() == tmp_path / "a.slurm"
+    assert (folder / "wrapper.slurm").is_file()
+
+
+# ---------------------------------------------------------------- whose files a train trusts
+
+NOBODY = 65534
+
+
+def test_start_and_switch_refuse_a_script_someone_else_can_change(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    """Issue 14 finding 7: every run executes the script as the train's owner."""
+    import os
+
+    theirs = Path(script(tmp_path, name="theirs.slurm"))
+    os.chown(theirs, NOBODY, NOBODY)
+    result = run_cli("train", "start", str(theirs), "--name", "x", exit_code=2)
+    assert "refusing training script" in result.stderr and f"uid {NOBODY}" in result.stderr
+    shared = Path(script(tmp_path, name="shared.slurm"))
+    shared.chmod(0o664)
+    result = run_cli("train", "start", str(shared), "--name", "y", exit_code=2)
+    assert "writable by group or others" in result.stderr
+    assert cluster.slurm_calls("sbatch") == []
+
+    folder = started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    for bad in (theirs, shared):
+        result = run_cli("train", "switch", str(bad), "--yes", exit_code=2)
+        assert "refusing training script" in result.stderr
+    assert (folder / "current").readlink() == tmp_path / "a.slurm"
+
+
+def test_a_record_or_wrapper_replaced_by_someone_else_is_refused(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    """In a folder teammates can write, train.json and wrapper.slurm must still be ours."""
+    import os
+
+    folder = started(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    wrapper = folder / "wrapper.slurm"
+    os.chown(wrapper, NOBODY, NOBODY)
+    result = run_cli("train", "extend", "--runs", "2", "--yes", exit_code=2)
+    assert f"refusing train wrapper {wrapper}" in result.stderr
+    os.chown(wrapper, 0, 0)
+    wrapper.chmod(0o666)
+    result = run_cli("train", "extend", "--runs", "2", "--yes", exit_code=2)
+    assert "writable by group or others" in result.stderr
+    assert len(cluster.slurm_calls("sbatch")) == 1  # the start only
+
+    os.chown(folder / "train.json", NOBODY, NOBODY)
+    for args in (("hold", "--yes"), ("stop", "--yes", "--now"), ("release", "--yes")):
+        result = run_cli("train", *args, exit_code=2)
+        assert "refusing train record" in result.stderr and "kill-switch on" in result.stderr
+    assert cluster.slurm_calls("scontrol") == [] and cluster.slurm_calls("scancel") == []
+    assert run_cli("train", "status").exit_code == 0  # reading is fine
+
+
+def test_status_says_who_last_pointed_current(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    import os
+
+    folder = started(run_cli, tmp_path)
+    status = json.loads(run_cli("train", "status", "--json").stdout)
+    assert status["current_changed_by"] == {"uid": 0, "user": "root"}
+    assert status["current_changed_at"] and status["next_script_trusted"] is None
+    theirs = Path(script(tmp_path, name="theirs.slurm"))
+    os.chown(theirs, NOBODY, NOBODY)
+    (folder / "current").unlink()
+    (folder / "current").symlink_to(theirs)
+    os.lchown(folder / "current", NOBODY, NOBODY)
+    text = run_cli("train", "status").stdout
+    assert f"set by nobody (uid {NOBODY}) at " in text
+    assert "UNTRUSTED: runs will refuse it" in text
