@@ -2,13 +2,15 @@
 
 Thin over :mod:`slurmkit.cron`. Every command but ``init`` finds the cron dir in
 ``--dir``, else ``$SLURMKIT_CRON_DIR``, else ``$WORK/cron``. ``stop`` and ``cleanup``
-change things: interactive runs show the plan and ask, runs without a terminal need
-``--yes`` or only report (exit 1).
+change or remove what exists and follow the one confirm rule (:mod:`slurmkit.cli._confirm`):
+interactive runs show the plan and ask, runs without a terminal need ``--yes`` or only
+report (exit 1 when that skipped something). ``start``, ``run-now`` and ``selfperpetuate``
+only submit the new jobs their arguments name, like sbatch: they take --dry-run, not --yes
+(``start`` never makes a second chain).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,11 +53,11 @@ def _load(cron_dir: Path | None) -> tuple[CronDir, CronConfig]:
 
 
 def _unattended(dry_run: bool, yes: bool) -> tuple[bool, bool]:
-    """(dry_run, forced): without a terminal and without --yes, only report."""
-    if not dry_run and not yes and not sys.stdin.isatty():
-        _notify("no terminal and no --yes: dry run only, nothing will be changed")
-        return True, True
-    return dry_run, False
+    """(dry_run, forced): the one confirm rule; without a terminal and --yes, only report."""
+    from slurmkit.cli._confirm import gate
+
+    rule = gate(dry_run, yes)
+    return rule.dry_run, rule.forced
 
 
 @click.group("cron")
@@ -147,6 +149,8 @@ def start_command(
 
     A chain with a pending or running job is left alone: starting twice never makes
     a second chain. The first run starts now; daily with --at starts at that time.
+    Needs no --yes, even without a terminal: it only submits the chains you name and
+    changes nothing that exists (so a crontab may run it to restart a lost chain).
     """
     import shlex
 
@@ -299,7 +303,7 @@ def run_now_command(
     """Submit the jobs of each PERIOD's folder now (default: every folder); chains untouched.
 
     Prints the scheduler's log lines (SLURMKIT_CRON submitted job=<id> file=<name>).
-    Exit 1 when a job could not be submitted.
+    Exit 1 when a job could not be submitted. Only submits, so it needs no --yes.
     """
     from slurmkit.cron.runnow import run_now
 
@@ -333,7 +337,9 @@ def cleanup_command(
 ) -> None:
     """Delete old job logs under the cron dir (the seed's find -mtime +7 -delete).
 
-    Exit 0 done, 1 dry run without --yes or a file that could not be deleted.
+    Asks on a terminal; needs --yes without one. Exit 0 done (or nothing to delete),
+    1 old logs left because there was no terminal and no --yes, or a file that could not
+    be deleted.
     """
     import time
 
@@ -367,7 +373,7 @@ def cleanup_command(
         for r in found:
             verb = "would delete" if dry_run else ("failed" if r.error else "deleted")
             click.echo(f"{verb} {r.path}" + (f": {r.error}" if r.error else ""))
-    exit_with(1 if forced or failed else 0)
+    exit_with(1 if (forced and found) or failed else 0)
 
 
 @cron_group.command("scrontab")
@@ -414,7 +420,7 @@ def selfperpetuate_command(
     """Run SCRIPT [ARGS] every PERIOD as a job that re-submits itself first.
 
     Nothing is submitted while a job of that name is pending or running. Stop it
-    with `scancel --name=NAME`.
+    with `scancel --name=NAME`. Only submits, so it needs no --yes.
     """
     import shlex
 

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 
 import click
 
-from slurmkit.cli._confirm import confirm, notify, unattended_dry_run
+from slurmkit.cli._confirm import declined, gate, notify
 from slurmkit.cli._group import exit_with
 from slurmkit.errors import EXIT_FINDINGS, UsageError
-
-
-def _has_terminal() -> bool:
-    return sys.stdin.isatty()
 
 
 def _job_id(jobid: str | None) -> str:
@@ -91,19 +86,16 @@ def extend_command(jobid: str, time: str, dry_run: bool, yes: bool) -> None:
     change = timelimit.parse_change(time)
     plan = timelimit.plan_extend(query.job(jobid.strip()), change)
     command = shlex.join(plan.argv)
-    forced = not dry_run and unattended_dry_run(dry_run, yes, _has_terminal())
-    if dry_run or forced:
+    rule = gate(dry_run, yes)
+    if rule.dry_run:
         click.echo(f"{plan.describe()}\nwould run: {command}")
-        if forced:
-            exit_with(EXIT_FINDINGS)
-        return
+        exit_with(rule.exit_code(True))
 
     def show_plan() -> None:
         click.echo(f"{plan.describe()}\nwill run: {command}", err=True)
 
-    if not confirm(yes, show_plan):
-        notify("nothing changed")
-        exit_with(EXIT_FINDINGS)
+    if not rule.approve(show_plan):
+        exit_with(declined())
     job = timelimit.apply_extend(plan)
     now = timelimit.format_duration(job.time_limit)
     if job.time_limit != plan.after:

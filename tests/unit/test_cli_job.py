@@ -11,7 +11,6 @@ import pytest
 from fixtures_path import read
 
 from slurmkit import _proc
-from slurmkit.cli import job as job_cli
 
 RUNNING = read("22.05", "03_jobs", "scontrol_show_job_d_running_gpu_2node.txt")  # job 3
 PENDING = read("22.05", "03_jobs", "scontrol_show_job_d_pending_resources.txt")  # job 10
@@ -138,7 +137,7 @@ def test_extend_read_back_differs(run_cli, slurm: FakeSlurm) -> None:
 def test_extend_asks_on_a_terminal(
     run_cli, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, answer: str, code: int
 ) -> None:
-    monkeypatch.setattr(job_cli, "_has_terminal", lambda: True)
+    monkeypatch.setattr("slurmkit.cli._confirm.has_terminal", lambda: True)
     slurm.shows["3"] = [_limited("00:05:00"), _limited("00:07:00")]
     result = run_cli("job", "extend", "3", "+2m", input=answer, exit_code=code)
     assert "will run: scontrol update JobId=3 TimeLimit+=2" in result.stderr

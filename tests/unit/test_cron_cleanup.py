@@ -54,3 +54,13 @@ def test_cli_cleanup_needs_yes_without_a_terminal(run_cli, tmp_path: Path) -> No
     assert out.stdout.strip() == f"deleted {log}" and not log.exists()
     out = run_cli("cron", "cleanup", "--dir", str(tmp_path / "c"), "--older-than", "7", exit_code=2)
     assert "--older-than '7' is not a duration" in out.stderr
+
+
+def test_cli_cleanup_with_nothing_to_delete_exits_0_without_a_terminal(
+    run_cli, tmp_path: Path
+) -> None:
+    """The one confirm rule: a forced dry run exits 1 only when it skipped a change."""
+    run_cli("cron", "init", str(tmp_path / "c"))
+    make(tmp_path / "c" / "cron.hourly" / "x-1.out", 1)
+    out = run_cli("cron", "cleanup", "--dir", str(tmp_path / "c"), exit_code=0)
+    assert out.stdout == "" and "dry run only" in out.stderr
