@@ -55,7 +55,15 @@ def _notify(message: str) -> None:
     "--py-spy",
     "py_spy",
     metavar="PATH",
-    help="py-spy on the nodes. Default: py-spy on the node's PATH, then next to slurmkit's Python.",
+    help="py-spy on the nodes. Default: the first py-spy on the node's PATH, then in "
+    "/usr/local/bin, /usr/bin, ... that root (or you) owns and nobody else can write.",
+)
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    help="Python that runs slurmkit's script on the nodes (default /usr/bin/python3). "
+    "Like py-spy, it and its folders must be root's (or yours) and writable by nobody else.",
 )
 def pyspy_command(
     jobid: str,
@@ -67,6 +75,7 @@ def pyspy_command(
     ssh: RemoteOptions,
     as_json: bool,
     py_spy: str | None,
+    python: str | None,
 ) -> None:
     """Dump the Python stack of every rank of job ID and group identical stacks.
 
@@ -85,7 +94,9 @@ def pyspy_command(
     from slurmkit.pyspy.render import render
     from slurmkit.pyspy.traces import default_dir, prepare_dir, write_traces
 
-    options = pyspy.DumpOptions(native=native, all_processes=all_processes, py_spy=py_spy)
+    options = pyspy.DumpOptions(
+        native=native, all_processes=all_processes, py_spy=py_spy, python=python
+    )
     settings = pyspy.Settings(via=via, timeout=timeout, dump=options, notify=_notify, ssh=ssh)
     job = pyspy.running_job(jobid)
     directory = prepare_dir(output_dir or default_dir(jobid))

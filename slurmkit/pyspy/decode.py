@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from slurmkit.pyspy.nodecmd import REFUSED
 from slurmkit.pyspy.records import OK, NodeReport, Problem, ProcessStack
 from slurmkit.pyspy.stack import parse_dump
 from slurmkit.remote.result import TIMEOUT, UNREACHABLE, NodeResult
@@ -77,6 +78,9 @@ def _unfinished(result: NodeResult, timeout: float, transport: str, dumped: int)
     if result.status == TIMEOUT:
         return _no_answer(node, timeout, transport, dumped)
     stderr = [line.strip() for line in result.stderr.splitlines() if line.strip()]
+    refused = next((line.split(REFUSED, 1)[1].strip() for line in stderr if REFUSED in line), None)
+    if refused is not None:  # the shell line's check of the interpreter, before running it
+        return Problem(node, "untrusted_python", f"{node}: refusing to run {refused}")
     if result.exit_code == _MISSING_PYTHON_RC and any("python3" in line for line in stderr):
         return Problem(
             node, "python_missing", f"{node}: no python3 on the node to run the node-side script"
@@ -114,6 +118,9 @@ def _node_problems(node: str, summary: dict[str, Any], jobid: str) -> list[Probl
     if problem == "listpids_failed":
         message = summary.get("message") or "no message"
         return [Problem(node, problem, f"{node}: scontrol listpids failed: {message}")]
+    if problem == "py_spy_untrusted":
+        message = summary.get("message") or "no reason given"
+        return [Problem(node, problem, f"{node}: refusing py-spy: {message}")]
     if problem == "py_spy_missing":
         looked = ", ".join(summary.get("looked_for") or [])
         where = f"; looked for {looked}" if looked else ""

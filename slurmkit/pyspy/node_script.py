@@ -14,7 +14,8 @@ at its time limit still leaves what it had:
   ``ptrace_denied``, ``not_python``, ``timeout`` or ``error``;
 * one final ``{"type": "node", "node", "job_processes", "python", "selected",
   "py_spy", "looked_for", "problem", "message"}``; ``problem`` is null,
-  ``py_spy_missing``, ``listpids_failed`` or ``no_job_processes``.
+  ``py_spy_missing``, ``py_spy_untrusted`` (found, but a user other than root could
+  change it: never run), ``listpids_failed`` or ``no_job_processes``.
 
 Finding the job's processes: ``--source listpids`` asks the local slurmd
 (``scontrol listpids JOB NODE``; runs inside a step of the job, which is left
@@ -34,14 +35,17 @@ import argparse
 import json
 import os
 import re
-import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 PROC = "/proc"
+# Where py-spy is installed when not on the PATH a job or cron gives (pip puts it in
+# /usr/local/bin); searched after PATH.
+STANDARD_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 RANK_VARIABLES = ("RANK", "LOCAL_RANK")
 INSTALL_HINT = "pip install py-spy"
 _WORKERS = 8
@@ -272,23 +276,68 @@ def select(procs: "list[Proc]", all_processes: bool = False) -> "list[tuple]":
 # ----------------------------------------------------------------- py-spy
 
 
-def find_py_spy(explicit: "str | None", fallback_dir: "str | None") -> tuple:
-    """(path or None, places looked at): ``--py-spy`` only, else PATH, else slurmkit's bin dir."""
-    if explicit:
-        found = shutil.which(explicit) if os.sep not in explicit else None
-        if found is None and os.path.isfile(explicit) and os.access(explicit, os.X_OK):
-            found = explicit
-        return found, [explicit]
-    looked = ["py-spy on PATH"]
-    found = shutil.which("py-spy")
-    if found:
-        return found, looked
-    if fallback_dir:
-        candidate = os.path.join(fallback_dir, "py-spy")
-        looked.append(candidate)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate, looked
-    return None, looked
+def untrusted(path: str, uid: int) -> "str | None":
+    """Why root should not run ``path`` (already resolved), or None when it is safe.
+
+    The rule of slurmkit.trust: the file and every directory above it belong to
+    root or to ``uid`` and nobody else can write them; a root-owned sticky
+    directory (/tmp) is fine above the file.
+    """
+    current, leaf = path, True
+    while True:
+        try:
+            st = os.stat(current)
+        except OSError as exc:
+            return f"cannot inspect {current}: {exc.strerror}"
+        if st.st_uid not in (0, uid):
+            return f"{current} is owned by uid {st.st_uid}, not root"
+        if st.st_mode & 0o022:
+            sticky_dir = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX and st.st_uid == 0
+            if leaf or not sticky_dir:
+                mode = stat.S_IMODE(st.st_mode)
+                return f"{current} is writable by group or others (mode {mode:04o})"
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current, leaf = parent, False
+
+
+def _candidate(path: str, uid: int) -> "tuple":
+    """(resolved path or None, why refused or None) for one possible py-spy."""
+    real = os.path.realpath(path)
+    if not (os.path.isfile(real) and os.access(real, os.X_OK)):
+        return None, None
+    why = untrusted(real, uid)
+    return (None, f"{path}: {why}") if why else (real, None)
+
+
+def _search_dirs() -> "list[str]":
+    """PATH's absolute entries, then the standard bin dirs (cron's PATH lacks /usr/local/bin)."""
+    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(d)]
+    return list(dict.fromkeys(dirs + list(STANDARD_DIRS)))
+
+
+def find_py_spy(explicit: "str | None", uid: "int | None" = None) -> tuple:
+    """(resolved path or None, places looked at, refused candidates with why).
+
+    ``--py-spy`` only when given (a bare name is searched like the default), else
+    the first trusted ``py-spy`` in :func:`_search_dirs`; an untrusted one is
+    skipped and named, never run.
+    """
+    uid = os.geteuid() if uid is None else uid
+    refused = []
+    if explicit and os.sep in explicit:
+        found, why = _candidate(explicit, uid)
+        return found, [explicit], [why] if why else []
+    name = explicit or "py-spy"
+    looked = [f"{name} on PATH, then in {', '.join(STANDARD_DIRS)}"]
+    for directory in _search_dirs():
+        found, why = _candidate(os.path.join(directory, name), uid)
+        if found:
+            return found, looked, refused
+        if why:
+            refused.append(why)
+    return None, looked, refused
 
 
 def classify_failure(stderr: str, alive: bool) -> tuple:
@@ -369,7 +418,6 @@ def _arguments(argv: "list[str]") -> argparse.Namespace:
     parser.add_argument("--native", action="store_true")
     parser.add_argument("--all-processes", action="store_true")
     parser.add_argument("--py-spy")
-    parser.add_argument("--fallback-dir")
     parser.add_argument("--proc-root", default=PROC)
     return parser.parse_args(argv)
 
@@ -396,7 +444,7 @@ def run(argv: "list[str]") -> int:
             proc.step = step
             procs.append(proc)
     chosen = select(procs, args.all_processes)
-    py_spy, looked = find_py_spy(args.py_spy, args.fallback_dir)
+    py_spy, looked, refused = find_py_spy(args.py_spy)
     node.update(
         job_processes=len(procs),
         python=sum(1 for p in procs if is_python(p)),
@@ -406,6 +454,8 @@ def run(argv: "list[str]") -> int:
     )
     if not procs:
         node["problem"] = "no_job_processes"
+    elif chosen and py_spy is None and refused:
+        node.update(problem="py_spy_untrusted", message="; ".join(refused))
     elif chosen and py_spy is None:
         node["problem"] = "py_spy_missing"
     if chosen and py_spy is not None:

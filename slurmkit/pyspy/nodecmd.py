@@ -2,17 +2,21 @@
 
 The script (:mod:`slurmkit.pyspy.node_script`) travels as text in the argv
 of ``python -c``, so nothing needs installing on the nodes but a Python and
-py-spy. The Python is slurmkit's own when the node sees the same path (a
-shared filesystem), else ``python3`` on the node's PATH. Jobs and ssh
-sessions have their own PATH, so py-spy is looked for on it and then next to
-slurmkit's Python; ``--py-spy PATH`` replaces both.
+py-spy. Root runs this on every node, so the Python is the system's
+``/usr/bin/python3`` (or ``--python PATH``), never a path that merely exists on
+the admin host: a user who can create that path on a node (a venv under /tmp)
+would get root (issue 14). Before ``exec``, the shell line checks, on the node,
+that the interpreter and every directory above it (symlinks resolved) belong
+to root or the caller and that nobody else can write them; it then runs the
+resolved path, so a link swapped after the check changes nothing. A refusal is
+one ``slurmkit-refused: ...`` line on stderr, read back as that node's problem.
+py-spy is found and checked the same way by the script itself.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import sys
 from dataclasses import dataclass
 from importlib import resources
 
@@ -22,11 +26,49 @@ LISTPIDS = "listpids"
 ENVIRON = "environ"
 
 
+DEFAULT_PYTHON = "/usr/bin/python3"
+REFUSED = "slurmkit-refused:"
+REFUSED_RC = 126
+
+# POSIX sh: is "$2" (the program "$1" names) safe for this user to run? Resolves
+# links, then walks up to /: every component owned by root or us, none writable by
+# group or others (a root-owned sticky directory such as /tmp is fine above the
+# file). On success sets p to the resolved path; on failure one line on stderr.
+_TRUSTED_SH = r"""sk_trusted() {
+  sk_what=$1 sk_path=$2 sk_uid=$(id -u)
+  p=$(readlink -f -- "$sk_path" 2>/dev/null) || p=
+  if [ -z "$p" ] || [ ! -f "$p" ] || [ ! -x "$p" ]; then
+    echo "SK_REFUSED $sk_what $sk_path: not an executable file" >&2; return 1
+  fi
+  sk_dir=$p sk_leaf=1
+  while :; do
+    set -f; set -- $(ls -ldn -- "$sk_dir" 2>/dev/null); set +f
+    if [ $# -lt 3 ]; then
+      echo "SK_REFUSED $sk_what $sk_path: cannot inspect $sk_dir" >&2; return 1
+    fi
+    if [ "$3" != 0 ] && [ "$3" != "$sk_uid" ]; then
+      echo "SK_REFUSED $sk_what $sk_path: $sk_dir is owned by uid $3, not root" >&2; return 1
+    fi
+    case $1 in
+      ?????w*|????????w*)
+        case $sk_leaf$3$1 in
+          00d????????[tT]*) ;;
+          *) echo "SK_REFUSED $sk_what $sk_path: $sk_dir is writable by group or others ($1)" >&2
+             return 1 ;;
+        esac ;;
+    esac
+    [ "$sk_dir" = / ] && return 0
+    sk_dir=$(dirname -- "$sk_dir") sk_leaf=0
+  done
+}""".replace("SK_REFUSED", REFUSED)
+
+
 @dataclass(frozen=True)
 class DumpOptions:
     native: bool = False
     all_processes: bool = False
     py_spy: str | None = None
+    python: str | None = None
 
 
 def node_script_source() -> str:
@@ -52,11 +94,12 @@ def node_command(
         args.append("--all-processes")
     if options.py_spy:
         args += ["--py-spy", _absolute_if_path(options.py_spy)]
-    else:
-        args += ["--fallback-dir", os.path.dirname(os.path.abspath(sys.executable))]
-    python = shlex.quote(os.path.abspath(sys.executable))
+    python = shlex.quote(os.path.abspath(options.python or DEFAULT_PYTHON))
     script = shlex.quote(node_script_source())
-    return f'p={python}; [ -x "$p" ] || p=python3; exec "$p" -c {script} {shlex.join(args)}'
+    return (
+        f"{_TRUSTED_SH}\nsk_trusted python {python} || exit {REFUSED_RC}\n"
+        f'exec "$p" -c {script} {shlex.join(args)}'
+    )
 
 
 def _absolute_if_path(program: str) -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmkit.hostlist import fold
+from slurmkit.printable import printable
 from slurmkit.pyspy.collect import Collection
 from slurmkit.pyspy.grouping import StackGroup
 from slurmkit.pyspy.records import CHILD, LAUNCHER, ProcessStack
@@ -26,7 +27,11 @@ def summary_line(collection: Collection, directory: Path) -> str:
 
 
 def render(collection: Collection, directory: Path, max_frames: int = MAX_FRAMES) -> str:
-    """The human report: a header, the groups (outliers marked), then one line per problem."""
+    """The human report: a header, the groups (outliers marked), then one line per problem.
+
+    Frames, commands and errors are text of the target processes and the nodes, so
+    control characters in them are shown escaped, never sent to the terminal.
+    """
     lines = [summary_line(collection, directory)]
     for group in collection.groups:
         lines += ["", *group_lines(group, max_frames)]
@@ -35,7 +40,7 @@ def render(collection: Collection, directory: Path, max_frames: int = MAX_FRAMES
         lines += ["", f"job {collection.jobid} has no Python processes"]
     elif problems:
         lines += ["", f"problems ({len(problems)}):", *(p.message for p in problems)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def group_lines(group: StackGroup, max_frames: int = MAX_FRAMES) -> list[str]:

@@ -5,8 +5,11 @@ write ``ready-<rank>`` holding their Slurm node name, then sleep forever:
 rank 1 in ``wait_for_peer()``, the others in ``allreduce()``; rank 0 also
 forks a helper (a child Python process). The job asks for one GPU per node,
 so the monitor step must ask for none; the no-Python job asks for none, so
-the step must not mention GPUs at all. py-spy reaches the nodes through the
-shared filesystem, next to the venv's Python.
+the step must not mention GPUs at all. py-spy is the venv's, given with
+``--py-spy`` (the nodes share this filesystem, and /work/main is root's): the
+default looks only on the node's PATH and in the standard bin dirs, never next
+to slurmkit's Python (issue 14). A ``--python`` or ``--py-spy`` that another
+user could change is refused on every node before it runs.
 
 ``--via ssh`` is also run with ``run``'s ssh options (``--ssh-config``,
 ``--fanout``) and against a node whose sshd is frozen (SIGSTOP: connections
@@ -114,10 +117,15 @@ def sleep_job(cluster: sandbox.SandboxSpec) -> Iterator[str]:
         run_slurm(["scancel", job_id])
 
 
+PY_SPY = ("--py-spy", str(Path(sys.executable).with_name("py-spy")))
+
+
 def _pyspy(run_cli, job: str, out: Path, *extra: str, exit_code: int = 0) -> dict:
+    py_spy = () if "--py-spy" in extra else PY_SPY
     result = run_cli(
-        "pyspy", "--jobid", job, "--json", "--output-dir", str(out), *extra, exit_code=exit_code
-    )
+        "pyspy", "--jobid", job, "--json", "--output-dir", str(out), *py_spy, *extra,
+        exit_code=exit_code,
+    )  # fmt: skip
     return json.loads(result.stdout)
 
 
@@ -152,7 +160,7 @@ def test_every_rank_is_dumped_and_the_odd_one_marked(
 def test_the_human_report_names_the_outlier_node(
     stuck_job: StuckJob, run_cli, tmp_path: Path
 ) -> None:
-    result = run_cli("pyspy", "--jobid", stuck_job.job_id, "--output-dir", str(tmp_path))
+    result = run_cli("pyspy", "--jobid", stuck_job.job_id, "--output-dir", str(tmp_path), *PY_SPY)
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"job {stuck_job.job_id}: 3 Python processes dumped on ")
     (outlier,) = [line for line in lines if line.startswith("OUTLIER: ")]
@@ -290,7 +298,7 @@ def test_a_node_whose_sshd_hangs_times_out_and_the_others_answer(
 ) -> None:
     frozen = stuck_job.odd_node
     others = [n for n in stuck_job.nodes if n != frozen]
-    args = ("--via", "ssh", "--timeout", "4", "--output-dir", str(tmp_path))
+    args = ("--via", "ssh", "--timeout", "4", "--output-dir", str(tmp_path), *PY_SPY)
     with frozen_sshd(cluster, frozen):
         result = run_cli("pyspy", "--jobid", stuck_job.job_id, *args, exit_code=1)
     lines = result.stdout.splitlines()
@@ -303,3 +311,30 @@ def test_a_node_whose_sshd_hangs_times_out_and_the_others_answer(
         "tells a hung node or sshd from a slow one (give that a longer --timeout)",
     ]
     assert "allreduce (prog.py:" in (tmp_path / f"trace-{others[0]}.txt").read_text()
+
+
+@pytest.mark.parametrize("via", ["srun", "ssh"])
+def test_an_interpreter_or_py_spy_others_can_change_is_refused_on_every_node(
+    stuck_job: StuckJob, run_cli, tmp_path: Path, via: str
+) -> None:
+    """Issue 14 #5: root never runs a Python or py-spy that a user could have put there."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # like a venv under /tmp that anyone can write
+    marker = tmp_path / "ran"
+    for name in ("python3", "py-spy"):
+        (shared / name).write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (shared / name).chmod(0o755)
+    data = _pyspy(run_cli, stuck_job.job_id, tmp_path / "a", "--via", via,
+                  "--python", str(shared / "python3"), exit_code=1)  # fmt: skip
+    assert [(p["node"], p["kind"]) for p in data["problems"]] == [
+        (n, "untrusted_python") for n in stuck_job.nodes
+    ]
+    assert all("writable by group or others" in p["message"] for p in data["problems"])
+    data = _pyspy(run_cli, stuck_job.job_id, tmp_path / "b", "--via", via,
+                  "--py-spy", str(shared / "py-spy"), exit_code=1)  # fmt: skip
+    assert [(p["node"], p["kind"]) for p in data["problems"]] == [
+        (n, "py_spy_untrusted") for n in stuck_job.nodes
+    ]
+    assert data["processes"] == []
+    assert not marker.exists()

@@ -152,30 +152,28 @@ def _executable(path: Path, text: str = "#!/bin/sh\nexit 0\n") -> Path:
     return path
 
 
-def test_py_spy_on_path_then_next_to_slurmkits_python(
+def test_py_spy_on_path_never_next_to_slurmkits_python(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The admin host's venv is no place to look on a node (issue 14 #5): a user may own it."""
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    fallback = _executable(tmp_path / "venv" / "bin" / "py-spy")
-    assert ns.find_py_spy(None, str(fallback.parent)) == (
-        str(fallback),
-        ["py-spy on PATH", str(fallback)],
-    )
-    assert ns.find_py_spy(None, str(tmp_path / "nowhere"))[0] is None
+    monkeypatch.setattr(ns, "STANDARD_DIRS", ())
+    _executable(tmp_path / "venv" / "bin" / "py-spy")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv" / "bin" / "python"))
+    found, looked, refused = ns.find_py_spy(None)
+    assert (found, refused) == (None, [])
+    assert looked == ["py-spy on PATH, then in "]
     on_path = _executable(tmp_path / "path" / "py-spy")
     monkeypatch.setenv("PATH", str(on_path.parent))
-    assert ns.find_py_spy(None, str(fallback.parent))[0] == str(on_path)
+    assert ns.find_py_spy(None)[0] == str(on_path)
 
 
 def test_an_explicit_py_spy_replaces_the_search(tmp_path: Path) -> None:
-    assert ns.find_py_spy("/nonexistent/py-spy", str(PY_SPY.parent)) == (
-        None,
-        ["/nonexistent/py-spy"],
-    )
+    assert ns.find_py_spy("/nonexistent/py-spy") == (None, ["/nonexistent/py-spy"], [])
     not_executable = tmp_path / "py-spy"
     not_executable.write_text("")
-    assert ns.find_py_spy(str(not_executable), None)[0] is None
-    assert ns.find_py_spy(str(_executable(not_executable)), None)[0] == str(not_executable)
+    assert ns.find_py_spy(str(not_executable))[0] is None
+    assert ns.find_py_spy(str(_executable(not_executable)))[0] == str(not_executable)
 
 
 # ----------------------------------------------------------------- py-spy failures
@@ -303,9 +301,9 @@ def test_real_py_spy_dumps_a_real_process_found_by_its_job_id(tmp_path: Path) ->
     )
     try:
         args = ["--jobid", jobid, "--source", "environ", "--uid", str(os.getuid())]
-        args += ["--budget", "20", "--fallback-dir", str(PY_SPY.parent)]
+        args += ["--budget", "20", "--py-spy", str(PY_SPY)]
         argv = [sys.executable, "-c", node_script_source(), *args]
-        env = {**os.environ, "PATH": "/usr/bin:/bin"}  # py-spy only through --fallback-dir
+        env = {**os.environ, "PATH": "/usr/bin:/bin"}  # py-spy only through --py-spy
 
         def dumped() -> list[dict]:
             out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
@@ -327,4 +325,5 @@ def test_real_py_spy_dumps_a_real_process_found_by_its_job_id(tmp_path: Path) ->
 
 
 def test_shutil_which_is_what_finds_py_spy_on_path() -> None:
-    assert ns.find_py_spy("sh", None)[0] == shutil.which("sh")
+    found = shutil.which("sh")
+    assert found is not None and ns.find_py_spy("sh")[0] == os.path.realpath(found)
