@@ -44,22 +44,47 @@ def sandbox_group() -> None:
 @click.option(
     "--port-base", default=17800, show_default=True, help="First of the ports the sandbox uses."
 )
+@click.option(
+    "--slurm",
+    "slurm",
+    default="",
+    metavar="VERSION",
+    help="Slurm version: 22.05, 24.11 or 26.05 (default: the host's packages, 22.05 on "
+    "Debian 12). Another version runs from a Debian root built on first use and cached "
+    "in /var/cache/slurmkit/roots/VERSION.",
+)
 @click.option("--no-install", is_flag=True, help="Do not apt-get install missing packages.")
 def sandbox_up(
-    directory: Path, nodes: int, cpus: int, gpus: int, port_base: int, no_install: bool
+    directory: Path,
+    nodes: int,
+    cpus: int,
+    gpus: int,
+    port_base: int,
+    slurm: str,
+    no_install: bool,
 ) -> None:
-    """Start the cluster (idempotent: a healthy sandbox is left as it is)."""
+    """Start the cluster (idempotent: a healthy sandbox is left as it is).
+
+    One sandbox at a time per --port-base: a second 'up' (another --dir or --slurm)
+    while one runs is refused and names the running one.
+    """
+    import shlex
+
     from slurmkit import sandbox
 
     spec = sandbox.SandboxSpec(
-        dir=directory, nodes=nodes, cpus=cpus, gpus=gpus, port_base=port_base
+        dir=directory, nodes=nodes, cpus=cpus, gpus=gpus, port_base=port_base, slurm=slurm
     )
     report = sandbox.up(spec, install=not no_install, progress=_progress)
+    where = f"Slurm {report.spec.slurm}, {report.spec.nodelist} in {report.spec.dir}"
     if report.already_up:
-        _progress(f"already up in {report.spec.dir} ({report.spec.nodes} nodes)")
+        _progress(f"already up: {where}")
     else:
-        _progress(f"up in {report.seconds:.1f} s: {report.spec.nodelist} in {report.spec.dir}")
-        _progress(f'use it with: eval "$(slurmkit sandbox env --dir {report.spec.dir})"')
+        if report.root_seconds:
+            _progress(f"built the Slurm {report.spec.slurm} root in {report.root_seconds:.0f} s")
+        _progress(f"up in {report.seconds:.1f} s: {where}")
+        quoted = shlex.quote(str(report.spec.dir))
+        _progress(f'use it with: eval "$(slurmkit sandbox env --dir {quoted})"')
 
 
 @sandbox_group.command("down")

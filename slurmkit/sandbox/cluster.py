@@ -8,19 +8,25 @@ can stop exactly those), and cleans up after itself when a step fails.
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import dataclasses
+import hashlib
 import json
 import os
 import secrets
+import shlex
 import shutil
+import sys
+import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem, SlurmError, UsageError
-from slurmkit.sandbox import configs
+from slurmkit.files import write_atomic
+from slurmkit.locks import default_lock_dir, default_lock_path, hold
+from slurmkit.sandbox import configs, rootfs, versions
 from slurmkit.sandbox.daemons import (
     Daemon,
     children_of,
@@ -30,13 +36,47 @@ from slurmkit.sandbox.daemons import (
     stop_all,
     wait_for,
 )
-from slurmkit.sandbox.requirements import ensure_installed, find_program, require_root
-from slurmkit.sandbox.spec import DEFAULT_DIR, MARKER, SandboxSpec
+from slurmkit.sandbox.requirements import (
+    ROOT_MODE_PROGRAMS,
+    ensure_installed,
+    find_program,
+    require_root,
+)
+from slurmkit.sandbox.spec import (
+    DEFAULT_DIR,
+    MARKER,
+    DamagedStateFile,
+    SandboxSpec,
+    read_json_object,
+)
 from slurmkit.slurm._exec import run_slurm
+from slurmkit.trust import check_trusted, private_dir
 
 Progress = Callable[[str], None]
 SSH_INCLUDE_MARKER = "# added by 'slurmkit sandbox up'; removed by 'slurmkit sandbox down'"
-_OWNED_SUBDIRS = ("etc", "munge", "db", "state", "spool", "log", "run", "gres", "ssh")
+_OWNED_SUBDIRS = ("etc", "munge", "db", "state", "spool", "log", "run", "gres", "ssh", "bin")
+# Slurm's client commands that get a wrapper in <dir>/bin for a version from a root
+CLIENTS = (
+    "sacct",
+    "sacctmgr",
+    "salloc",
+    "sattach",
+    "sbatch",
+    "sbcast",
+    "scancel",
+    "scontrol",
+    "scrontab",
+    "sdiag",
+    "sinfo",
+    "sprio",
+    "squeue",
+    "sreport",
+    "srun",
+    "sshare",
+    "sstat",
+    "strigger",
+)
+_LOCK_WAIT = 900.0  # a parallel session may be building a root and starting the cluster
 
 
 def _quiet(_: str) -> None:
@@ -53,6 +93,8 @@ class NodeStatus:
 class SandboxStatus:
     dir: str
     up: bool
+    slurm: str = ""
+    root: str = ""
     daemons: list[dict[str, object]] = field(default_factory=list)
     nodes: list[NodeStatus] = field(default_factory=list)
     problem: str = ""
@@ -64,51 +106,108 @@ class UpReport:
     already_up: bool
     seconds: float
     installed: list[str] = field(default_factory=list)
+    root_seconds: float = 0.0  # time spent building the version's root (0: cached)
 
 
 # --------------------------------------------------------------------------- state file
 def _load_daemons(spec: SandboxSpec) -> list[Daemon]:
-    if not spec.state_file.exists():
+    """The daemons ``up`` recorded; a damaged state.json is one clear error."""
+    if not os.path.lexists(spec.state_file):
         return []
-    data = json.loads(spec.state_file.read_text())
-    return [Daemon.from_json(d) for d in data.get("daemons", [])]
+    data = read_json_object(spec.state_file)
+    entries = data.get("daemons", [])
+    bad = f"{spec.state_file} is damaged (%s); stop what it started by hand and remove {spec.dir}"
+    if not isinstance(entries, list):
+        raise DamagedStateFile(bad % "'daemons' is not a list")
+    daemons = []
+    for entry in entries:
+        if not (
+            isinstance(entry, dict)
+            and type(entry.get("pid")) is int
+            and entry["pid"] > 1
+            and isinstance(entry.get("name"), str)
+            and isinstance(entry.get("match"), str)
+            and entry["match"]
+        ):
+            raise DamagedStateFile(bad % f"bad entry {json.dumps(entry)[:80]}")
+        daemons.append(Daemon.from_json(entry))
+    return daemons
 
 
 def _record(spec: SandboxSpec, daemon: Daemon) -> None:
     daemons = [*_load_daemons(spec), daemon]
-    tmp = spec.state_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"daemons": [d.to_json() for d in daemons]}, indent=2))
-    tmp.replace(spec.state_file)
+    write_atomic(spec.state_file, json.dumps({"daemons": [d.to_json() for d in daemons]}, indent=2))
 
 
 def _slurm_env(spec: SandboxSpec) -> dict[str, str]:
-    return {"SLURM_CONF": str(spec.slurm_conf)}
+    env = {"SLURM_CONF": str(spec.slurm_conf)}
+    if spec.root:  # the version's clients are the wrappers that enter its root
+        env["PATH"] = f"{spec.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    return env
 
 
 @contextlib.contextmanager
-def _exclusive(directory: Path):
-    """Serialise up/down on one sandbox: parallel test sessions may all try to start it."""
-    lock_path = Path(f"{Path(directory).resolve()}.lock")
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _exclusive(directory: Path) -> Iterator[None]:
+    """Serialise up/down on one sandbox: parallel test sessions may all try to start it.
+
+    The lock lives in the caller's own lock directory (root: /run/slurmkit), not beside
+    the sandbox in /tmp where another user could plant a symlink or hold it.
+    """
+    key = hashlib.sha256(str(Path(directory).resolve()).encode()).hexdigest()[:16]
+    with hold(
+        default_lock_path(f"sandbox-{key}"), wait=_LOCK_WAIT, what=f"the sandbox in {directory}"
+    ):
+        yield
+
+
+def _check_dir(directory: Path) -> None:
+    """Refuse a sandbox directory another user owns or can write: root acts on its files."""
+    if directory.exists() or directory.is_symlink():
+        check_trusted(directory, what="sandbox directory")
 
 
 # --------------------------------------------------------------------------- up
 def up(
     spec: SandboxSpec | None = None, *, install: bool = True, progress: Progress = _quiet
 ) -> UpReport:
-    """Start (or confirm) a sandbox cluster; returns how long it took."""
+    """Start (or confirm) a sandbox cluster; returns how long it took.
+
+    ``spec.slurm`` picks the version: "" (or the host's own series) runs the host's
+    packages; any other offered version runs from its cached Debian root.
+    """
     spec = spec or SandboxSpec()
+    if spec.slurm:
+        versions.offered(spec.slurm)  # one line listing the offered versions otherwise
     require_root()
     started = time.monotonic()
-    installed = ensure_installed() if install else []
+    _check_dir(spec.dir)
+    host = _host_series()
+    use_root = bool(spec.slurm) and spec.slurm != host
+    installed: list[str] = []
+    if install:
+        installed = ensure_installed(ROOT_MODE_PROGRAMS if use_root else None)
+    root_seconds = 0.0
+    if use_root:
+        root, root_seconds = rootfs.ensure_root(versions.offered(spec.slurm), progress)
+        spec = dataclasses.replace(spec, root=str(root))
+    else:
+        host = host or _host_series()
+        if not host:
+            raise EnvironmentProblem("Slurm is not installed on this host (sinfo not found)")
+        spec = dataclasses.replace(spec, slurm=host, root="")
     with _exclusive(spec.dir):
-        return _up_locked(spec, started, installed, progress)
+        report = _up_locked(spec, started, installed, progress)
+    report.root_seconds = root_seconds
+    return report
+
+
+def _host_series() -> str:
+    """The host's Slurm release series (``22.05``), or "" when its clients are missing."""
+    sinfo = find_program("sinfo")
+    if sinfo is None:
+        return ""
+    result = _proc.run([sinfo, "--version"], timeout=30)
+    return versions.series(result.stdout.strip()) if result.returncode == 0 else ""
 
 
 def _up_locked(
@@ -116,20 +215,64 @@ def _up_locked(
 ) -> UpReport:
     existing = SandboxSpec.load(spec.dir)
     if existing is not None and status(existing.dir).up:
-        if (existing.nodes, existing.port_base) != (spec.nodes, spec.port_base):
+        theirs = (existing.nodes, existing.port_base, existing.slurm)
+        if theirs != (spec.nodes, spec.port_base, spec.slurm):
             raise UsageError(
-                f"a sandbox with {existing.nodes} nodes is already up in {spec.dir}; "
-                "run 'slurmkit sandbox down' first"
+                f"a Slurm {existing.slurm} sandbox with {existing.nodes} nodes is already up in "
+                f"{spec.dir}; run 'slurmkit sandbox down --dir {spec.dir}' first"
             )
         return UpReport(existing, True, time.monotonic() - started, installed)
+    _refuse_if_another_runs(spec)
     _prepare_dir(spec)
     try:
+        _register(spec)
         _start_all(spec, progress)
     except BaseException:
         progress("start failed; stopping what was started")
         _down_locked(spec.dir, progress)
         raise
     return UpReport(spec, False, time.monotonic() - started, installed)
+
+
+# ----------------------------------------------------------------- one sandbox per ports
+# Two sandboxes on the same --port-base would both claim 127.0.1.N:<ssh port> and the
+# controller port; `up` records each running sandbox here (root-owned) so a second `up`
+# can name the one that runs instead of failing on a busy port half-way.
+def _registry() -> Path:
+    return private_dir(default_lock_dir() / "sandboxes", mode=0o755, what="sandbox registry")
+
+
+def _registry_entry(directory: Path) -> Path:
+    key = hashlib.sha256(str(Path(directory).resolve()).encode()).hexdigest()[:16]
+    return _registry() / f"{key}.json"
+
+
+def _register(spec: SandboxSpec) -> None:
+    data = {"dir": str(spec.dir), "slurm": spec.slurm, "port_base": spec.port_base}
+    write_atomic(_registry_entry(spec.dir), json.dumps(data) + "\n")
+
+
+def _unregister(directory: Path) -> None:
+    with contextlib.suppress(OSError, EnvironmentProblem):
+        _registry_entry(directory).unlink(missing_ok=True)
+
+
+def _refuse_if_another_runs(spec: SandboxSpec) -> None:
+    for entry in sorted(_registry().glob("*.json")):
+        try:
+            data = read_json_object(entry)
+            other = SandboxSpec.load(Path(str(data.get("dir", ""))))
+        except EnvironmentProblem:
+            continue  # a damaged or foreign entry names nothing we can stop anyway
+        if other is None or other.dir == spec.dir or other.port_base != spec.port_base:
+            continue
+        daemons = _load_daemons(other)
+        if daemons and all(is_alive(d) for d in daemons):
+            raise UsageError(
+                f"a Slurm {other.slurm} sandbox is already running in {other.dir} "
+                f"(its nodes use 127.0.1.1-{other.nodes} and ports from {other.port_base}): "
+                f"stop it with 'slurmkit sandbox down --dir {other.dir}' first"
+            )
 
 
 def _prepare_dir(spec: SandboxSpec) -> None:
@@ -139,6 +282,7 @@ def _prepare_dir(spec: SandboxSpec) -> None:
         raise UsageError(f"{d} exists and is not a slurmkit sandbox; choose another --dir")
     if d.exists():
         _down_locked(d, _quiet)  # a half-dead previous sandbox: stop its leftovers first
+    private_dir(d, mode=0o755, what="sandbox directory")
     for sub in _OWNED_SUBDIRS:
         shutil.rmtree(d / sub, ignore_errors=True)
     for name in ("state.json", "spec.json"):
@@ -157,25 +301,203 @@ def _start_all(spec: SandboxSpec, progress: Progress) -> None:
         (spec.mysql_port, "MariaDB"),
     ]:
         require_port_free("127.0.0.1", port, what)
+    where = _Where(spec)
+    if spec.root:
+        progress(f"entering the Slurm {spec.slurm} root {spec.root}")
+        where.world = _start_world(spec)
+        _write_wrappers(spec, where)
     db_password = secrets.token_hex(12)
     _write_configs(spec, db_password)
     progress("starting munged")
-    _start_munge(spec)
+    _start_munge(spec, where)
     progress("starting MariaDB")
     _start_mariadb(spec, db_password)
     progress("starting slurmdbd")
-    _start_slurmdbd(spec)
+    _start_slurmdbd(spec, where)
     progress("starting slurmctld")
-    _start_slurmctld(spec)
+    _start_slurmctld(spec, where)
     progress(f"starting {spec.nodes} nodes (slurmd + sshd in their own namespaces)")
-    _start_nodes(spec)
+    _start_nodes(spec, where)
     _install_ssh_include(spec)
     _wait_nodes_ready(spec)
+
+
+# ----------------------------------------------------------------- the version's root
+@dataclass
+class _Where:
+    """Where the daemons' programs run: the host, or the world process holding the root."""
+
+    spec: SandboxSpec
+    world: int | None = None
+
+    def program(self, name: str) -> str:
+        if not self.spec.root:
+            return find_program(name) or name
+        root = Path(self.spec.root)
+        for d in ("usr/sbin", "usr/bin", "sbin", "bin"):
+            if (root / d / name).exists():
+                return f"/{d}/{name}"
+        raise EnvironmentProblem(f"{name} is missing from the Slurm {self.spec.slurm} root {root}")
+
+    def argv(self, name: str, *args: str) -> list[str]:
+        """``name ARGS`` run where the version lives (entering the root's world if needed)."""
+        if self.world is None:
+            return [self.program(name), *args]
+        return [*_enter(self.world), self.program(name), *args]
+
+
+def _enter(world: int) -> list[str]:
+    """nsenter into the world's mount namespace and root directory (and its root as cwd)."""
+    return [find_program("nsenter") or "nsenter", "-t", str(world), "-m", "-r", "-w"]
+
+
+# Top-level host directories that belong to the OS: the root has its own. Every other
+# one (/tmp, /root, /home, /work, /opt, /srv, a CI checkout's folder...) is bound into
+# the root so jobs find the same files, the host venv's python and slurmkit included.
+_OS_DIRS = frozenset(
+    [
+        "bin",
+        "boot",
+        "dev",
+        "etc",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "lost+found",
+        "proc",
+        "run",
+        "sbin",
+        "sys",
+        "usr",
+        "var",
+    ]
+)
+
+# The world: a private mount namespace where the root gets the host's /proc, /sys,
+# /dev, accounts and non-OS directories, then a chroot that only sleeps. Every daemon
+# and client of this version enters it with nsenter; the mounts vanish when the last
+# process in it ends, so nothing is ever mounted (or left mounted) on the host.
+# Paths arrive as positional parameters, never spliced into the script.
+_WORLD_SCRIPT = """set -e
+root="$1"; name="$2"; shift 2
+# the root must be a mount point of its own: the nodes' unshare --propagation needs one
+mount --bind "$root" "$root"
+mount -t proc proc "$root/proc"
+mount --rbind /sys "$root/sys"
+mount --rbind /dev "$root/dev"
+for f in /etc/passwd /etc/group /etc/shadow /etc/hosts; do
+  [ -e "$root$f" ] || : > "$root$f"
+  mount --bind "$f" "$root$f"
+done
+for p in "$@"; do
+  if [ -d "$p" ]; then mkdir -p "$root$p"
+  else mkdir -p "$root$(dirname "$p")"; [ -e "$root$p" ] || : > "$root$p"; fi
+  mount --rbind "$p" "$root$p"
+done
+exec chroot "$root" /bin/bash -c 'exec -a "$0" sleep infinity' "$name"
+"""
+
+
+def host_binds(root: Path) -> list[str]:
+    """Host paths the world binds into ``root`` at the same place."""
+    binds = [
+        str(p)
+        for p in sorted(Path("/").iterdir())
+        if p.name not in _OS_DIRS and p.is_dir() and not p.is_symlink()
+    ]
+    binds.append("/var/tmp")
+    # A venv made from an OS python (/usr/bin/python3.11) needs that interpreter and its
+    # standard library in the root too; bind them where the root has nothing there.
+    paths = sysconfig.get_paths()
+    for path in (os.path.realpath(sys.executable), paths["stdlib"], paths["platstdlib"]):
+        top = Path(path).parts[1] if len(Path(path).parts) > 1 else ""
+        missing = not os.path.lexists(root / path.lstrip("/"))
+        if top in _OS_DIRS and missing and path not in binds and os.path.exists(path):
+            binds.append(path)
+    return binds
+
+
+def _world_name(spec: SandboxSpec) -> str:
+    return f"slurmkit-world:{spec.dir}"
+
+
+def _start_world(spec: SandboxSpec) -> int:
+    root = Path(spec.root)
+    unshare = find_program("unshare") or "unshare"
+    daemon = _spawn(
+        spec,
+        "world",
+        [
+            unshare,
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            _WORLD_SCRIPT,
+            "sh",
+            str(root),
+            _world_name(spec),
+            *host_binds(root),
+        ],
+        _world_name(spec),
+    )
+
+    def chrooted() -> bool:
+        try:
+            argv0 = Path(f"/proc/{daemon.pid}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            return False
+        return argv0.decode(errors="replace") == _world_name(spec)
+
+    wait_for(chrooted, 30, f"the Slurm {spec.slurm} root to be mounted", _log_hint(spec, "world"))
+    return daemon.pid
+
+
+# A wrapper per client: inside the root (a job on a node) it is the real command; on the
+# host it enters the world, goes to the caller's directory and runs the version's client
+# with the caller's environment. /proc/<world>/root/<marker> proves the pid is still ours.
+_WRAPPER = """#!/bin/sh
+# Slurm {version}'s {name} from {root} (written by 'slurmkit sandbox up'; removed by 'down')
+if [ -e /{marker} ]; then exec {program} "$@"; fi
+if [ ! -e /proc/{world}/root/{marker} ]; then
+  echo "{name}: the Slurm {version} sandbox in {dir} is not running (slurmkit sandbox up)" >&2
+  exit 2
+fi
+: "${{SLURM_CONF:={conf}}}"
+export SLURM_CONF
+exec {enter} /bin/sh -c 'cd -- "$1" 2>/dev/null || cd /; shift; exec "$@"' sh "$PWD" {program} "$@"
+"""
+
+
+def _write_wrappers(spec: SandboxSpec, where: _Where) -> None:
+    assert where.world is not None
+    enter = shlex.join(_enter(where.world))
+    root = Path(spec.root)
+    for name in CLIENTS:
+        if not (root / "usr" / "bin" / name).exists():
+            continue
+        text = _WRAPPER.format(
+            version=spec.slurm,
+            name=name,
+            root=root,
+            marker=rootfs.ROOT_MARKER,
+            program=shlex.quote(f"/usr/bin/{name}"),
+            world=where.world,
+            dir=spec.dir,
+            conf=shlex.quote(str(spec.slurm_conf)),
+            enter=enter,
+        )
+        write_atomic(spec.bin_dir / name, text, mode=0o755)
 
 
 def _write_configs(spec: SandboxSpec, db_password: str) -> None:
     spec.slurm_conf.write_text(configs.slurm_conf(spec))
     spec.path("etc", "gres.conf").write_text(configs.gres_conf(spec))
+    cgroup = configs.cgroup_conf(spec)
+    if cgroup:
+        spec.path("etc", "cgroup.conf").write_text(cgroup)
     dbd = spec.path("etc", "slurmdbd.conf")
     dbd.write_text(configs.slurmdbd_conf(spec, db_password))
     os.chmod(dbd, 0o600)  # slurmdbd refuses a config others can read
@@ -213,10 +535,15 @@ def _must(result: _proc.Completed, what: str) -> _proc.Completed:
     return result
 
 
-def _spawn(spec: SandboxSpec, name: str, argv: list[str], match: str) -> Daemon:
-    proc = _proc.spawn(
-        argv, env={**os.environ, **_slurm_env(spec)}, log_path=str(spec.path("log", f"{name}.out"))
-    )
+def _spawn(
+    spec: SandboxSpec,
+    name: str,
+    argv: list[str],
+    match: str,
+    extra_env: dict[str, str] | None = None,
+) -> Daemon:
+    env = {**os.environ, **_slurm_env(spec), **(extra_env or {})}
+    proc = _proc.spawn(argv, env=env, log_path=str(spec.path("log", f"{name}.out")))
     daemon = Daemon(name, proc.pid, match)
     _record(spec, daemon)
     return daemon
@@ -226,7 +553,7 @@ def _log_hint(spec: SandboxSpec, name: str) -> str:
     return f"see {spec.path('log', name + '.out')}"
 
 
-def _start_munge(spec: SandboxSpec) -> None:
+def _start_munge(spec: SandboxSpec, where: _Where) -> None:
     munge_dir = spec.path("munge")
     key = munge_dir / "munge.key"
     key.write_bytes(secrets.token_bytes(1024))
@@ -235,8 +562,8 @@ def _start_munge(spec: SandboxSpec) -> None:
     _spawn(
         spec,
         "munged",
-        [
-            find_program("munged") or "munged",
+        where.argv(
+            "munged",
             "--foreground",
             "--force",
             f"--socket={spec.munge_socket}",
@@ -244,7 +571,7 @@ def _start_munge(spec: SandboxSpec) -> None:
             f"--pid-file={munge_dir / 'munged.pid'}",
             f"--seed-file={munge_dir / 'munged.seed'}",
             f"--log-file={spec.path('log', 'munged.log')}",
-        ],
+        ),
         str(spec.munge_socket),
     )
     wait_for(spec.munge_socket.exists, 15, "munged's socket", _log_hint(spec, "munged"))
@@ -282,6 +609,9 @@ def _start_mariadb(spec: SandboxSpec, db_password: str) -> None:
             f"--log-error={spec.path('log', 'mariadb.log')}",
             "--innodb-buffer-pool-size=128M",
             "--innodb-lock-wait-timeout=900",
+            # MariaDB 11.8 (a trixie host) defaults it ON, which 26.05's slurmdbd says it
+            # does not support; 'loose-' keeps older servers, which lack it, starting.
+            "--loose-innodb-snapshot-isolation=OFF",
         ],
         str(data),
     )
@@ -307,8 +637,9 @@ def _start_mariadb(spec: SandboxSpec, db_password: str) -> None:
     )
 
 
-def _start_slurmdbd(spec: SandboxSpec) -> None:
-    _spawn(spec, "slurmdbd", [find_program("slurmdbd") or "slurmdbd", "-D"], "slurmdbd")
+def _start_slurmdbd(spec: SandboxSpec, where: _Where) -> None:
+    extra = versions.OFFERED[spec.slurm].slurmdbd_env if spec.root else {}
+    _spawn(spec, "slurmdbd", where.argv("slurmdbd", "-D"), "slurmdbd", extra)
     wait_for(
         lambda: port_open("127.0.0.1", spec.dbd_port), 60, "slurmdbd", _log_hint(spec, "slurmdbd")
     )
@@ -330,8 +661,8 @@ def _sacctmgr(spec: SandboxSpec, *args: str) -> None:
             time.sleep(0.5)
 
 
-def _start_slurmctld(spec: SandboxSpec) -> None:
-    _spawn(spec, "slurmctld", [find_program("slurmctld") or "slurmctld", "-D", "-i"], "slurmctld")
+def _start_slurmctld(spec: SandboxSpec, where: _Where) -> None:
+    _spawn(spec, "slurmctld", where.argv("slurmctld", "-D", "-i"), "slurmctld")
 
     def answers() -> bool:
         try:
@@ -369,17 +700,20 @@ def _ensure_sshd_runtime_dir() -> None:
     os.chmod(_SSHD_RUNTIME_DIR, 0o755)
 
 
-def _start_nodes(spec: SandboxSpec) -> None:
-    _ensure_sshd_runtime_dir()
+def _start_nodes(spec: SandboxSpec, where: _Where) -> None:
+    if spec.root:
+        (Path(spec.root) / "run" / "sshd").mkdir(mode=0o755, exist_ok=True)
+    else:
+        _ensure_sshd_runtime_dir()
     hosts = str(spec.path("etc", "hosts"))
-    tini = find_program("tini") or "tini"
-    slurmd = find_program("slurmd") or "slurmd"
+    tini = where.program("tini")
+    slurmd = where.program("slurmd")
     for name in spec.node_names:
         outer = _spawn(
             spec,
             f"node-ns-{name}",
-            [
-                find_program("unshare") or "unshare",
+            where.argv(
+                "unshare",
                 "--pid",
                 "--uts",
                 "--mount",
@@ -395,43 +729,51 @@ def _start_nodes(spec: SandboxSpec) -> None:
                 hosts,
                 tini,
                 slurmd,
-            ],
+            ),
             f" {name} {hosts} ",
         )
-        init_pid = _wait_child(outer.pid, name)
+        init_pid = _wait_child(outer.pid, f"node {name} to start", "tini")
         _record(spec, Daemon(f"node-{name}", init_pid, f"-N {name}"))
-        _spawn(
+        # -r: the node's root directory (the version's root, or / on the host)
+        config = str(spec.path("ssh", f"sshd_config-{name}"))
+        enter = find_program("nsenter") or "nsenter"
+        wrapper = _spawn(
             spec,
-            f"sshd-{name}",
+            f"sshd-ns-{name}",
             [
-                find_program("nsenter") or "nsenter",
+                enter,
                 "-t",
                 str(init_pid),
                 "-p",
                 "-u",
                 "-m",
-                find_program("sshd") or "/usr/sbin/sshd",
+                "-r",
+                "-w",
+                where.program("sshd"),
                 "-D",
                 "-e",
                 "-f",
-                str(spec.path("ssh", f"sshd_config-{name}")),
+                config,
             ],
             f"sshd_config-{name}",
         )
+        # nsenter -p forks: record the sshd itself, the process that answers on the port
+        sshd_pid = _wait_child(wrapper.pid, f"sshd on {name} to start", f"sshd_config-{name}")
+        _record(spec, Daemon(f"sshd-{name}", sshd_pid, f"sshd_config-{name}"))
 
 
-def _wait_child(pid: int, name: str) -> int:
-    """The host pid of a node namespace's PID 1 (unshare's only child) once it has exec'd tini."""
+def _wait_child(pid: int, what: str, match: str) -> int:
+    """The host pid of ``pid``'s only child once it runs ``match`` (a namespace's first process)."""
     found: list[int] = []
 
     def ready() -> bool:
         kids = children_of(pid)
-        if kids and is_alive(Daemon(name, kids[0], "tini")):
+        if kids and is_alive(Daemon(what, kids[0], match)):
             found.append(kids[0])
             return True
         return False
 
-    wait_for(ready, 15, f"node {name} to start")
+    wait_for(ready, 15, what)
     return found[0]
 
 
@@ -497,11 +839,17 @@ def _remove_ssh_include(spec: SandboxSpec) -> None:
 
 # --------------------------------------------------------------------------- down
 def down(directory: Path | str = DEFAULT_DIR, *, progress: Progress = _quiet) -> list[str]:
-    """Stop exactly the daemons ``up`` recorded; return the names stopped."""
-    if not Path(directory).exists():
+    """Stop exactly the daemons ``up`` recorded; return the names stopped.
+
+    Only in a directory the caller owns and nobody else can write: the pids in
+    another user's state.json are never signalled.
+    """
+    directory = Path(directory)
+    if not directory.exists() and not directory.is_symlink():
         return []
-    with _exclusive(Path(directory)):
-        return _down_locked(Path(directory), progress)
+    _check_dir(directory)
+    with _exclusive(directory):
+        return _down_locked(directory, progress)
 
 
 def _down_locked(directory: Path, progress: Progress) -> list[str]:
@@ -510,11 +858,18 @@ def _down_locked(directory: Path, progress: Progress) -> list[str]:
         return []
     daemons = _load_daemons(spec)
     # Nodes first (a node's PID 1 takes slurmd, sshd and every job process with it),
-    # then the controller (it saves state and reports to slurmdbd), then the rest.
+    # then the controller (it saves state and reports to slurmdbd), then the rest, and
+    # last the world holding a version's root (its mounts vanish with it).
+    nodes = ("node-", "sshd-")
     phases = [
-        [d for d in daemons if d.name.startswith(("node-", "sshd-"))],
+        [d for d in daemons if d.name.startswith(nodes)],
         [d for d in daemons if d.name == "slurmctld"],
-        [d for d in daemons if not d.name.startswith(("node-", "sshd-")) and d.name != "slurmctld"],
+        [
+            d
+            for d in daemons
+            if not d.name.startswith(nodes) and d.name not in ("slurmctld", "world")
+        ],
+        [d for d in daemons if d.name == "world"],
     ]
     stopped = []
     for phase in phases:
@@ -522,7 +877,9 @@ def _down_locked(directory: Path, progress: Progress) -> list[str]:
             progress(f"stopped {daemon.name} (pid {daemon.pid})")
             stopped.append(daemon.name)
     spec.state_file.unlink(missing_ok=True)
+    shutil.rmtree(spec.bin_dir, ignore_errors=True)  # wrappers that would enter a dead world
     _remove_ssh_include(spec)
+    _unregister(spec.dir)
     return stopped
 
 
@@ -535,6 +892,8 @@ def status(directory: Path | str = DEFAULT_DIR) -> SandboxStatus:
     report = SandboxStatus(
         str(spec.dir),
         False,
+        spec.slurm,
+        spec.root,
         [{"name": d.name, "pid": d.pid, "alive": is_alive(d)} for d in daemons],
     )
     dead = [d["name"] for d in report.daemons if not d["alive"]]
@@ -561,4 +920,7 @@ def env_lines(directory: Path | str = DEFAULT_DIR) -> list[str]:
     spec = SandboxSpec.load(Path(directory))
     if spec is None:
         raise UsageError(f"no sandbox in {directory}: run 'slurmkit sandbox up' first")
-    return [f"export SLURM_CONF={spec.slurm_conf}"]
+    lines = [f"export SLURM_CONF={shlex.quote(str(spec.slurm_conf))}"]
+    if spec.root:
+        lines.append(f'export PATH={shlex.quote(str(spec.bin_dir))}:"$PATH"')
+    return lines

@@ -78,6 +78,20 @@ def slurm_conf(spec: SandboxSpec) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cgroup_conf(spec: SandboxSpec) -> str:
+    """``cgroup.conf`` for a version that runs from a root, where /sys lacks the cgroup mounts.
+
+    24.11+ slurmd load a cgroup plugin even with proctrack/linuxproc and task/none, and
+    fail in a chroot unless told there is none; 22.05 rejects the setting: "" there.
+    """
+    from slurmkit.sandbox.versions import OFFERED
+
+    version = OFFERED.get(spec.slurm)
+    if not spec.root or version is None or not version.cgroup_disabled:
+        return ""
+    return "CgroupPlugin=disabled\n"
+
+
 def _topology(cpus: int) -> tuple[int, int, int]:
     """Sockets, cores per socket, threads per core that multiply to ``cpus`` (2x2x2 for 8)."""
     threads = 2 if cpus % 2 == 0 else 1

@@ -30,6 +30,15 @@ REQUIRED_PROGRAMS: dict[str, str] = {
     "unshare": "util-linux",
     "nsenter": "util-linux",
 }
+# A version from a root brings its own Slurm, munge, sshd and tini; the host still runs
+# MariaDB (slurmdbd needs only the client library, which the root has), builds the root
+# and enters it, and its users reach the nodes with ssh and pdsh.
+ROOT_MODE_PROGRAMS: dict[str, str] = {
+    prog: pkg
+    for prog, pkg in REQUIRED_PROGRAMS.items()
+    if prog in ("mariadbd", "mariadb-install-db", "mariadb", "pdsh", "ssh-keygen")
+    or prog in ("unshare", "nsenter")
+} | {"ssh": "openssh-client", "debootstrap": "debootstrap"}
 _SEARCH_PATH = os.pathsep.join(
     [os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin"]
 )
@@ -39,8 +48,9 @@ def find_program(name: str) -> str | None:
     return shutil.which(name, path=_SEARCH_PATH)
 
 
-def missing_packages() -> list[str]:
-    return sorted({pkg for prog, pkg in REQUIRED_PROGRAMS.items() if not find_program(prog)})
+def missing_packages(programs: dict[str, str] | None = None) -> list[str]:
+    wanted = REQUIRED_PROGRAMS if programs is None else programs
+    return sorted({pkg for prog, pkg in wanted.items() if not find_program(prog)})
 
 
 def require_root() -> None:
@@ -55,9 +65,9 @@ def is_debian_like() -> bool:
     return Path("/etc/debian_version").exists() and find_program("apt-get") is not None
 
 
-def ensure_installed(progress: bool = True) -> list[str]:
-    """Install missing packages with apt-get; return what was installed."""
-    missing = missing_packages()
+def ensure_installed(programs: dict[str, str] | None = None, progress: bool = True) -> list[str]:
+    """Install the packages of missing ``programs`` (default: the host-version set)."""
+    missing = missing_packages(programs)
     if not missing:
         return []
     if not is_debian_like():
@@ -80,7 +90,7 @@ def ensure_installed(progress: bool = True) -> list[str]:
         ),
         "apt-get install " + " ".join(missing),
     )
-    still = missing_packages()
+    still = missing_packages(programs)
     if still:
         raise EnvironmentProblem("still missing after apt-get install: " + " ".join(still))
     return missing

@@ -6,10 +6,13 @@ Kept free of side effects so config rendering can be unit-tested without root.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import Any
 
-from slurmkit.errors import UsageError
+from slurmkit.errors import EnvironmentProblem, UsageError
+from slurmkit.trust import UntrustedPath, check_trusted, open_nofollow
 
 DEFAULT_DIR = Path("/tmp/slurmkit-sandbox")
 MAX_NODES = 200  # 127.0.1.1 .. 127.0.1.200 and one slurmd port each
@@ -26,6 +29,10 @@ class SandboxSpec:
     gpus: int = 4
     port_base: int = 17800
     cluster_name: str = "sandbox"
+    # the Slurm release series (``22.05``) and, unless it is the host's own, the root
+    # file system its packages run from ("" = the host's packages)
+    slurm: str = ""
+    root: str = ""
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= MAX_NODES:
@@ -93,6 +100,11 @@ class SandboxSpec:
     def state_file(self) -> Path:
         return self.path("state.json")
 
+    @property
+    def bin_dir(self) -> Path:
+        """Wrappers that run the root's Slurm clients (only for a version from a root)."""
+        return self.path("bin")
+
     # --- persistence: `status`, `env` and `down` re-read what `up` chose ----------------
     def save(self) -> None:
         data = asdict(self)
@@ -101,9 +113,61 @@ class SandboxSpec:
 
     @classmethod
     def load(cls, directory: Path) -> SandboxSpec | None:
-        spec_file = Path(directory) / "spec.json"
-        if not spec_file.exists():
+        """The spec ``up`` saved in ``directory``; None when there is none.
+
+        The directory and the file must be trusted (root acts on what they say:
+        it signals the pids and runs the configs found there), and a damaged file
+        is one clear error, never a traceback.
+        """
+        directory = Path(directory)
+        if not directory.exists():
             return None
-        data = json.loads(spec_file.read_text())
+        check_trusted(directory, what="sandbox directory")
+        spec_file = directory / "spec.json"
+        if not os.path.lexists(spec_file):
+            return None
+        data = read_json_object(spec_file)
+        known = {f.name: f.type for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown or "dir" not in data:
+            detail = f"unknown keys {unknown}" if unknown else "no 'dir'"
+            raise DamagedStateFile(f"{spec_file} is damaged ({detail}); {_REMEDY}")
+        for name, value in data.items():
+            want = int if known[name] in ("int", int) else str
+            if type(value) is not want:
+                raise DamagedStateFile(
+                    f"{spec_file} is damaged ({name!r} is {value!r}, not {want.__name__}); "
+                    f"{_REMEDY}"
+                )
         data["dir"] = Path(data["dir"])
-        return cls(**data)
+        try:
+            return cls(**data)
+        except UsageError as exc:
+            raise DamagedStateFile(f"{spec_file} is damaged ({exc}); {_REMEDY}") from None
+
+
+_REMEDY = "stop what it started by hand and remove the directory"
+
+
+class DamagedStateFile(EnvironmentProblem):
+    """A sandbox's spec.json or state.json that cannot be what ``up`` wrote (exit 2)."""
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A trusted JSON file holding one object: never follows a symlink, never a traceback."""
+    check_trusted(path, what="sandbox file")
+    try:
+        fd = open_nofollow(path, os.O_RDONLY)
+    except OSError as exc:
+        raise UntrustedPath(f"cannot read sandbox file {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read(1 << 20)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise DamagedStateFile(f"{path} is damaged (not JSON: {exc}); {_REMEDY}") from None
+    if not isinstance(data, dict):
+        raise DamagedStateFile(
+            f"{path} is damaged (a {type(data).__name__}, not an object); {_REMEDY}"
+        )
+    return data

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -29,28 +30,54 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
+def requested_slurm() -> str:
+    """The version the session asked for: SLURMKIT_TEST_SLURM (22.05, 24.11, 26.05) or ""
+    for the host's packages."""
+    return os.environ.get("SLURMKIT_TEST_SLURM", "")
+
+
+def sandbox_dir() -> Path:
+    """SLURMKIT_SANDBOX_DIR, else the default dir (host version) or one per other version."""
+    version = requested_slurm()
+    default = sandbox.DEFAULT_DIR if not version else Path(f"/tmp/slurmkit-sandbox-{version}")
+    return Path(os.environ.get("SLURMKIT_SANDBOX_DIR", str(default)))
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[sandbox.SandboxSpec]:
-    """The default sandbox: reused when already up, else started here and stopped at the end.
+    """The session's sandbox: reused when already up, else started here and stopped at the end.
 
+    SLURMKIT_TEST_SLURM=26.05 runs the whole suite on that version (its own --dir); its
+    client wrappers go first on PATH for the session, so slurmkit's library calls, the
+    tests' own Slurm calls and the jobs they submit all use that version.
     SLURMKIT_KEEP_SANDBOX=1 keeps a sandbox this session started (for parallel sessions).
     """
     if os.geteuid() != 0:
         pytest.fail("integration tests need root to run the sandbox cluster")
-    directory = Path(os.environ.get("SLURMKIT_SANDBOX_DIR", str(sandbox.DEFAULT_DIR)))
-    report = sandbox.up(sandbox.SandboxSpec(dir=directory))
+    directory = sandbox_dir()
+    report = sandbox.up(sandbox.SandboxSpec(dir=directory, slurm=requested_slurm()))
     keep = report.already_up or bool(os.environ.get("SLURMKIT_KEEP_SANDBOX"))
-    old_conf = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = str(report.spec.slurm_conf)
+    saved = {name: os.environ.get(name) for name in ("SLURM_CONF", "PATH")}
+    for line in sandbox.env_lines(directory):
+        name, value = line.removeprefix("export ").split("=", 1)
+        os.environ[name] = os.path.expandvars(shlex.split(value)[0])
     try:
         yield report.spec
     finally:
-        if old_conf is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = old_conf
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         if not keep:
             sandbox.down(directory)
+
+
+@pytest.fixture(scope="session")
+def slurm_version(cluster: sandbox.SandboxSpec) -> str:
+    """The live cluster's release series (``22.05``), as ``sinfo --version`` reports it."""
+    out = run_slurm(["sinfo", "--version"]).stdout.split()
+    return ".".join(out[-1].split(".")[:2])
 
 
 def poll(check: Callable[[], object], timeout: float = 60.0, what: str = "condition") -> object:
@@ -83,8 +110,13 @@ def recorded_pid(cluster: sandbox.SandboxSpec, daemon: str) -> int:
 
 
 def _sshd_pid(cluster: sandbox.SandboxSpec, node: str) -> int:
-    """The node's sshd listener: the child of the ``nsenter`` that ``sandbox up`` recorded."""
-    (pid,) = children_of(recorded_pid(cluster, f"sshd-{node}"))
+    """The node's sshd listener, as ``sandbox up`` recorded it.
+
+    A sandbox started before ``up`` recorded sshd itself recorded its ``nsenter``: its child.
+    """
+    pid = recorded_pid(cluster, f"sshd-{node}")
+    if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"nsenter"):
+        (pid,) = children_of(pid)
     assert f"sshd_config-{node}" in Path(f"/proc/{pid}/cmdline").read_text()
     return pid
 

@@ -1,0 +1,72 @@
+"""Which Slurm versions the sandbox offers, and where each one's packages come from.
+
+The host's own packages serve the version the host ships (22.05 on Debian 12).
+Every other version runs from a Debian root file system (``debootstrap
+--variant=minbase``) of the release that ships it, built on first use and
+cached. Version-specific facts that were measured live are kept here, named by
+version, so the rest of the sandbox stays version-neutral.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slurmkit.errors import UsageError
+
+ROOTS_DIR = Path(os.environ.get("SLURMKIT_ROOTS_DIR", "/var/cache/slurmkit/roots"))
+DEBIAN_MIRROR = os.environ.get("SLURMKIT_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+# sid's libmariadb3 1:11.8.9 makes slurmdbd 26.05 die at start-up
+# (``mysql_query failed: 5027 Number of columns in result ... exceeds maximum`` then
+# ``fatal: _check_mysql_concat_is_sane``); trixie's 11.8.6 works, loaded for slurmdbd alone.
+_TRIXIE_MARIADB = "/usr/local/lib/slurmkit-mariadb-trixie"
+
+
+@dataclass(frozen=True)
+class SlurmVersion:
+    """One offered Slurm release series and the Debian release whose packages provide it."""
+
+    version: str
+    suite: str
+    # 24.11+ slurmd load a cgroup plugin even with proctrack/linuxproc; in a chroot the
+    # plain /sys bind lacks the cgroup mounts, so it must be told there are none.
+    cgroup_disabled: bool
+    # environment for slurmdbd alone (a client library the release's own one breaks)
+    slurmdbd_env: dict[str, str] = field(default_factory=dict)
+    # a package to take from another suite: (suite, package, directory to unpack it into)
+    borrowed: tuple[str, str, str] | None = None
+
+
+OFFERED: dict[str, SlurmVersion] = {
+    "22.05": SlurmVersion("22.05", "bookworm", cgroup_disabled=False),
+    "24.11": SlurmVersion("24.11", "trixie", cgroup_disabled=True),
+    "26.05": SlurmVersion(
+        "26.05",
+        "sid",
+        cgroup_disabled=True,
+        slurmdbd_env={"LD_LIBRARY_PATH": f"{_TRIXIE_MARIADB}/usr/lib/x86_64-linux-gnu"},
+        borrowed=("trixie", "libmariadb3", _TRIXIE_MARIADB),
+    ),
+}
+
+
+def offered(version: str) -> SlurmVersion:
+    """The offered version ``version`` names, or a one-line usage error listing them."""
+    try:
+        return OFFERED[version]
+    except KeyError:
+        raise UsageError(
+            f"Slurm {version} is not offered by the sandbox; choose one of: " + ", ".join(OFFERED)
+        ) from None
+
+
+def series(version_text: str) -> str:
+    """``slurm-wlm 24.11.5`` or ``24.11.5`` -> ``24.11``."""
+    number = version_text.split()[-1] if version_text.split() else ""
+    return ".".join(number.split(".")[:2])
+
+
+def root_dir(version: str) -> Path:
+    return ROOTS_DIR / version
