@@ -162,7 +162,7 @@ def _install_script(v: SlurmVersion) -> str:
             f"mkdir -p {state}/lists/partial {state}/parts {state}/debs",
             f"echo {shlex.quote(f'deb {DEBIAN_MIRROR} {suite} main')} > {state}/sources.list",
             f"apt-get -qq {opts} update",
-            f"cd {state}/debs && apt-get -qq {opts} download {shlex.quote(f"{package}/{suite}")}",
+            f"cd {state}/debs && apt-get -qq {opts} download {shlex.quote(package + '/' + suite)}",
             f"dpkg -x {state}/debs/{shlex.quote(package)}_*.deb {shlex.quote(dest)}",
         ]
     steps.append("apt-get clean")
