@@ -123,6 +123,7 @@ def train_group() -> None:
 )
 @click.option("--after", metavar="JOBID", help="Start after this job ends (--dependency=afterany).")
 @_dir_option
+@_dry_run_option
 @_json_option
 def start_command(
     script: Path,
@@ -131,21 +132,42 @@ def start_command(
     name: str | None,
     after: str | None,
     directory: Path | None,
+    dry_run: bool,
     as_json: bool,
 ) -> None:
     """Submit SCRIPT as a train: --array=1-RUNS%1 of a wrapper that sources it.
 
     The wrapper's #SBATCH header is SCRIPT's own (plus the options after --); it is
     fixed for the train's life, while SCRIPT itself may be edited between runs.
+    SCRIPT must belong to you (or root) and be writable by nobody else, folders above
+    it too: every run executes it as you.
+
+    Needs no --yes, even without a terminal: like sbatch, it only submits the new
+    array you describe and changes nothing that exists. Everything that changes a
+    running train (hold, release, switch, extend, stop, kill-switch) needs --yes
+    without a terminal.
     """
     from slurmkit.train import root_dir
     from slurmkit.train.submit import start
 
     started = start(
-        script, root_dir(directory), runs=runs, name=name, after=after, extra=list(extra)
+        script,
+        root_dir(directory),
+        runs=runs,
+        name=name,
+        after=after,
+        extra=list(extra),
+        dry_run=dry_run,
     )
     for notice in started.notices:
         _notify(f"note: {notice}")
+    if started.dry_run:
+        if as_json:
+            print_json({"path": str(started.train.path), "dry_run": True, "argv": started.argv})
+            return
+        click.echo(f"would create: {started.train.path}")
+        click.echo(f"would run: {shlex.join(started.argv)}  (the wrapper on stdin)")
+        return
     array = started.state.arrays[0]
     if as_json:
         print_json({"path": str(started.train.path), **started.state.to_json()})

@@ -49,9 +49,13 @@ _JOB_ID = re.compile(r"\d+(_\d+)?")
 
 @dataclass(frozen=True)
 class Started:
+    """A started train; in a dry run ``state.arrays`` is empty and nothing exists on disk."""
+
     train: TrainDir
     state: TrainState
     notices: list[str] = field(default_factory=list)
+    argv: list[str] = field(default_factory=list)
+    dry_run: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,8 +151,13 @@ def start(
     name: str | None = None,
     after: str | None = None,
     extra: Sequence[str] = (),
+    dry_run: bool = False,
 ) -> Started:
-    """Create the train's folder, render the wrapper, submit the array, record it."""
+    """Create the train's folder, render the wrapper, submit the array, record it.
+
+    ``dry_run`` makes every check and renders the wrapper, then creates and submits
+    nothing.
+    """
     if runs < 1:
         raise UsageError(f"--runs {runs}: a train needs at least 1 run")
     header, extra_words, notices = training_header(script, extra)
@@ -165,6 +174,18 @@ def start(
     if after is not None:
         _check_after(after)
     train = TrainDir(root / name)
+    sbatch_extra = [f"--dependency=afterany:{after}"] if after else []
+    if dry_run:
+        wrapper.render(train, runs, header.words)  # a template fault shows in the dry run too
+        state = TrainState(
+            name=name,
+            created=now_text(),
+            workdir=os.getcwd(),
+            script=str(target),
+            header=header.words,
+            extra=extra_words,
+        )
+        return Started(train, state, notices, sbatch_argv(None, sbatch_extra), dry_run=True)
     try:
         train.path.mkdir(parents=True)
     except OSError as exc:
@@ -173,7 +194,6 @@ def start(
         train.point_to(target)
         text = wrapper.render(train, runs, header.words)
         write_atomic(train.wrapper, text, mode=FILE_MODE)
-        sbatch_extra = [f"--dependency=afterany:{after}"] if after else []
         job_id = submit_text(text, sbatch_extra)
     except BaseException:
         shutil.rmtree(train.path, ignore_errors=True)

@@ -614,3 +614,15 @@ def test_status_says_who_last_pointed_current(
     text = run_cli("train", "status").stdout
     assert f"set by nobody (uid {NOBODY}) at " in text
     assert "UNTRUSTED: runs will refuse it" in text
+
+
+def test_start_dry_run_checks_everything_and_creates_nothing(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    cluster.queue = squeue_row(job_id="87", state="RUNNING")
+    out = run_cli("train", "start", script(tmp_path), "--name", "tr", "--after", "87", "--dry-run")
+    assert "would run: sbatch --parsable --dependency=afterany:87" in out.stdout
+    assert cluster.slurm_calls("sbatch") == []
+    assert not (tmp_path / ".slurmkit").exists()
+    result = run_cli("train", "start", script(tmp_path, "#!/bin/bash\n"), "--dry-run", exit_code=2)
+    assert "no #SBATCH lines" in result.stderr
