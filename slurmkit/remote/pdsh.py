@@ -68,14 +68,15 @@ class PdshTransport:
     def ssh_args(self) -> str:
         """PDSH_SSH_ARGS_APPEND: never prompt, bound the connect, honour --ssh-config/--insecure.
 
-        pdsh splits this on spaces, so a config path with spaces is refused.
+        pdsh splits this on spaces, so a config path with spaces is refused; it also
+        expands %h, %u, %n in it as in the command, so the path's ``%`` are doubled.
         """
         o = self.options
         args = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, round(o.connect_timeout))}"]
         if o.ssh_config is not None:
             if re.search(r"\s", str(o.ssh_config)):
                 raise UsageError(f"pdsh cannot pass an ssh config path with spaces: {o.ssh_config}")
-            args += ["-F", str(o.ssh_config)]
+            args += ["-F", escape_percent(str(o.ssh_config))]
         if o.insecure:
             args += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null"]
         return " ".join(args)

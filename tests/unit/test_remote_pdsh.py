@@ -7,8 +7,10 @@ shape pdsh 2.34 printed on the sandbox (interleaved ``node: `` lines,
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -105,6 +107,25 @@ def test_ssh_config_and_insecure_reach_ssh(pdsh: FakePdsh, tmp_path: Path) -> No
     assert ["-F", str(cfg)] == args[args.index("-F") : args.index("-F") + 2]
     assert "StrictHostKeyChecking=no" in args
     assert notices and "not checked" in notices[0]
+
+
+def test_percent_in_the_ssh_config_path_reaches_ssh_unexpanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pdsh expands %h, %u, %n in PDSH_SSH_ARGS_APPEND too (issue 14): ``-F cfg%h`` became
+    ``-F cfgnode-1``, a file the caller never named. The real pdsh, a fake ssh printing argv."""
+    cfg = tmp_path / "cfg%h%u%%"
+    assert PdshTransport(opts(ssh_config=cfg)).ssh_args().endswith(f"-F {tmp_path}/cfg%%h%%u%%%%")
+    if shutil.which("pdsh") is None:
+        pytest.skip("the end-to-end half needs pdsh")
+    fake = tmp_path / "bin" / "ssh"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do echo "ARG $a"; done\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    (result,) = PdshTransport(opts(ssh_config=cfg)).run(["n1"], "true")
+    args = [line[4:] for line in result.stdout.splitlines() if line.startswith("ARG ")]
+    assert args[args.index("-F") + 1] == str(cfg)
 
 
 def test_config_path_with_spaces_is_refused(tmp_path: Path) -> None:
