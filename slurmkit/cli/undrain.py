@@ -160,7 +160,8 @@ def undrain_command(
         lock=lock_path,
         lock_wait=lock_wait,
     )  # validates every input before the dry-run notice or anything else
-    dry_run = _confirm.unattended_dry_run(dry_run, yes, interactive=sys.stdin.isatty())
+    rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
+    dry_run = rule.dry_run
     options = replace(options, dry_run=dry_run)
     report = undrain(options, confirm=lambda plan: _ask(plan, yes))
     if as_json:
@@ -171,7 +172,8 @@ def undrain_command(
         _print(report)
     if report.error:
         raise SlurmkitError(report.error)
-    exit_with(report.exit_code)
+    # The one confirm rule: a dry run forced by the missing terminal skipped what it found.
+    exit_with(max(report.exit_code, rule.exit_code(bool(report.outcomes))))
 
 
 def _print(report: UndrainReport) -> None:

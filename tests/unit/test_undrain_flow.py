@@ -335,7 +335,7 @@ def test_log_records_before_and_after(cluster: FakeCluster, tmp_path: Path) -> N
 
 def test_cli_without_tty_or_yes_is_a_dry_run(cluster: FakeCluster, run_cli, tmp_path) -> None:
     _drained(cluster, 2)
-    result = run_cli("undrain", "--lock", str(tmp_path / "l"), exit_code=0)
+    result = run_cli("undrain", "--lock", str(tmp_path / "l"), exit_code=1)
     assert "dry run only" in result.stderr
     assert "would return" in result.stdout
     assert not cluster.slurm_calls("update")
