@@ -26,7 +26,8 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
             "notify",
             multiple=True,
             metavar="TARGET",
-            help="email:ADDR, webhook:URL (Slack-compatible) or cmd:COMMAND; repeatable.",
+            help="email:ADDR, webhook:URL (Slack-compatible; or webhook:env:VAR, "
+            "webhook:file:PATH to keep the URL out of ps), or cmd:COMMAND; repeatable.",
         ),
         click.option(
             "--realert",
@@ -95,13 +96,16 @@ def _finish(
 
 
 def _validate_early(notify: tuple[str, ...], realert: str) -> None:
-    """Bad targets or durations are usage errors before anything is checked."""
+    """Bad targets, durations or SMTP settings are errors before anything is checked."""
     from slurmkit.cron import parse_duration
     from slurmkit.notify import parse_target
 
-    for target in notify:
-        parse_target(target)
+    targets = [parse_target(target) for target in notify]
     parse_duration(realert, "--realert", minimum=0)
+    if any(t.kind == "email" for t in targets):
+        from slurmkit.notify.email import load_smtp_config
+
+        load_smtp_config()  # a login without TLS, or a password file others can read: exit 2
 
 
 @click.group("watch")

@@ -3,7 +3,9 @@
 :func:`deliver` sends one :class:`Notification` to every target and returns one
 :class:`Delivery` per target; a target that is down is a failed delivery (the
 caller logs it on stderr), never an exception: the other targets still get the
-message and the watchdog still exits with its verdict.
+message and the watchdog still exits with its verdict. That holds for any
+exception a channel raises, not only the expected ones (issue 14: a newline in a
+job name raised in the email header, and no target was alerted).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ def deliver(
                 run_command(notification, target.argv)
         except DeliveryFailed as exc:
             out.append(Delivery(target.display, False, str(exc)))
+            continue
+        except Exception as exc:  # a bug in one channel must not keep the others silent
+            text = f"{type(exc).__name__}: {exc}"
+            if smtp is not None and smtp.password:
+                text = text.replace(smtp.password, "***")
+            out.append(Delivery(target.display, False, text))
             continue
         out.append(Delivery(target.display, True))
     return out

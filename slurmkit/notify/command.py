@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from slurmkit import _proc
 from slurmkit.notify.message import DeliveryFailed, Notification
+from slurmkit.printable import printable
 
 TIMEOUT = 30.0
 
@@ -21,7 +22,7 @@ def run_command(notification: Notification, argv: Sequence[str], timeout: float 
     env = {
         **os.environ,
         "SLURMKIT_ALERT_KIND": notification.kind,
-        "SLURMKIT_ALERT_TITLE": notification.title,
+        "SLURMKIT_ALERT_TITLE": printable(notification.title),
     }
     shown = shlex.join(argv)
     try:

@@ -8,12 +8,21 @@ Settings, lowest first: the ``[smtp]`` table of the slurmkit config file
     port = 587
     starttls = true          # or ssl = true for SMTPS (port 465)
     user = "alerts"
-    password = "..."         # keep the file chmod 600
+    password = "..."         # the file must be chmod 600 (refused otherwise)
     from = "slurmkit@example.org"
+    # insecure_plaintext = true   # allow a login without TLS (the password in clear)
 
 then ``SLURMKIT_SMTP_HOST``, ``_PORT``, ``_USER``, ``_PASSWORD``, ``_FROM``,
-``_STARTTLS``, ``_SSL``. Without any, mail goes to localhost:25 (a local MTA). The
-password is kept out of ``repr`` and scrubbed from every error message.
+``_STARTTLS``, ``_SSL``, ``_INSECURE_PLAINTEXT``. Without any, mail goes to
+localhost:25 (a local MTA). The password is kept out of ``repr`` and scrubbed from
+every error message.
+
+Issue 14: TLS (SMTPS or STARTTLS) verifies the server's certificate and name
+against the system's CAs, so a man in the middle gets no password; a login
+without TLS is refused unless ``insecure_plaintext = true``; a config file that
+holds the password must be the caller's (or root's) and readable and writable by
+nobody else, and one that others can write is refused whenever a password is
+used (its writer could point ``host`` at their own server).
 """
 
 from __future__ import annotations
@@ -27,6 +36,9 @@ from typing import Any
 
 from slurmkit.errors import UsageError
 from slurmkit.notify.message import DeliveryFailed, Notification
+from slurmkit.notify.secrets import check_secret_file
+from slurmkit.printable import printable
+from slurmkit.trust import check_trusted
 
 TIMEOUT = 15.0
 _TRUE = {"1", "true", "yes", "on"}
@@ -42,6 +54,11 @@ class SmtpConfig:
     starttls: bool = False
     ssl: bool = False
     timeout: float = TIMEOUT
+    insecure_plaintext: bool = False
+
+    @property
+    def tls(self) -> bool:
+        return self.ssl or self.starttls
 
     @property
     def effective_port(self) -> int:
@@ -54,17 +71,21 @@ class SmtpConfig:
         return self.sender or f"{getpass.getuser()}@{socket.getfqdn()}"
 
 
+_KEYS = ("host", "port", "user", "password", "from", "starttls", "ssl", "insecure_plaintext")
+
+
 def load_smtp_config(
     path: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> SmtpConfig:
     env = os.environ if environ is None else environ
-    values = _file_values(path, env)
-    for key in ("host", "port", "user", "password", "from", "starttls", "ssl"):
+    source, values = _file_values(path, env)
+    file_password = bool(values.get("password"))
+    for key in _KEYS:
         name = f"SLURMKIT_SMTP_{key.upper()}"
         if env.get(name):
             values[key] = env[name]
     try:
-        return SmtpConfig(
+        config = SmtpConfig(
             host=str(values.get("host") or "localhost"),
             port=int(values["port"]) if values.get("port") not in (None, "") else None,
             user=str(values["user"]) if values.get("user") else None,
@@ -72,21 +93,33 @@ def load_smtp_config(
             sender=str(values["from"]) if values.get("from") else None,
             starttls=_flag(values.get("starttls")),
             ssl=_flag(values.get("ssl")),
+            insecure_plaintext=_flag(values.get("insecure_plaintext")),
         )
     except (TypeError, ValueError):
         raise UsageError("SMTP settings: port must be a number") from None
+    if source is not None and file_password:
+        check_secret_file(source, "config file")
+    elif source is not None and (config.user or config.password):
+        check_trusted(source, what="config file")
+    if config.user and not config.tls and not config.insecure_plaintext:
+        raise UsageError(
+            "SMTP settings: a login without TLS sends the password in clear: set "
+            "starttls = true or ssl = true, or insecure_plaintext = true to allow it"
+        )
+    return config
 
 
-def _file_values(path: Path | None, env: Mapping[str, str]) -> dict[str, Any]:
+def _file_values(path: Path | None, env: Mapping[str, str]) -> tuple[Path | None, dict[str, Any]]:
+    """(the file, its [smtp] table); (None, {}) when no file gives SMTP settings."""
     from slurmkit.templating.config import ENV_VAR, default_path, load_toml
 
     chosen = path or (Path(env[ENV_VAR]) if env.get(ENV_VAR) else default_path())
     if path is None and not env.get(ENV_VAR) and not chosen.exists():
-        return {}
+        return None, {}
     table = load_toml(chosen, "config file").get("smtp", {})
     if not isinstance(table, dict):
         raise UsageError(f"config file {chosen}: [smtp] must be a table")
-    return dict(table)
+    return (chosen if table else None), dict(table)
 
 
 def _flag(value: object) -> bool:
@@ -96,34 +129,51 @@ def _flag(value: object) -> bool:
 
 
 def build_message(notification: Notification, to: str, sender: str) -> Any:
+    """The message; header values with control characters escaped (a job name or a watched
+    path may hold a newline: raw, it raised in the header and no target was alerted)."""
     from email.message import EmailMessage
     from email.utils import format_datetime
 
     msg = EmailMessage()
-    msg["Subject"] = notification.title
-    msg["From"] = sender
-    msg["To"] = to
+    msg["Subject"] = printable(notification.title)
+    msg["From"] = printable(sender)
+    msg["To"] = printable(to)
     msg["Date"] = format_datetime(notification.time)
     msg.set_content(notification.body)
     return msg
 
 
 def send_email(notification: Notification, to: str, config: SmtpConfig) -> None:
-    """Send one message; any failure is a DeliveryFailed whose text never holds the password."""
+    """Send one message; any failure is a DeliveryFailed whose text never holds the password.
+
+    TLS (SMTPS or STARTTLS) verifies the certificate with the system's CAs; STARTTLS
+    that the server does not offer is a failure, never a fallback to plain text.
+    """
     import smtplib
     import ssl
 
-    msg = build_message(notification, to, config.effective_sender)
-    smtp_class = smtplib.SMTP_SSL if config.ssl else smtplib.SMTP
     where = f"{config.host}:{config.effective_port}"
+    if config.user and not config.tls and not config.insecure_plaintext:
+        raise DeliveryFailed(
+            f"SMTP {where}: refusing to log in without TLS (set starttls or ssl, or "
+            "insecure_plaintext = true)"
+        )
     try:
-        with smtp_class(config.host, config.effective_port, timeout=config.timeout) as smtp:
+        msg = build_message(notification, to, config.effective_sender)
+        context = ssl.create_default_context()
+        if config.ssl:
+            smtp = smtplib.SMTP_SSL(
+                config.host, config.effective_port, timeout=config.timeout, context=context
+            )
+        else:
+            smtp = smtplib.SMTP(config.host, config.effective_port, timeout=config.timeout)
+        with smtp:
             if config.starttls and not config.ssl:
-                smtp.starttls(context=ssl.create_default_context())
+                smtp.starttls(context=context)
             if config.user:
                 smtp.login(config.user, config.password or "")
             smtp.send_message(msg)
-    except (OSError, smtplib.SMTPException) as exc:
+    except Exception as exc:  # one channel's failure, whatever it is, is a failed delivery
         detail = scrub(str(exc) or type(exc).__name__, config)
         raise DeliveryFailed(f"SMTP {where}: {detail}") from None
 

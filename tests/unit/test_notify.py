@@ -84,6 +84,7 @@ def test_smtp_settings_from_file_then_environment(tmp_path: Path) -> None:
         '[defaults]\npartition = "cpu"\n[smtp]\nhost = "mail.example.org"\nport = 587\n'
         'starttls = true\nuser = "alerts"\npassword = "file-secret"\nfrom = "a@example.org"\n'
     )
+    config.chmod(0o600)  # it holds the password: readable by others, it is refused
     got = load_smtp_config(environ={"SLURMKIT_CONFIG": str(config)})
     assert (got.host, got.effective_port, got.starttls, got.user, got.sender) == (
         "mail.example.org", 587, True, "alerts", "a@example.org"
@@ -114,7 +115,9 @@ def test_smtp_defaults_and_bad_settings(tmp_path: Path) -> None:
 
 def test_dead_targets_are_failed_deliveries_never_exceptions() -> None:
     port = closed_port()
-    smtp = SmtpConfig(host="127.0.0.1", port=port, user="u", password="hunter2", timeout=5)
+    smtp = SmtpConfig(
+        host="127.0.0.1", port=port, user="u", password="hunter2", starttls=True, timeout=5
+    )
     targets = [
         parse_target("email:ops@example.org"),
         parse_target(f"webhook:http://127.0.0.1:{port}/hooks/SECRET"),
@@ -142,6 +145,7 @@ def test_cli_never_prints_the_smtp_password(
     monkeypatch.setenv("SLURMKIT_SMTP_PORT", str(port))
     monkeypatch.setenv("SLURMKIT_SMTP_USER", "alerts")
     monkeypatch.setenv("SLURMKIT_SMTP_PASSWORD", "hunter2")
+    monkeypatch.setenv("SLURMKIT_SMTP_STARTTLS", "yes")
     out = run_cli("watch", "log", str(tmp_path / "missing.log"), "--stale", "1m", "--notify",
                   "email:ops@example.org", "--state", str(tmp_path / "s.json"), "--json",
                   exit_code=1)  # fmt: skip
