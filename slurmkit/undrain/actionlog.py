@@ -1,15 +1,32 @@
-"""``--log FILE``: one line per action, appended, for the audit trail cron runs leave.
+"""``--log FILE``: the audit trail cron runs leave, one line per intent and per outcome.
 
 Lines are ``key=value`` words (values shell-quoted), so ``grep node=node-3``
 and ``shlex.split`` both work on them.
+
+The file is opened and checked before undrain asks Slurm anything: a bad path
+is one error line and nothing done, not a traceback after nodes were returned
+(issue 14, finding 11). Each state change is preceded by a ``will-...`` line
+and followed by its outcome, each written with ``fsync``: a run killed or a
+machine crashed in between still leaves on disk what it had started. A write
+that fails before an action stops the action.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import shlex
+import stat
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
+
+from slurmkit.errors import UsageError
+from slurmkit.trust import open_nofollow
+
+
+class LogProblem(UsageError):
+    """``--log`` cannot be written (exit 2)."""
 
 
 def entry(node: str, action: str, **fields: str) -> str:
@@ -19,10 +36,93 @@ def entry(node: str, action: str, **fields: str) -> str:
     return " ".join(words)
 
 
-def append(path: Path | None, lines: Iterable[str]) -> None:
-    """Append ``lines``; nothing happens without a log file."""
-    lines = list(lines)
-    if path is None or not lines:
+def _refuse(path: Path, why: str) -> LogProblem:
+    return LogProblem(f"--log {path}: {why}; nothing was done")
+
+
+def check(path: Path) -> None:
+    """For a dry run: would :meth:`ActionLog.open` succeed? Creates nothing."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        parent = path.parent
+        if not parent.is_dir():
+            raise _refuse(path, f"directory {parent} does not exist") from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise _refuse(path, f"directory {parent} is not writable") from None
         return
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write("".join(line + "\n" for line in lines))
+    except OSError as exc:
+        raise _refuse(path, exc.strerror or str(exc)) from None
+    _check_mode(path, st)
+    if not os.access(path, os.W_OK):
+        raise _refuse(path, "not writable")
+
+
+def _check_mode(path: Path, st: os.stat_result) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise _refuse(path, "is a symbolic link (never followed)")
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(path, "not a regular file")
+
+
+class ActionLog:
+    """An open, checked log file; :data:`NO_LOG` when there is none."""
+
+    def __init__(self, path: Path | None, fd: int | None) -> None:
+        self.path, self._fd = path, fd
+
+    @classmethod
+    def open(cls, path: Path | None) -> ActionLog:
+        """Open for appending: a regular file, never through a symlink, never a FIFO.
+
+        ``O_NONBLOCK`` keeps a FIFO at the path from blocking the open; it is
+        refused right after by the regular-file check.
+        """
+        if path is None:
+            return cls(None, None)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+        try:
+            fd = open_nofollow(path, flags, 0o640)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _refuse(path, "is a symbolic link (never followed)") from None
+            if exc.errno == errno.ENOENT:
+                raise _refuse(path, f"directory {path.parent} does not exist") from None
+            if exc.errno == errno.ENXIO:
+                raise _refuse(path, "not a regular file") from None
+            raise _refuse(path, exc.strerror or str(exc)) from None
+        try:
+            _check_mode(path, os.fstat(fd))
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, fd)
+
+    def write(self, lines: Iterable[str]) -> None:
+        """Append and fsync ``lines``; an error is a :class:`LogProblem` naming the file."""
+        lines = list(lines)
+        if self._fd is None or not lines:
+            return
+        try:
+            self._write(lines)
+        except OSError as exc:
+            raise LogProblem(f"--log {self.path}: cannot write: {exc.strerror or exc}") from None
+
+    def _write(self, lines: list[str]) -> None:
+        assert self._fd is not None
+        data = "".join(line + "\n" for line in lines).encode()
+        while data:
+            data = data[os.write(self._fd, data) :]
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> ActionLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -23,6 +23,7 @@ from slurmkit.slurm.records import Node
 from slurmkit.undrain import actionlog
 from slurmkit.undrain import check as chk
 from slurmkit.undrain import select as sel
+from slurmkit.undrain.actionlog import ActionLog, LogProblem
 from slurmkit.undrain.report import (
     NOT_RETURNED,
     RETURNED,
@@ -98,15 +99,20 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
     """Run the whole flow; ``confirm`` sees the plan and may say no (nothing is then changed)."""
     start = len(_exec.call_log)
     if options.dry_run:
+        if options.log is not None:
+            actionlog.check(options.log)  # a dry run shows whether the real run could log
         report = _as_report(make_plan(options), dry_run=True)
     else:
         path = options.lock or locks.default_lock_path("undrain")
-        with locks.hold(path, wait=options.lock_wait, what="undrain"):
+        with (
+            actionlog.ActionLog.open(options.log) as log,  # first: a bad --log changes nothing
+            locks.hold(path, wait=options.lock_wait, what="undrain"),
+        ):
             plan = make_plan(options)
             if plan.actionable and confirm(plan):
-                report = execute(plan, options)
+                report = execute(plan, options, log)
             else:
-                report = _declined(plan, options.log)
+                report = _declined(plan, log)
     report.slurm_calls = len(_exec.call_log) - start
     return report
 
@@ -173,26 +179,45 @@ def _survivors(processes: Sequence[chk.Process]) -> str:
     )
 
 
-def execute(plan: Plan, options: UndrainOptions) -> UndrainReport:
-    """Kill (when asked), return the clean nodes with one scontrol call, read their state back."""
-    log: list[str] = []
+def execute(plan: Plan, options: UndrainOptions, log: ActionLog | None = None) -> UndrainReport:
+    """Kill (when asked), return the clean nodes with one scontrol call, read their state back.
+
+    Every action is announced in ``log`` (written through) before it is taken; a
+    failed announcement raises and the action is not taken. A failed outcome line
+    (the action already happened) becomes the report's error instead.
+    """
+    if log is None:
+        with ActionLog.open(options.log) as opened:
+            return execute(plan, options, opened)
+    late: list[str] = []
     to_kill = plan.by_action(WOULD_KILL)
     if to_kill:
-        _kill_and_recheck(to_kill, options, log)
+        _kill_and_recheck(to_kill, options, log, late)
     report = _as_report(plan)
     to_return = [o for o in plan.outcomes if o.action == WOULD_RETURN]
     if to_return:
-        report.error = _return(to_return, log)
-    log += [
-        actionlog.entry(o.node, "skip", before=o.old_state, why=o.why, found=o.found)
-        for o in plan.outcomes
-        if o.action == SKIPPED
-    ]
-    actionlog.append(options.log, log)
+        report.error = _return(to_return, log, late)
+    _record(log, [_skip_entry(o) for o in plan.outcomes if o.action == SKIPPED], late)
+    if late:
+        report.error = "; ".join([*([report.error] if report.error else []), late[0]])
     return report
 
 
-def _kill_and_recheck(targets: list[NodeOutcome], options: UndrainOptions, log: list[str]) -> None:
+def _record(log: ActionLog, lines: list[str], late: list[str]) -> None:
+    """Write outcome lines; a failure is kept for the report (the action is done already)."""
+    try:
+        log.write(lines)
+    except LogProblem as exc:
+        late.append(f"{exc} (the actions themselves were taken; see the table)")
+
+
+def _skip_entry(o: NodeOutcome) -> str:
+    return actionlog.entry(o.node, "skip", before=o.old_state, why=o.why, found=o.found)
+
+
+def _kill_and_recheck(
+    targets: list[NodeOutcome], options: UndrainOptions, log: ActionLog, late: list[str]
+) -> None:
     hosts = Counter(o.check.host for o in targets if o.check)
     killable = [o for o in targets if o.check and o.check.host and hosts[o.check.host] == 1]
     for o in targets:
@@ -205,10 +230,17 @@ def _kill_and_recheck(targets: list[NodeOutcome], options: UndrainOptions, log: 
         token, {o.check.host: o.processes for o in killable if o.check}, options.grace
     )
     kill_options = _with_timeout(options.remote, options.remote.timeout + options.grace + 5)
+    log.write(
+        actionlog.entry(
+            o.node, "will-kill", before=o.old_state, pids=" ".join(str(p.pid) for p in o.processes)
+        )
+        for o in killable
+    )
     results = remote.run([o.node for o in killable], script, via=options.via, options=kill_options)
+    done = []
     for o, result in zip(killable, results.results, strict=True):
         o.killed, error = chk.parse_kill(result, token)
-        log.append(
+        done.append(
             actionlog.entry(
                 o.node,
                 "kill",
@@ -217,6 +249,7 @@ def _kill_and_recheck(targets: list[NodeOutcome], options: UndrainOptions, log: 
                 error=error,
             )
         )
+    _record(log, done, late)
     _, rechecked = _check([o.node for o in killable], options)
     for o, result in zip(killable, rechecked, strict=True):
         _judge(o, result, kill=False, killed=True)
@@ -230,9 +263,20 @@ def _with_timeout(options: RemoteOptions, timeout: float) -> RemoteOptions:
     return replace(options, timeout=timeout)
 
 
-def _return(outcomes: list[NodeOutcome], log: list[str]) -> str:
+def _return(outcomes: list[NodeOutcome], log: ActionLog, late: list[str]) -> str:
     """One ``scontrol update ... state=undrain``, one read-back; the error text or ""."""
     names = fold([o.node for o in outcomes])
+    log.write(
+        actionlog.entry(o.node, "will-undrain", before=o.old_state, found=o.found) for o in outcomes
+    )
+    done: list[str] = []
+    try:
+        return _update_and_read_back(outcomes, names, done)
+    finally:
+        _record(log, done, late)
+
+
+def _update_and_read_back(outcomes: list[NodeOutcome], names: str, log: list[str]) -> str:
     update_error: SlurmError | None = None
     try:
         query.update_node_state(names, "undrain")
@@ -313,16 +357,13 @@ def _as_report(plan: Plan, *, dry_run: bool = False, aborted: bool = False) -> U
     return UndrainReport(plan.outcomes, dry_run=dry_run, aborted=aborted, transport=plan.transport)
 
 
-def _declined(plan: Plan, log_path: Path | None) -> UndrainReport:
+def _declined(plan: Plan, log: ActionLog) -> UndrainReport:
     """Nothing to do, or the user said no: every node stays as it is, and the log says so."""
     aborted = plan.actionable
     for o in plan.by_action(WOULD_RETURN, WOULD_KILL):
         o.skip("not confirmed")
-    actionlog.append(
-        log_path,
-        [
-            actionlog.entry(o.node, "skip", before=o.old_state, why=o.why, found=o.found)
-            for o in plan.outcomes
-        ],
-    )
-    return _as_report(plan, aborted=aborted)
+    report = _as_report(plan, aborted=aborted)
+    late: list[str] = []
+    _record(log, [_skip_entry(o) for o in plan.outcomes], late)
+    report.error = late[0] if late else ""
+    return report

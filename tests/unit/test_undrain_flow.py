@@ -324,7 +324,8 @@ def test_log_records_before_and_after(cluster: FakeCluster, tmp_path: Path) -> N
     _drained(cluster, 1)
     log = tmp_path / "actions.log"
     undrain(_opts(tmp_path, log=log), _yes)
-    (line,) = log.read_text().splitlines()
+    intent, line = log.read_text().splitlines()
+    assert "node=node-1 action=will-undrain" in intent
     words = dict(w.split("=", 1) for w in shlex.split(line)[1:])
     assert words["node"] == "node-1" and words["action"] == "undrain"
     assert words["before"] == "IDLE+DRAIN" and words["after"] == "IDLE"

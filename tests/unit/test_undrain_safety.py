@@ -75,3 +75,111 @@ def test_a_symlink_at_the_lock_path_is_refused(fake: FakeCluster, tmp_path: Path
 def test_the_duplicate_lock_module_is_gone() -> None:
     with pytest.raises(ModuleNotFoundError):
         __import__("slurmkit.undrain.lock")
+
+
+# ---------------------------------------------------------------- finding 11: --log first
+
+
+def _bad_logs(tmp_path: Path) -> dict[str, Path]:
+    (tmp_path / "a-dir").mkdir()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.log"
+    link.symlink_to(tmp_path / "elsewhere.log")
+    return {
+        "missing dir": tmp_path / "no" / "such" / "dir.log",
+        "a directory": tmp_path / "a-dir",
+        "a fifo": fifo,
+        "a symlink": link,
+    }
+
+
+@pytest.mark.parametrize("kind", ["missing dir", "a directory", "a fifo", "a symlink"])
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_bad_log_path_is_refused_before_anything_is_done(
+    fake: FakeCluster, tmp_path: Path, kind: str, dry_run: bool
+) -> None:
+    from slurmkit.errors import SlurmkitError
+
+    _drained(fake, 2)
+    fake.leftovers["node-2"] = ["sleep 600"]
+    log = _bad_logs(tmp_path)[kind]
+    with pytest.raises(SlurmkitError, match="--log") as err:
+        undrain(_opts(tmp_path, log=log, kill=True, grace=0, dry_run=dry_run), _yes)
+    assert err.value.exit_code == 2
+    assert fake.calls == []  # not even a query: nothing done
+    assert not (tmp_path / "elsewhere.log").exists()
+
+
+def test_cli_bad_log_is_one_line_exit_2(fake: FakeCluster, run_cli, tmp_path: Path) -> None:
+    _drained(fake, 1)
+    bad = tmp_path / "no" / "dir.log"
+    result = run_cli(
+        "undrain", "--yes", "--log", str(bad), "--lock", str(tmp_path / "l"), exit_code=2
+    )
+    assert result.stderr.startswith("slurmkit: ") and len(result.stderr.splitlines()) == 1
+    assert "--log" in result.stderr and result.stdout == ""
+    assert fake.calls == [] and fake.nodes["node-1"][0] == "IDLE+DRAIN"
+
+
+def test_the_log_says_what_will_be_done_before_doing_it(
+    fake: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each state change is preceded by its intent line, on disk (fsync), and followed by
+    its outcome: a run killed in between still leaves the trail of what it started."""
+    _drained(fake, 2)
+    fake.leftovers["node-2"] = ["sleep 600"]
+    log = tmp_path / "actions.log"
+    seen_at_change: dict[str, list[str]] = {}
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    answer = fake._answer
+
+    def spy(argv: list[str]):
+        if argv[:2] == ["scontrol", "update"]:
+            seen_at_change["update"] = log.read_text().splitlines()
+        if argv[0] == "pdsh" and "signal TERM" in argv[-1]:
+            seen_at_change["kill"] = log.read_text().splitlines()
+        return answer(argv)
+
+    monkeypatch.setattr(fake, "_answer", spy)
+    report = undrain(_opts(tmp_path, log=log, kill=True, grace=0), _yes)
+    assert report.exit_code == 0
+    assert [ln.split()[1:3] for ln in seen_at_change["kill"]] == [
+        ["node=node-2", "action=will-kill"]
+    ]
+    assert "pids=300" in seen_at_change["kill"][0]
+    assert [ln.split()[1:3] for ln in seen_at_change["update"][-2:]] == [
+        ["node=node-1", "action=will-undrain"],
+        ["node=node-2", "action=will-undrain"],
+    ]
+    actions = [ln.split()[2] for ln in log.read_text().splitlines()]
+    assert actions == [
+        "action=will-kill",
+        "action=kill",
+        "action=will-undrain",
+        "action=will-undrain",
+        "action=undrain",
+        "action=undrain",
+    ]
+    assert synced  # written through to disk, not left in a buffer
+
+
+def test_an_unwritable_log_mid_run_stops_before_the_update(
+    fake: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No intent on disk, no action: a full disk must not return nodes silently."""
+    from slurmkit.errors import SlurmkitError
+    from slurmkit.undrain import actionlog
+
+    _drained(fake, 1)
+
+    def full(self, lines) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(actionlog.ActionLog, "_write", full)
+    with pytest.raises(SlurmkitError, match="No space left") as err:
+        undrain(_opts(tmp_path, log=tmp_path / "actions.log"), _yes)
+    assert err.value.exit_code == 2
+    assert not fake.slurm_calls("update") and fake.nodes["node-1"][0] == "IDLE+DRAIN"
