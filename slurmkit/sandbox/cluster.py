@@ -181,7 +181,7 @@ def up(
     require_root()
     started = time.monotonic()
     _check_dir(spec.dir)
-    host = _host_series()
+    host = host_series()
     use_root = bool(spec.slurm) and spec.slurm != host
     installed: list[str] = []
     if install:
@@ -191,7 +191,7 @@ def up(
         root, root_seconds = rootfs.ensure_root(versions.offered(spec.slurm), progress)
         spec = dataclasses.replace(spec, root=str(root))
     else:
-        host = host or _host_series()
+        host = host or host_series()
         if not host:
             raise EnvironmentProblem("Slurm is not installed on this host (sinfo not found)")
         spec = dataclasses.replace(spec, slurm=host, root="")
@@ -201,7 +201,7 @@ def up(
     return report
 
 
-def _host_series() -> str:
+def host_series() -> str:
     """The host's Slurm release series (``22.05``), or "" when its clients are missing."""
     sinfo = find_program("sinfo")
     if sinfo is None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from slurmkit import _proc, sandbox
+from slurmkit.sandbox.cluster import host_series
 from slurmkit.sandbox.daemons import children_of
 from slurmkit.slurm._exec import run_slurm
 
@@ -39,7 +40,8 @@ def requested_slurm() -> str:
 def sandbox_dir() -> Path:
     """SLURMKIT_SANDBOX_DIR, else the default dir (host version) or one per other version."""
     version = requested_slurm()
-    default = sandbox.DEFAULT_DIR if not version else Path(f"/tmp/slurmkit-sandbox-{version}")
+    host = version in ("", host_series())  # the host's own packages: the shared default sandbox
+    default = sandbox.DEFAULT_DIR if host else Path(f"/tmp/slurmkit-sandbox-{version}")
     return Path(os.environ.get("SLURMKIT_SANDBOX_DIR", str(default)))
 
 

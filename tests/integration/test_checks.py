@@ -1,6 +1,6 @@
 """``cpus check``, ``faulty scan`` (with --drain) and ``faulty history`` on the sandbox cluster.
 
-The sandbox runs Debian's Slurm 22.05.8, so ``cpus check`` must say "affected". A node
+``cpus check`` must say "affected" on 22.05 and "not affected" on 24.11/26.05. A node
 is made faulty for the scan by a check command that fails on node-3 only. The drain
 test resumes node-3 in a ``finally`` (only if it still carries our reason); every job
 has a unique name and is cancelled at the end. Other engineers share the cluster, so
@@ -73,17 +73,29 @@ def _ours_drained() -> list[str]:
     return [n.name for n in query.nodes() if "DRAIN" in n.flags and n.reason == REASON]
 
 
-def test_cpus_check_reports_affected_on_22_05(cluster, run_cli, tmp_path) -> None:
-    result = run_cli("cpus", "check", "--dir", str(tmp_path), "-c", "2", "--json", exit_code=1)
+def test_cpus_check_reports_affected_on_22_05_only(
+    cluster, run_cli, tmp_path, slurm_version
+) -> None:
+    """22.05: a plain srun gives each task 1 CPU ("affected"); 23.11+ inherit it (not)."""
+    affected = slurm_version == "22.05"
+    code = 1 if affected else 0
+    result = run_cli("cpus", "check", "--dir", str(tmp_path), "-c", "2", "--json", exit_code=code)
     data = json.loads(result.stdout)
-    assert data["slurm"].startswith("22.05") and data["requested"] == 2
-    assert data["affected"] is True and data["expected_affected"] is True
+    assert data["slurm"].startswith(slurm_version) and data["requested"] == 2
+    assert data["affected"] is affected and data["expected_affected"] is affected
     given = {m["mode"]: m["cpus_per_task_given"] for m in data["modes"]}
-    assert given["srun-exact"] == 1  # plain srun: 1 CPU per task, not 2
+    assert given["srun-exact"] == (1 if affected else 2)  # plain srun: 1 CPU per task on 22.05
     assert given["srun-cpus-per-task"] == 2 and given["srun-env"] == 2
-    assert data["fixes"][0].startswith("srun --cpus-per-task=$SLURM_CPUS_PER_TASK")
-    text = run_cli("cpus", "check", "--dir", str(tmp_path), exit_code=1).stdout
-    assert "Slurm 22.05.8: affected: a plain srun gives each task 1 CPU(s), not the 2" in text
+    text = run_cli("cpus", "check", "--dir", str(tmp_path), exit_code=code).stdout
+    if affected:
+        assert data["fixes"][0].startswith("srun --cpus-per-task=$SLURM_CPUS_PER_TASK")
+        assert (
+            f"Slurm {data['slurm']}: affected: a plain srun gives each task 1 CPU(s), not the 2"
+            in text
+        )
+    else:
+        assert data["fixes"] == []
+        assert f"Slurm {data['slurm']}: not affected" in text
 
 
 def test_faulty_scan_finds_the_faulty_node(run_cli, tmp_path, faulty_node_ready) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -85,11 +87,56 @@ def test_node_names_resolve_inside_jobs(cluster: sandbox.SandboxSpec) -> None:
     assert result.stdout.split() == ["127.0.1.1", "node-1"]
 
 
-def test_status_and_env_commands(cluster: sandbox.SandboxSpec, run_cli) -> None:
-    status = run_cli("sandbox", "status", "--dir", str(cluster.dir), "--json")
-    assert '"up": true' in status.stdout
-    env = run_cli("sandbox", "env", "--dir", str(cluster.dir))
-    assert env.stdout.strip() == f"export SLURM_CONF={cluster.slurm_conf}"
+def test_status_and_env_commands(cluster: sandbox.SandboxSpec, run_cli, slurm_version) -> None:
+    status = json.loads(run_cli("sandbox", "status", "--dir", str(cluster.dir), "--json").stdout)
+    assert status["up"] is True
+    assert status["slurm"] == slurm_version  # what the live cluster's sinfo --version says
+    env = run_cli("sandbox", "env", "--dir", str(cluster.dir)).stdout.splitlines()
+    assert env[0] == f"export SLURM_CONF={cluster.slurm_conf}"
+    if cluster.root:  # a version from a root: its wrappers first on PATH
+        assert env[1:] == [f'export PATH={cluster.bin_dir}:"$PATH"']
+    else:
+        assert env[1:] == []
+
+
+def test_every_client_and_node_runs_the_chosen_version(
+    cluster: sandbox.SandboxSpec, slurm_version: str
+) -> None:
+    """sinfo/sbatch/srun on the host, and ssh node-2's clients, all say the same version."""
+    requested = os.environ.get("SLURMKIT_TEST_SLURM", "")
+    if requested:
+        assert slurm_version == requested
+    via_ssh = _proc.run(["ssh", "-o", "BatchMode=yes", "node-2", "scontrol --version"])
+    assert via_ssh.stdout.split()[-1].startswith(slurm_version + "."), via_ssh.stderr
+    in_job = run_slurm(["srun", "-N1", "-w", "node-3", "sinfo", "--version"], timeout=60)
+    assert in_job.stdout.split()[-1].startswith(slurm_version + ".")
+    # a job runs the host venv's Python and slurmkit by absolute path, on every version
+    probe = run_slurm(
+        ["srun", "-N1", "-w", "node-1", sys.executable, "-c", "import slurmkit; print('ok')"],
+        timeout=60,
+    )
+    assert probe.stdout.strip() == "ok"
+
+
+def test_sshd_recorded_is_the_listener_itself(cluster: sandbox.SandboxSpec) -> None:
+    """status records sshd's own pid, not the nsenter that started it."""
+    daemons = {d["name"]: d["pid"] for d in sandbox.status(cluster.dir).daemons}
+    for node in cluster.node_names:
+        argv = Path(f"/proc/{daemons[f'sshd-{node}']}/cmdline").read_bytes().split(b"\0")
+        assert argv[0].endswith(b"sshd") and f"sshd_config-{node}".encode() in argv[-2]
+
+
+def test_a_second_sandbox_on_the_same_ports_is_refused_naming_the_running_one(
+    cluster: sandbox.SandboxSpec, tmp_path: Path, run_cli
+) -> None:
+    other = "24.11" if cluster.slurm != "24.11" else "26.05"
+    result = run_cli(
+        "sandbox", "up", "--dir", str(tmp_path / "other"), "--slurm", other, "--no-install",
+        exit_code=2,
+    )  # fmt: skip
+    (line,) = result.stderr.strip().splitlines()
+    assert f"a Slurm {cluster.slurm} sandbox is already running in {cluster.dir}" in line
+    assert sandbox.status(cluster.dir).up
 
 
 def test_status_of_a_missing_sandbox_exits_1(tmp_path: Path, run_cli) -> None:
@@ -134,25 +181,42 @@ def test_up_without_root_says_what_it_needs() -> None:
     assert "Traceback" not in result.stderr
 
 
+def _mounts_under(path: str) -> list[str]:
+    """Mount points under ``path`` as the host sees them (the world's stay in its namespace)."""
+    return [
+        line.split()[4]
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if line.split()[4].startswith(path)
+    ]
+
+
 def test_second_sandbox_lifecycle_leaves_nothing_behind(
     cluster: sandbox.SandboxSpec, tmp_path: Path
 ) -> None:
-    """A 1-node sandbox on other ports: up, use, down; then every recorded pid is gone."""
-    spec = sandbox.SandboxSpec(dir=tmp_path / "sbx", nodes=1, port_base=cluster.port_base + 1000)
-    sandbox.up(spec, install=False)
+    """A 1-node sandbox of the same version on other ports: up, use, down; then every recorded
+    pid is gone, and nothing is mounted on the host."""
+    spec = sandbox.SandboxSpec(
+        dir=tmp_path / "sbx", nodes=1, port_base=cluster.port_base + 1000, slurm=cluster.slurm
+    )
+    report = sandbox.up(spec, install=False)
     try:
         recorded = sandbox.status(spec.dir).daemons
-        assert (
-            len(recorded) == 4 + 3
-        )  # munged mariadbd slurmdbd slurmctld + ns, init, sshd per node
+        # munged mariadbd slurmdbd slurmctld + ns, init, sshd's nsenter, sshd per node
+        # (+ the world holding the root for a version from a root)
+        assert len(recorded) == 4 + 4 + (1 if report.spec.root else 0)
         env = {"SLURM_CONF": str(spec.slurm_conf)}
+        if report.spec.root:
+            env["PATH"] = f"{report.spec.bin_dir}:{os.environ['PATH']}"
         assert (
             run_slurm(["srun", "-N1", "hostname"], env=env, timeout=60).stdout.strip() == "node-1"
         )
     finally:
         stopped = sandbox.down(spec.dir)
     assert not sandbox.status(spec.dir).up
-    assert {d["name"] for d in recorded} <= set(stopped) | {"node-ns-node-1"}
+    assert {d["name"] for d in recorded} <= set(stopped) | {"node-ns-node-1", "sshd-ns-node-1"}
+    if report.spec.root:
+        assert _mounts_under(report.spec.root) == []
+        assert not report.spec.bin_dir.exists()
     for daemon in recorded:
         stat = Path(f"/proc/{daemon['pid']}/stat")
         assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
