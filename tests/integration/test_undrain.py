@@ -278,7 +278,8 @@ def freezable_fs(cluster: sandbox.SandboxSpec, test_user: int) -> Iterator[Freez
     root.chmod(0o755)
     image, mountpoint = root / "fs.img", root / "mnt"
     mountpoint.mkdir()
-    fs = FreezableFs(node, ["nsenter", "-t", str(ns_pid), "-m", "--"], mountpoint)
+    # -r: the node's own root directory too (a version from a root runs chrooted there)
+    fs = FreezableFs(node, ["nsenter", "-t", str(ns_pid), "-m", "-r", "--"], mountpoint)
     _ok(["truncate", "-s", "32M", str(image)])
     _ok(["mkfs.ext4", "-q", "-F", str(image)])
     _ok([*fs.enter, "mount", "-o", "loop", str(image), str(mountpoint)])
