@@ -153,7 +153,7 @@ def fold_command(
         _read_args(names), sort=not keep_order, multi_dim=multi_dim, limit=limit or None
     )
     if as_json:
-        _print_json({"nodes": folded, "count": hostlist.count(folded)})
+        _print_json({"nodes": folded, "count": _printable_count(hostlist.count(folded))})
     elif folded:
         click.echo(folded)
 
@@ -167,14 +167,14 @@ def count_command(hostlists: tuple[str, ...], unique: bool, limit: int, as_json:
     """Print how many names the LISTs hold, computed from the ranges (nothing is expanded)."""
     texts = _read_args(hostlists)
     total = (
-        len(hostlist.HostSet(texts, limit=limit or None))
+        hostlist.HostSet(texts, limit=limit or None).size()
         if unique
         else sum(map(hostlist.count, texts))
     )
     if as_json:
-        _print_json({"count": total})
+        _print_json({"count": _printable_count(total)})
     else:
-        click.echo(total)
+        click.echo(str(_printable_count(total)))
 
 
 def _set_command(name: str, nargs: int, metavar: str, operation: Callable[..., HostSet]) -> None:
@@ -254,9 +254,27 @@ def _print_names(names: list[str], as_json: bool) -> None:
         _stream([iter(names)], "\n")
 
 
+def _printable_count(total: int) -> int:
+    """``total``, or one usage error when Python cannot print it.
+
+    Counting needs no limit (``n[1-10**30]`` is one range), but a list of 20,000
+    bracket groups holds 2**20000 names, a number past Python's int-to-text limit
+    (``sys.get_int_max_str_digits``, 4300 digits); raising that limit for the whole
+    process would undo Python's guard against slow conversions.
+    """
+    try:
+        str(total)
+    except ValueError:
+        raise UsageError(
+            f"the count has more than {sys.get_int_max_str_digits()} digits "
+            f"(about 10^{int(total.bit_length() * 0.30103)}), more than can be printed"
+        ) from None
+    return total
+
+
 def _print_set(hosts: HostSet, as_json: bool) -> None:
     if as_json:
-        _print_json({"nodes": str(hosts), "count": len(hosts)})
+        _print_json({"nodes": str(hosts), "count": _printable_count(hosts.size())})
     elif hosts:
         click.echo(str(hosts))
 

@@ -11,7 +11,6 @@ names, so ``n1[0-5]`` and ``n10,...,n15`` are the same set and
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterator
 from itertools import compress, repeat
@@ -24,26 +23,33 @@ from slurmkit.hostlist._parse import (
     MAX_DIGITS,
     Pattern,
     Span,
+    amount,
     fail,
     number_too_long,
     parse,
+    shorten,
 )
 
 Key = tuple[str, str, int]  # (prefix, suffix, pad)
 
-_LAST_RUN = re.compile(r"([0-9]+)([^0-9]*)\Z")
-
 
 def classify(name: str) -> tuple[Key, int] | None:
-    """``(key, value)`` of one plain name, or None for a name without digits."""
-    match = _LAST_RUN.search(name)
-    if match is None:
+    """``(key, value)`` of one plain name, or None for a name without digits.
+
+    Linear in the name: the last digit is found with one C-level ``rfind`` per
+    digit and the run before it with ``rstrip``. (A regex search for the last
+    digit run restarted at every digit, so ``n`` + 40,000 digits + ``a1b``
+    took 11 s.)
+    """
+    end = max(map(name.rfind, DIGITS)) + 1
+    if end == 0:
         return None
-    digits = match.group(1)
-    if len(digits) > MAX_DIGITS:
+    start = len(name[:end].rstrip(DIGITS))
+    if end - start > MAX_DIGITS:
         raise number_too_long(name)
+    digits = name[start:end]
     pad = len(digits) if len(digits) > 1 and digits[0] == "0" else 0
-    return (name[: match.start()], match.group(2), pad), int(digits)
+    return (name[:start], name[end:], pad), int(digits)
 
 
 def span_pieces(head: str, span: Span, tail: str) -> Iterator[tuple[Key, int, int]]:
@@ -166,7 +172,7 @@ class Builder:
             return
         prefixes = 1
         for field in fields[:-1]:
-            prefixes *= sum(map(len, field))
+            prefixes *= sum(span.size() for span in field)
         if prefixes > 1:
             self.spend(prefixes, pattern, text)
         for head in heads(pattern):
@@ -177,7 +183,7 @@ class Builder:
     ) -> None:
         for span in field:
             if span.step != 1:
-                self.spend(len(span), pattern, text)
+                self.spend(span.size(), pattern, text)
                 self.add_names(list(span_names(head, span, tail)))
                 continue
             for key, lo, hi in span_pieces(head, span, tail):
@@ -187,8 +193,8 @@ class Builder:
         self.listed += n
         if self.limit and self.listed > self.limit:
             raise fail(
-                f"too many names or prefixes to list one by one ({self.listed}, "
-                f"limit {self.limit}) from {pattern.text!r}",
+                f"too many names or prefixes to list one by one ({amount(self.listed)}, "
+                f"limit {self.limit}) from {shorten(pattern.text)}",
                 text,
                 pattern.pos,
             )

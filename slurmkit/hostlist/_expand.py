@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from itertools import chain, product
 
 from slurmkit.hostlist import DEFAULT_LIMIT
-from slurmkit.hostlist._parse import Item, Pattern, Span, fail, parse
+from slurmkit.hostlist._parse import Item, Pattern, Span, amount, fail, parse, shorten
 
 _TOKEN_START = re.compile(r"(?:[^\s,\[\]]|\[[^\[\]]*\])+")
 
@@ -62,15 +62,17 @@ def check_limit(items: list[Item], text: str, limit: int | None) -> None:
     if limit is None or limit <= 0:
         return
     total = 0
-    for item in items:
+    for index, item in enumerate(items):
         total += 1 if isinstance(item, str) else item.count()
         if total > limit:
             if isinstance(item, Pattern):
                 pos, shown = item.pos, item.text
-            else:  # plain names carry no position (fast path): find the n-th token
-                pos = _token_start(text, items.index(item))
+            else:  # plain names carry no position (fast path): find this token by its index
+                pos = _token_start(text, index)
                 shown = item
-            raise fail(f"too many names ({total}, limit {limit}) from {shown!r}", text, pos)
+            raise fail(
+                f"too many names ({amount(total)}, limit {limit}) from {shorten(shown)}", text, pos
+            )
 
 
 def _token_start(text: str, n: int) -> int:

@@ -23,7 +23,15 @@ from slurmkit.hostlist._canonical import classify, span_pieces, split_numbers
 from slurmkit.hostlist._expand import heads, pattern_chunks
 from slurmkit.hostlist._hostset import Block, HostSet, bracketed, merge_classes, number, texts_of
 from slurmkit.hostlist._natsort import natkey
-from slurmkit.hostlist._parse import MAX_DIGITS, Pattern, fail, number_too_long, parse
+from slurmkit.hostlist._parse import (
+    MAX_DIGITS,
+    Pattern,
+    amount,
+    fail,
+    number_too_long,
+    parse,
+    shorten,
+)
 
 # A kept-order entry: [prefix, lo, hi, pad-of-lo] for a range, or [name] for a single host.
 Entry = list
@@ -105,6 +113,14 @@ class _InOrder:
             self._spend(pattern.count(), pattern, text)
             self.push_names([name for chunk in pattern_chunks(pattern) for name in chunk])
             return
+        # Each combination of the outer groups is at least one entry of the output, so
+        # they are counted against the limit before the first one is listed (as the
+        # sorted fold does): a[1-200]b[1-200]c[1-2] is refused at once under --max 1000.
+        prefixes = 1
+        for field in fields[:-1]:
+            prefixes *= sum(span.size() for span in field)
+        if prefixes > 1:
+            self._spend(prefixes, pattern, text)
         for head in heads(pattern):
             for span in fields[-1]:
                 for (prefix, _, pad), lo, hi in span_pieces(head, span, ""):
@@ -114,8 +130,8 @@ class _InOrder:
         self.listed += n
         if self.limit and self.listed > self.limit:
             raise fail(
-                f"too many names to list one by one ({self.listed}, limit {self.limit}) "
-                f"from {pattern.text!r}",
+                f"too many names to list one by one ({amount(self.listed)}, limit {self.limit}) "
+                f"from {shorten(pattern.text)}",
                 text,
                 pattern.pos,
             )

@@ -15,6 +15,7 @@ from slurmkit.hostlist import DEFAULT_LIMIT
 from slurmkit.hostlist import _intervals as iv
 from slurmkit.hostlist._canonical import Builder, Key, classify
 from slurmkit.hostlist._natsort import natkey, number_class_key
+from slurmkit.hostlist._parse import amount
 
 Block = tuple[int, int, int]  # (lo, hi, pad of lo)
 
@@ -154,6 +155,11 @@ class HostSet:
     # -- container protocol -------------------------------------------------------
 
     def __len__(self) -> int:
+        """The number of names; past ``sys.maxsize`` Python refuses it, use :meth:`size`."""
+        return self.size()
+
+    def size(self) -> int:
+        """The number of names, from the ranges; as large as it is (``n[1-10**30]``)."""
         if self._len is None:
             self._len = sum(map(iv.size, self._ranges.values())) + len(self._words)
         return self._len
@@ -225,7 +231,7 @@ class HostSet:
         if self._limit and total > self._limit:
             sample = f"{prefix}{number(ranges[0][0], pad)}{suffix}"
             raise HostlistParseError(
-                f"too many names like {sample!r} to print one by one ({total}, limit "
+                f"too many names like {sample!r} to print one by one ({amount(total)}, limit "
                 f"{self._limit}): Slurm has no syntax for text after a range"
             )
         return block_names(prefix, [(lo, hi, pad) for lo, hi in ranges], suffix)

@@ -43,6 +43,10 @@ class Span:
         self.lo, self.hi, self.width, self.step = lo, hi, width, step
 
     def __len__(self) -> int:
+        return self.size()
+
+    def size(self) -> int:
+        """How many numbers; unlike ``len()`` never bounded by ``sys.maxsize``."""
         return (self.hi - self.lo) // self.step + 1
 
     def __eq__(self, other: object) -> bool:
@@ -81,7 +85,7 @@ class Pattern:
     def count(self) -> int:
         total = 1
         for field in self.fields:
-            total *= sum(map(len, field))
+            total *= sum(span.size() for span in field)
         return total
 
 
@@ -107,6 +111,24 @@ def fail(message: str, text: str, index: int) -> HostlistParseError:
     excerpt = text[start : min(end.start() if end else len(text), start + _SHOWN)]
     where = f"{message} (character {index + 1} of {len(text)})"
     return HostlistParseError(where, excerpt, index - start + 1)
+
+
+def amount(number: int) -> str:
+    """``number`` as text for a message, even past Python's int-to-text digit limit.
+
+    ``n[1-2][1-2]...`` with 20,000 groups holds 2**20000 names; ``str()`` of that
+    raises ValueError (``sys.get_int_max_str_digits``), which would turn a plain
+    "too many names" into a traceback.
+    """
+    digits = int(number.bit_length() * 0.30102999566398120) + 1  # log10(2); may be 1 high
+    if digits < 1000:
+        return str(number)
+    return f"about 10^{digits - 1}"
+
+
+def shorten(text: str, most: int = 60) -> str:
+    """``text`` quoted for a one-line message: a 100,000-character pattern shows its start."""
+    return repr(text if len(text) <= most else text[:most] + "...")
 
 
 def number_too_long(name: str) -> HostlistParseError:
