@@ -626,3 +626,20 @@ def test_start_dry_run_checks_everything_and_creates_nothing(
     assert not (tmp_path / ".slurmkit").exists()
     result = run_cli("train", "start", script(tmp_path, "#!/bin/bash\n"), "--dry-run", exit_code=2)
     assert "no #SBATCH lines" in result.stderr
+
+
+def test_a_teammates_kill_switch_works_but_leaves_the_owners_record_alone(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+) -> None:
+    """A record that is not the caller's (here: another owner) is never rewritten by them."""
+    import os
+
+    folder = started(run_cli, tmp_path)
+    record = folder / "train.json"
+    os.chown(record, NOBODY, NOBODY)
+    before = record.read_bytes()
+    result = run_cli("train", "kill-switch", "on", "--yes")
+    assert (folder / "kill-switch").exists()
+    assert "not recorded in" in result.stderr and "says who set it" in result.stderr
+    assert record.read_bytes() == before and record.stat().st_uid == NOBODY
+    assert (folder / "kill-switch").read_text().startswith("set by ")
