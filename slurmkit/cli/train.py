@@ -109,6 +109,11 @@ def train_group() -> None:
     stop [--now]        cancel the pending runs (and the running one)
     kill-switch on|off  stop a train anyone started: remaining runs exit at once
     should-stop         exit 0 when the kill switch is on (for training loops)
+
+    Changes (hold, release, switch, extend, stop, kill-switch) ask on a terminal and
+    need --yes without one (else a dry run, exit 1). A train folder teammates can write
+    lets them use the kill switch; the script every run executes must still be yours
+    (or root's) and writable by nobody else: the runs refuse anything else.
     """
 
 
