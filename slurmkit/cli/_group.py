@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import NoReturn
 
 import click
 
@@ -63,11 +64,32 @@ class LazyGroup(click.Group):
 
 
 class RootGroup(LazyGroup):
-    """Maps every :class:`SlurmkitError` to ``slurmkit: <message>`` and its exit code, once."""
+    """Maps every :class:`SlurmkitError` to ``slurmkit: <message>`` and its exit code, once.
+
+    Click's own usage errors (unknown option, missing argument, bad value) get the
+    same one line, ``slurmkit: <message> (see 'slurmkit CMD --help')`` and exit 2,
+    instead of click's three lines of usage, hint and error. They are raised while
+    parsing the root's arguments (:meth:`make_context`) or a subcommand's (inside
+    :meth:`invoke`), so both are caught.
+    """
+
+    def make_context(  # type: ignore[override]
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: object,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)  # type: ignore[arg-type]
+        except click.UsageError as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:
+            _usage_error(exc)
         except SlurmkitError as exc:
             _traceback_if_debug(ctx)
             click.echo(f"slurmkit: {exc}", err=True)
@@ -80,6 +102,38 @@ class RootGroup(LazyGroup):
             _traceback_if_debug(ctx)
             click.echo(f"slurmkit: {exc.strerror}: {exc.filename}", err=True)
             raise click.exceptions.Exit(EXIT_ERROR) from None
+
+
+def _usage_error(exc: click.UsageError) -> NoReturn:
+    """Print a click usage error as one line and exit 2; a bare group still shows its help."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        raise exc
+    message = exc.format_message().strip().rstrip(".")
+    # A value the user typed may hold a newline or an escape sequence: one line, plain.
+    message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    names, ctx = [], exc.ctx or _innermost_context(exc)
+    while ctx is not None and ctx.parent is not None:  # the root is "slurmkit" however invoked
+        names.insert(0, ctx.info_name or "")
+        ctx = ctx.parent
+    command = " ".join(["slurmkit", *names])
+    click.echo(f"slurmkit: {message} (see '{command} --help')", err=True)
+    raise click.exceptions.Exit(EXIT_ERROR) from None
+
+
+def _innermost_context(exc: BaseException) -> click.Context | None:
+    """The context of the command being parsed when ``exc`` was raised.
+
+    Click's parser raises some errors ("Option '--sep' requires an argument")
+    without their context; the frames that raised it still hold it as ``ctx``,
+    so the hint can name the subcommand rather than the root.
+    """
+    found, frame = None, exc.__traceback__
+    while frame is not None:
+        ctx = frame.tb_frame.f_locals.get("ctx")
+        if isinstance(ctx, click.Context):
+            found = ctx
+        frame = frame.tb_next
+    return found
 
 
 def _traceback_if_debug(ctx: click.Context) -> None:

@@ -125,8 +125,11 @@ def test_set_operations(run_cli, args: tuple[str, ...], stdout: str) -> None:
 def test_set_operation_json_and_arity(run_cli) -> None:
     data = json.loads(run_cli("nodes", "union", "--json", "n[1-2]", "n[2-3]").stdout)
     assert data == {"nodes": "n[1-3]", "count": 3}
-    assert "Usage:" in run_cli("nodes", "xor", "a", "b", "c", exit_code=2).stderr
-    assert "Usage:" in run_cli("nodes", "diff", exit_code=2).stderr
+    assert (
+        "unexpected extra argument (c)"
+        in run_cli("nodes", "xor", "a", "b", "c", exit_code=2).stderr
+    )
+    assert "Missing argument 'A B...'" in run_cli("nodes", "diff", exit_code=2).stderr
 
 
 # -- the nodes group itself (Slurm queries, faked at the query module) --------------
