@@ -52,7 +52,8 @@ if TYPE_CHECKING:
     default=1000,
     show_default=True,
     metavar="UID",
-    help="Processes of UIDs from here up are user leftovers.",
+    help="Below this UID (system users), a process named a job's only by SLURM_JOB_ID "
+    "in its environment is reported but never signalled.",
 )
 @click.option("--dry-run", is_flag=True, help="Check and report; change nothing.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
@@ -127,9 +128,11 @@ def undrain_command(
     \b
     1. select nodes drained with a reason matching --reason (never by name);
        nodes with jobs, DOWN or NOT_RESPONDING nodes are left alone;
-    2. check each node in parallel for slurmstepd, processes of UID >= --uid-min
-       and GPU compute processes (nvidia-smi, where installed); a node that
-       cannot be checked is unknown and skipped, never taken as clean;
+    2. check each node in parallel (as root) for processes of Slurm jobs: a
+       job_<id> cgroup, slurmstepd or its descendants, SLURM_JOB_ID in the
+       environment; GPU processes (nvidia-smi) count only when they are a
+       job's. Other processes (an admin's ssh shell, tmux, daemons) are never
+       leftovers. A node that cannot be checked is unknown and skipped;
     3. with --kill, end the leftovers and check again; otherwise skip the node;
     4. return clean nodes with one scontrol update state=undrain, read back;
     5. print node, old state and reason, what was found, action, new state.

@@ -219,10 +219,18 @@ def _kill_and_recheck(
     targets: list[NodeOutcome], options: UndrainOptions, log: ActionLog, late: list[str]
 ) -> None:
     hosts = Counter(o.check.host for o in targets if o.check)
-    killable = [o for o in targets if o.check and o.check.host and hosts[o.check.host] == 1]
+    killable = []
     for o in targets:
-        if o not in killable:
+        spared = len(o.processes) - len(chk.signallable(o.processes))
+        if not (o.check and o.check.host and hosts[o.check.host] == 1):
             o.skip("leftovers: cannot target them (host name missing or shared with another node)")
+        elif spared:
+            o.skip(
+                f"leftovers: {spared} not signalled (a system user's process named only by "
+                "SLURM_JOB_ID in its environment, or no start time): check by hand"
+            )
+        else:
+            killable.append(o)
     if not killable:
         return
     token = new_token()
@@ -232,7 +240,10 @@ def _kill_and_recheck(
     kill_options = _with_timeout(options.remote, options.remote.timeout + options.grace + 5)
     log.write(
         actionlog.entry(
-            o.node, "will-kill", before=o.old_state, pids=" ".join(str(p.pid) for p in o.processes)
+            o.node,
+            "will-kill",
+            before=o.old_state,
+            pids=" ".join(str(p.pid) for p in chk.signallable(o.processes)),
         )
         for o in killable
     )

@@ -22,9 +22,11 @@ import pytest
 from click.testing import CliRunner
 
 from slurmkit import _proc, locks, sandbox
+from slurmkit.errors import NotFound
 from slurmkit.hostlist import fold
 from slurmkit.slurm import _exec, query
 from slurmkit.slurm._exec import run_slurm
+from slurmkit.slurm.records import FINISHED_JOB_STATES
 from tests.integration.conftest import poll, recorded_pid, submit
 
 KTF = "Kill task failed"
@@ -110,7 +112,7 @@ def stray(test_user: int) -> Iterator[Callable[[str], int]]:
         )
         assert launched.returncode == 0, launched.stderr
         started.append(node)
-        pids = _ssh(node, f"pgrep -u {test_user} -x sleep").stdout.split()
+        pids = _ssh(node, f"pgrep -u {test_user} -x -f 'sleep 600'").stdout.split()
         assert pids, f"no stray process on {node}"
         return int(pids[-1])
 
@@ -148,25 +150,69 @@ def test_only_kill_task_failed_nodes_return(cluster: sandbox.SandboxSpec, run_cl
 
 
 @pytest.mark.parametrize("via", SSH_TRANSPORTS)
-def test_stray_user_process_skips_the_node_until_killed(
+def test_processes_that_are_no_jobs_are_never_leftovers(
     cluster: sandbox.SandboxSpec, run_cli, stray, via
 ) -> None:
+    """Issue 14 finding 1: an admin's detached process on a drained node (a user's and
+    root's, started over the node's sshd, outside any job) is neither listed nor killed,
+    even with --kill; the node is clean and returns."""
     (a,) = _idle_nodes(1)
     with _drained({a: KTF}):
         pid = stray(a)
-        report = _undrain(run_cli, [a], "--yes", "--via", via, exit_code=1)
-        outcome = _outcomes(report)[a]
-        assert outcome["action"] == "skipped" and "--kill" in outcome["why"]
-        assert [p["pid"] for p in outcome["processes"]] == [pid]
-        assert outcome["processes"][0]["user"] == TEST_USER
-        assert _state(a).is_drained and _alive(a, pid)
+        launched = _ssh(a, "setsid sleep 602 </dev/null >/dev/null 2>&1 & echo $!")
+        root_pid = int(launched.stdout.split()[-1])
+        try:
+            report = _undrain(run_cli, [a], "--yes", "--via", via, "--kill", "--grace", "2")
+            outcome = _outcomes(report)[a]
+            assert outcome["returned"] and outcome["verdict"] == "clean", outcome
+            assert outcome["processes"] == [] and outcome["killed"] == []
+            assert _alive(a, pid) and _alive(a, root_pid)
+            assert "DRAIN" not in _state(a).flags
+        finally:
+            _ssh(a, f"kill -KILL {root_pid}")
 
-        report = _undrain(run_cli, [a], "--yes", "--via", via, "--kill", "--grace", "2")
-        outcome = _outcomes(report)[a]
-        assert outcome["returned"], outcome
-        assert f"TERM {pid}" in outcome["killed"]
-        assert not _alive(a, pid)
-        assert "DRAIN" not in _state(a).flags
+
+def _ended(job: str) -> bool:
+    try:
+        return all(j.state in FINISHED_JOB_STATES for j in query.jobs(job_ids=[job]))
+    except NotFound:
+        return True  # already purged from slurmctld's memory
+
+
+def test_a_real_jobs_leftover_is_found_and_killed_and_nothing_else(
+    cluster: sandbox.SandboxSpec, run_cli, stray
+) -> None:
+    """A job step's child that escaped the job (setsid, reparented away from slurmstepd,
+    ignoring SIGTERM) outlives the job with SLURM_JOB_ID in its environment: it is the
+    leftover, found by that, TERMed then KILLed. The admin's process beside it survives."""
+    (a,) = _idle_nodes(1)
+    escape = "setsid sh -c 'trap \"\" TERM; exec sleep 601' </dev/null >/dev/null 2>&1 &"
+    job = submit(
+        "--uid", TEST_USER, "-w", a, "--chdir", "/tmp", "-J", "sk-leftover", "--wrap", escape
+    )
+    leftover = 0
+    try:
+        poll(lambda: _ended(job), 60, "the job to end")
+        found = poll(lambda: _ssh(a, "pgrep -x -f 'sleep 601'").stdout.split(), 30, "leftover")
+        (leftover,) = (int(p) for p in found)  # type: ignore[union-attr]
+        environ = _ssh(a, f"tr '\\0' '\\n' < /proc/{leftover}/environ").stdout.split()
+        assert f"SLURM_JOB_ID={job}" in environ
+        with _drained({a: KTF}):
+            pid = stray(a)
+            dry = _outcomes(_undrain(run_cli, [a], "--dry-run", "--kill"))[a]
+            assert [(p["pid"], p["job"], p["kinds"]) for p in dry["processes"]] == [
+                (leftover, job, ["environ"])
+            ]
+            report = _undrain(run_cli, [a], "--yes", "--kill", "--grace", "1")
+            outcome = _outcomes(report)[a]
+            assert outcome["returned"], outcome
+            assert outcome["killed"] == [f"TERM {leftover}", f"KILL {leftover}"]
+            assert not _alive(a, leftover) and _alive(a, pid)
+            assert "DRAIN" not in _state(a).flags
+    finally:
+        run_slurm(["scancel", job])
+        if leftover:
+            _ssh(a, f"kill -KILL {leftover} 2>/dev/null || true")
 
 
 @pytest.mark.parametrize("via", SSH_TRANSPORTS)
@@ -212,7 +258,7 @@ def test_dry_run_changes_nothing(cluster: sandbox.SandboxSpec, run_cli, stray) -
         pid = stray(b)
         report = _undrain(run_cli, [a, b], "--dry-run", "--kill", "--yes")
         actions = {n: o["action"] for n, o in _outcomes(report).items()}
-        assert actions == {a: "would return", b: "would kill leftovers, then return if clean"}
+        assert actions == {a: "would return", b: "would return"}  # the stray is no job's
         assert _state(a).is_drained and _state(b).is_drained and _alive(b, pid)
 
 

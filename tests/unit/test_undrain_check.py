@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -39,8 +40,21 @@ def _report(
     gpu_rc: int = 0,
     done: bool = True,
     ps_rc: int = 0,
+    env: dict[int, str] | None = None,
+    cgroup: dict[int, str] | None = None,
+    euid: int = 0,
+    sections: tuple[str, ...] = ("cgroup", "environ", "start"),
 ) -> str:
-    lines = [f"{T} self 100", f"{T} host gpu-node-7", f"{T} ps", *ps, f"{T} ps-end {ps_rc}"]
+    """A node's check report; ``env``/``cgroup`` map pids to their job evidence."""
+    lines = [f"{T} self 100", f"{T} host gpu-node-7", f"{T} euid {euid}"]
+    lines += [f"{T} ps", *ps, f"{T} ps-end {ps_rc}"]
+    bodies = {
+        "cgroup": [f"/proc/{p}/cgroup:{path}" for p, path in (cgroup or {}).items()],
+        "environ": [f"/proc/{p}/environ:SLURM_JOB_ID={job}" for p, job in (env or {}).items()],
+        "start": [f"{line.split()[0]} {1000 + i}" for i, line in enumerate(ps)],
+    }
+    for name in sections:
+        lines += [f"{T} {name}", *bodies[name], f"{T} {name}-end"]
     if gpu is None:
         lines.append(f"{T} gpu-absent")
     else:
@@ -62,30 +76,97 @@ def test_clean_node_says_the_gpu_check_was_skipped_not_passed() -> None:
     assert "GPU check skipped" in result.summary and "clean GPU" not in result.summary
 
 
-def test_leftovers_are_stepd_user_and_gpu_processes() -> None:
+ADMIN_SESSION = (
+    (500, 1, 500, 0, "root", "sshd: ops [priv]"),
+    (501, 500, 500, 1200, "ops", "sshd: ops@pts/0"),
+    (502, 501, 502, 1200, "ops", "-bash"),
+    (503, 1, 503, 1200, "ops", "/lib/systemd/systemd --user"),
+    (504, 1, 504, 1200, "ops", "tmux new -s debug"),
+    (505, 504, 505, 1200, "ops", "sleep 600"),
+)
+
+
+def test_leftovers_are_processes_of_jobs_never_of_a_uid() -> None:
+    """Issue 14 finding 1: an admin's login, systemd --user, tmux are not leftovers."""
     rows = _ps(
         INIT,
         SSHD,
         SELF,
         PS,
+        *ADMIN_SESSION,
         (200, 1, 200, 0, "root", "slurmstepd: [41.batch]"),
-        (300, 1, 300, 2001, "alice", "python train.py"),
-        (301, 1, 301, 65534, "nobody", "dnsmasq"),
+        (201, 200, 201, 2001, "alice", "/bin/bash /var/spool/slurmd/job00041/slurm_script"),
+        (202, 201, 201, 2001, "alice", "python train.py"),
+        (300, 1, 300, 2001, "alice", "python escaped.py"),
+        (301, 1, 301, 2002, "bob", "python cgroup.py"),
         (302, 1, 302, 999, "munge", "munged"),
-        (400, 1, 400, 0, "root", "/usr/bin/python3 worker"),
     )
-    result = chk.parse_check(_ok(_report(rows, gpu=["400", "777"])), T)
+    report = _report(rows, env={300: "41", 202: "41"}, cgroup={301: "/slurm/uid_2002/job_42/"})
+    result = chk.parse_check(_ok(report), T)
     assert result.verdict == chk.LEFTOVERS
     kinds = {p.pid: p.kinds for p in result.processes}
-    assert kinds == {200: ("slurmstepd",), 300: ("user",), 400: ("gpu",), 777: ("gpu",)}
-    assert next(p for p in result.processes if p.pid == 777).uid is None  # not in ps: pid only
+    assert kinds == {
+        200: ("slurmstepd",),
+        201: ("step",),
+        202: ("step", "environ"),
+        300: ("environ",),
+        301: ("cgroup",),
+    }
+    jobs = {p.pid: p.job for p in result.processes}
+    assert jobs[300] == "41" and jobs[301] == "42" and jobs[200] == ""
+    assert all(p.signal and p.start is not None for p in result.processes)
+
+
+def test_an_admin_session_alone_is_clean() -> None:
+    rows = _ps(INIT, SSHD, SELF, PS, *ADMIN_SESSION)
+    result = chk.parse_check(_ok(_report(rows, cgroup={503: "/user.slice/cron_job_7.scope"})), T)
+    assert result.verdict == chk.CLEAN, result.summary
+
+
+def test_gpu_processes_count_only_when_they_are_a_jobs() -> None:
+    rows = _ps(
+        INIT,
+        SSHD,
+        SELF,
+        PS,
+        (400, 1, 400, 0, "root", "/usr/bin/dcgm-exporter"),
+        (401, 1, 401, 2001, "alice", "python train.py"),
+    )
+    result = chk.parse_check(_ok(_report(rows, gpu=["400", "401"], env={401: "7"})), T)
+    assert [(p.pid, p.kinds) for p in result.processes] == [(401, ("environ", "gpu"))]
     assert result.gpu_note == "GPU: checked with nvidia-smi"
 
 
-def test_uid_threshold_is_configurable() -> None:
-    rows = _ps(INIT, SSHD, SELF, PS, (300, 1, 300, 1500, "bob", "sleep 9"))
-    assert chk.parse_check(_ok(_report(rows)), T, uid_min=2000).verdict == chk.CLEAN
-    assert chk.parse_check(_ok(_report(rows)), T, uid_min=1000).verdict == chk.LEFTOVERS
+def test_a_gpu_pid_this_namespace_does_not_show_makes_the_node_unknown() -> None:
+    """The review's case: pid 777 of another namespace collided with a root daemon here."""
+    rows = _ps(INIT, SSHD, SELF, PS)
+    result = chk.parse_check(_ok(_report(rows, gpu=["777"])), T)
+    assert result.verdict == chk.UNKNOWN and "777 not visible" in result.error
+    assert result.processes == ()
+
+
+def test_a_system_users_process_named_only_by_its_environment_is_never_signalled() -> None:
+    """SLURM_JOB_ID in a root process's environment can come from a user (setuid); a
+    GPU match adds nothing: reported, node kept out, never signalled."""
+    rows = _ps(INIT, SSHD, SELF, PS, (400, 1, 400, 0, "root", "passwd"))
+    (proc,) = chk.parse_check(_ok(_report(rows, gpu=["400"], env={400: "9"})), T).processes
+    assert proc.kinds == ("environ", "gpu") and not proc.signal
+    assert "[system user: not signalled]" in str(proc)
+    assert chk.signallable([proc]) == []
+    lower = chk.parse_check(_ok(_report(rows, env={400: "9"})), T, uid_min=1)
+    assert lower.processes[0].signal is False  # root stays below any threshold
+    rows = _ps(INIT, SSHD, SELF, PS, (400, 1, 400, 1500, "bob", "sleep 9"))
+    assert (
+        chk.parse_check(_ok(_report(rows, env={400: "9"})), T, uid_min=2000).processes[0].signal
+        is False
+    )
+    assert chk.parse_check(_ok(_report(rows, env={400: "9"})), T).processes[0].signal
+
+
+def test_a_check_that_is_not_root_is_unknown() -> None:
+    rows = _ps(INIT, SSHD, SELF, PS)
+    result = chk.parse_check(_ok(_report(rows, euid=1200)), T)
+    assert result.verdict == chk.UNKNOWN and "not root" in result.error
 
 
 def test_the_checks_own_session_is_not_a_leftover_even_for_a_user_login() -> None:
@@ -97,7 +178,7 @@ def test_the_checks_own_session_is_not_a_leftover_even_for_a_user_login() -> Non
         (101, 100, 100, 1200, "ops", "ps -e"),
         (300, 1, 300, 1200, "ops", "leftover"),
     )
-    report = _report(rows).replace(f"{T} self 100", f"{T} self 100")
+    report = _report(rows, env={100: "5", 101: "5", 300: "5"})
     result = chk.parse_check(_ok(report), T)
     assert [p.pid for p in result.processes] == [300]
 
@@ -111,8 +192,8 @@ def test_the_checks_children_are_its_own_when_ps_shows_session_zero() -> None:
         (102, 101, 0, 0, "root", "grandchild"),
         (300, 0, 0, 0, "root", "leftover"),
     )
-    result = chk.parse_check(_ok(_report(rows)), T, uid_min=0)
-    assert sorted(p.pid for p in result.processes) == [1, 300]
+    result = chk.parse_check(_ok(_report(rows, env=dict.fromkeys([100, 101, 102, 300], "5"))), T)
+    assert sorted(p.pid for p in result.processes) == [300]
 
 
 @pytest.mark.parametrize(
@@ -131,6 +212,7 @@ def test_the_checks_children_are_its_own_when_ps_shows_session_zero() -> None:
             "unexpected nvidia-smi output",
         ),
         (_report(["garbage line"]), "ok", "unreadable ps output"),
+        (_report(_ps(INIT, SELF, PS), sections=("cgroup", "start")), "ok", "no environ report"),
         ("", "unreachable", "check unreachable"),
         (_report(_ps(INIT, SELF, PS))[:40], "timeout", "check timeout"),
     ],
@@ -158,16 +240,37 @@ def _sh(script: str, timeout: float = 30) -> NodeResult:
     )
 
 
-def test_check_script_runs_to_its_end_here_and_skips_itself() -> None:
-    token = new_token()
-    result = chk.parse_check(_sh(chk.check_script(token)), token, uid_min=0)
-    assert result.verdict in (chk.CLEAN, chk.LEFTOVERS), result.error
-    assert result.host
-    # with uid_min=0 every process is a "leftover" except the check's own and its ancestors
-    pids = {p.pid for p in result.processes}
-    assert not [p for p in result.processes if token in p.args or p.args.startswith("ps -e")]
-    assert 1 in pids
-    assert os.getpid() not in pids  # pytest started the check: an ancestor, like sshd
+def _start_time(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rsplit(") ", 1)[1].split()[19])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the check reads other users' environ as root")
+def test_check_script_finds_a_jobs_process_here_and_nothing_else() -> None:
+    # Sessions of their own, as on a node: the check skips its own session.
+    job = subprocess.Popen(
+        ["sleep", "60"], env={**os.environ, "SLURM_JOB_ID": "4242"}, start_new_session=True
+    )
+    plain = subprocess.Popen(
+        ["sleep", "60"], env={"PATH": os.environ["PATH"]}, start_new_session=True
+    )
+    try:
+        token = new_token()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        done = _proc.run(["sh", "-c", chk.check_script(token)], timeout=30, env=env)
+        result = chk.parse_check(NodeResult("local", "ok", done.stdout, done.stderr, 0, 0), token)
+        assert result.verdict in (chk.CLEAN, chk.LEFTOVERS), result.error
+        assert result.host
+        found = {p.pid: p for p in result.processes}
+        assert found[job.pid].kinds == ("environ",) and found[job.pid].job == "4242"
+        assert found[job.pid].start == _start_time(job.pid)
+        assert plain.pid not in found
+        assert os.getpid() not in found  # pytest started the check: an ancestor, like sshd
+        assert not [p for p in result.processes if token in p.args]
+    finally:
+        for proc in (job, plain):
+            proc.kill()
+            proc.wait()
 
 
 def _hostname() -> str:
@@ -187,7 +290,8 @@ def test_kill_script_terms_then_kills() -> None:
     )
     try:
         assert stubborn.stdout is not None and stubborn.stdout.readline().strip() == "ready"
-        target = chk.Process(stubborn.pid, os.getuid(), "me", "python", ("user",))
+        start = _start_time(stubborn.pid)
+        target = chk.Process(stubborn.pid, os.getuid(), "me", "python", ("environ",), start=start)
         token = new_token()
         result = _sh(chk.kill_script(token, {_hostname(): [target]}, grace=1))
         sent, error = chk.parse_kill(result, token)
@@ -201,13 +305,19 @@ def test_kill_script_terms_then_kills() -> None:
 def test_kill_script_spares_a_pid_now_owned_by_someone_else_or_on_another_host() -> None:
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
-        wrong_uid = chk.Process(sleeper.pid, os.getuid() + 4242, "x", "sleep", ("user",))
+        start = _start_time(sleeper.pid)
+        right = chk.Process(sleeper.pid, os.getuid(), "x", "sleep", ("environ",), start=start)
         token = new_token()
-        sent, _ = chk.parse_kill(_sh(chk.kill_script(token, {_hostname(): [wrong_uid]}, 0)), token)
-        assert sent == []
-        right = chk.Process(sleeper.pid, os.getuid(), "x", "sleep", ("user",))
-        sent, _ = chk.parse_kill(_sh(chk.kill_script(token, {"not-this-host": [right]}, 0)), token)
-        assert sent == []
+        spared = [
+            {_hostname(): [replace(right, uid=os.getuid() + 4242)]},  # owner changed
+            {_hostname(): [replace(right, start=start + 1)]},  # pid reused by a newer process
+            {_hostname(): [replace(right, start=None)]},  # start time unknown
+            {_hostname(): [replace(right, signal=False)]},  # a system user's, environ only
+            {"not-this-host": [right]},
+        ]
+        for targets in spared:
+            sent, _ = chk.parse_kill(_sh(chk.kill_script(token, targets, 0)), token)
+            assert sent == [], targets
         assert sleeper.poll() is None
     finally:
         sleeper.kill()

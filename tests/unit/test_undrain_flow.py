@@ -120,12 +120,22 @@ class FakeCluster:
             f"    {300 + i}       1     {300 + i}  2001 {self.stat} alice    {cmd}"
             for i, cmd in enumerate(self.leftovers.get(node, []))
         ]
+        pids = [int(line.split()[0]) for line in ps]
         return [
             f"{t} self 100",
             f"{t} host {node}",
+            f"{t} euid 0",
             f"{t} ps",
             *ps,
             f"{t} ps-end 0",
+            f"{t} cgroup",
+            f"{t} cgroup-end",
+            f"{t} environ",  # the leftovers are a job's: SLURM_JOB_ID in their environment
+            *[f"/proc/{pid}/environ:SLURM_JOB_ID=41" for pid in pids if pid >= 300],
+            f"{t} environ-end",
+            f"{t} start",
+            *[f"{pid} {5000 + pid}" for pid in pids],
+            f"{t} start-end",
             f"{t} gpu-absent",
             f"{t} done",
         ]
@@ -244,7 +254,7 @@ def test_leftovers_in_uninterruptible_io_are_named_with_what_to_do(
     cluster.stubborn.add("node-1")
     cluster.stat = "D"
     dry = undrain(_opts(tmp_path, dry_run=True), _yes).outcomes[0]
-    assert "300 alice python train.py [D: in uninterruptible I/O]" in dry.found
+    assert "300 alice python train.py (job 41) [D: in uninterruptible I/O]" in dry.found
     (o,) = undrain(_opts(tmp_path, kill=True, grace=0), _yes).outcomes
     assert o.why.startswith("leftovers survived SIGKILL: 1 in state D (blocked in the kernel")
     assert "reboot" in o.why

@@ -183,3 +183,30 @@ def test_an_unwritable_log_mid_run_stops_before_the_update(
         undrain(_opts(tmp_path, log=tmp_path / "actions.log"), _yes)
     assert err.value.exit_code == 2
     assert not fake.slurm_calls("update") and fake.nodes["node-1"][0] == "IDLE+DRAIN"
+
+
+# ---------------------------------------------------------------- finding 1: leftovers by Slurm
+
+
+def test_a_node_with_a_system_users_environ_only_leftover_is_not_killed(
+    fake: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--kill signals nothing on a node where a leftover may not be signalled: it stays out."""
+    _drained(fake, 1)
+    check = fake._check
+
+    def root_leftover(node: str, t: str) -> list[str]:
+        lines = check(node, t)
+        i = lines.index(f"{t} ps-end 0")
+        lines[i:i] = ["    400       1     400     0 S    root     passwd"]
+        j = lines.index(f"{t} environ-end")
+        lines[j:j] = ["/proc/400/environ:SLURM_JOB_ID=41"]
+        k = lines.index(f"{t} start-end")
+        lines[k:k] = ["400 5400"]
+        return lines
+
+    monkeypatch.setattr(fake, "_check", root_leftover)
+    (o,) = undrain(_opts(tmp_path, kill=True, grace=0), _yes).outcomes
+    assert not o.returned and "not signalled" in o.why and "check by hand" in o.why
+    assert not [c for c in fake.calls if c[0] == "pdsh" and "signal TERM" in c[-1]]
+    assert not fake.slurm_calls("update")
