@@ -21,6 +21,7 @@ from slurmkit.faulty.report import ScanReport, node_results, outside
 from slurmkit.faulty.targets import Targets, choose
 from slurmkit.hostlist import expand
 from slurmkit.templating.results import parse_check_lines
+from slurmkit.templating.submit import trusted_folder
 
 TEMPLATE = "faulty-node-check"
 DEFAULT_TIMEOUT = 900.0
@@ -61,6 +62,7 @@ def template_values(options: ScanOptions, targets: Targets) -> dict[str, object]
 
 
 def scan(options: ScanOptions, progress: checkjob.Progress) -> ScanReport:
+    trusted_folder(options.work_dir, "--dir")  # refused before any Slurm call (issue 14)
     targets = choose(options.partition, options.nodes, options.nodelist)
     extra = (f"--nodelist={targets.nodelist}",) if targets.nodelist else ()
     job = checkjob.submit_check(

@@ -98,6 +98,8 @@ def test_a_work_dir_others_can_change_is_refused_before_any_job(
     assert result.stderr.count("\n") == 1, result.stderr
     assert not slurm.slurm_calls("sbatch")
     assert not list(work.iterdir())  # nothing written into it
+    if command == "faulty scan":
+        assert slurm.calls == []  # refused before asking Slurm anything
 
 
 @pytest.mark.parametrize("command", COMMANDS)
