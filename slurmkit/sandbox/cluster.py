@@ -17,6 +17,7 @@ import shlex
 import shutil
 import sys
 import sysconfig
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -181,6 +182,9 @@ def up(
     require_root()
     started = time.monotonic()
     _check_dir(spec.dir)
+    if spec.dir.exists() and any(spec.dir.iterdir()) and not (spec.dir / MARKER).exists():
+        raise UsageError(f"{spec.dir} exists and is not a slurmkit sandbox; choose another --dir")
+    _refuse_if_another_runs(spec)  # before building a root that could not run anyway
     host = host_series()
     use_root = bool(spec.slurm) and spec.slurm != host
     installed: list[str] = []
@@ -202,11 +206,19 @@ def up(
 
 
 def host_series() -> str:
-    """The host's Slurm release series (``22.05``), or "" when its clients are missing."""
+    """The host's Slurm release series (``22.05``), or "" when its clients are missing.
+
+    ``sinfo --version`` reads a config before it prints anything (a fatal error without
+    one, on 22.05 and later): it is given a two-line one of its own.
+    """
     sinfo = find_program("sinfo")
     if sinfo is None:
         return ""
-    result = _proc.run([sinfo, "--version"], timeout=30)
+    with tempfile.TemporaryDirectory(prefix="slurmkit-version-") as tmp:
+        conf = Path(tmp) / "slurm.conf"
+        conf.write_text("ClusterName=probe\nSlurmctldHost=localhost\n")
+        env = {**os.environ, "SLURM_CONF": str(conf)}
+        result = _proc.run([sinfo, "--version"], timeout=30, env=env)
     return versions.series(result.stdout.strip()) if result.returncode == 0 else ""
 
 
@@ -455,18 +467,23 @@ def _start_world(spec: SandboxSpec) -> int:
     return daemon.pid
 
 
-# A wrapper per client: inside the root (a job on a node) it is the real command; on the
-# host it enters the world, goes to the caller's directory and runs the version's client
-# with the caller's environment. /proc/<world>/root/<marker> proves the pid is still ours.
+# A wrapper per client: inside the root (a job on a node) it is the real command. On the
+# host, root enters the world, goes to the caller's directory and runs the version's
+# client with the caller's environment (/proc/<world>/root/<marker> proves the pid is
+# still ours). Anyone else may not enter it: they run the same client through the
+# root's own loader and libraries (slurm.conf's PluginDir names the version's plugins).
 _WRAPPER = """#!/bin/sh
 # Slurm {version}'s {name} from {root} (written by 'slurmkit sandbox up'; removed by 'down')
 if [ -e /{marker} ]; then exec {program} "$@"; fi
+: "${{SLURM_CONF:={conf}}}"
+export SLURM_CONF
+if [ "$(id -u)" != 0 ]; then
+  exec {loader} --library-path {libs} {direct} "$@"
+fi
 if [ ! -e /proc/{world}/root/{marker} ]; then
   echo "{name}: the Slurm {version} sandbox in {dir} is not running (slurmkit sandbox up)" >&2
   exit 2
 fi
-: "${{SLURM_CONF:={conf}}}"
-export SLURM_CONF
 exec {enter} /bin/sh -c 'cd -- "$1" 2>/dev/null || cd /; shift; exec "$@"' sh "$PWD" {program} "$@"
 """
 
@@ -475,6 +492,7 @@ def _write_wrappers(spec: SandboxSpec, where: _Where) -> None:
     assert where.world is not None
     enter = shlex.join(_enter(where.world))
     root = Path(spec.root)
+    loader, libs = rootfs.direct_runtime(root)
     for name in CLIENTS:
         if not (root / "usr" / "bin" / name).exists():
             continue
@@ -488,12 +506,16 @@ def _write_wrappers(spec: SandboxSpec, where: _Where) -> None:
             dir=spec.dir,
             conf=shlex.quote(str(spec.slurm_conf)),
             enter=enter,
+            loader=shlex.quote(str(loader)),
+            libs=shlex.quote(libs),
+            direct=shlex.quote(str(root / "usr" / "bin" / name)),
         )
         write_atomic(spec.bin_dir / name, text, mode=0o755)
 
 
 def _write_configs(spec: SandboxSpec, db_password: str) -> None:
-    spec.slurm_conf.write_text(configs.slurm_conf(spec))
+    plugins = str(rootfs.plugin_dir(Path(spec.root))) if spec.root else ""
+    spec.slurm_conf.write_text(configs.slurm_conf(spec, plugins))
     spec.path("etc", "gres.conf").write_text(configs.gres_conf(spec))
     cgroup = configs.cgroup_conf(spec)
     if cgroup:

@@ -19,7 +19,8 @@ DB_USER = "slurm"
 DB_NAME = "slurm_acct_db"
 
 
-def slurm_conf(spec: SandboxSpec) -> str:
+def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
+    """``plugin_dir``: the version's plugins when it runs from a root (see rootfs)."""
     d = spec.dir
     lines = [
         f"ClusterName={spec.cluster_name}",
@@ -64,6 +65,8 @@ def slurm_conf(spec: SandboxSpec) -> str:
         "AccountingStorageTRES=gres/gpu",
         "JobAcctGatherType=jobacct_gather/none",
     ]
+    if plugin_dir:
+        lines.append(f"PluginDir={plugin_dir}")
     gres = f" Gres=gpu:{spec.gpus}" if spec.gpus else ""
     sockets, cores, threads = _topology(spec.cpus)
     for i, name in enumerate(spec.node_names, start=1):

@@ -76,6 +76,7 @@ def ensure_root(v: SlurmVersion, progress: Progress) -> tuple[Path, float]:
     """The cached root for ``v`` (built now if missing); and the seconds building took."""
     final = root_dir(v.version)
     if (final / ROOT_MARKER).exists():
+        _self_link(final, final)
         return check_trusted(final, what="sandbox root"), 0.0
     private_dir(ROOTS_DIR, mode=0o755, what="sandbox roots directory")
     with hold(
@@ -203,7 +204,40 @@ def _finish(v: SlurmVersion, tmp: Path) -> None:
             "this slurmkit cannot offer that version any more"
         )
     (tmp / "run" / "sshd").mkdir(mode=0o755, parents=True, exist_ok=True)
+    _self_link(tmp, root_dir(v.version))
     (tmp / ROOT_MARKER).write_text(f"{result.stdout.strip()}\n")
+
+
+def _self_link(root: Path, final: Path) -> None:
+    """Inside the root, its own host path leads back to its ``/``.
+
+    slurm.conf's ``PluginDir`` then names the version's plugins by one path that holds
+    both on the host (clients a plain user runs without entering the root) and inside
+    it (the daemons, chrooted).
+    """
+    link = root / str(final).lstrip("/")
+    if link.is_symlink():
+        return
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to("/")
+
+
+def plugin_dir(root: Path) -> Path:
+    """The version's plugin directory, by its host path (``<root>/usr/lib/<arch>/slurm-wlm``)."""
+    found = sorted(root.glob("usr/lib/*/slurm-wlm"))
+    if not found:
+        raise EnvironmentProblem(f"the sandbox root {root} has no Slurm plugins: remove it")
+    return found[0]
+
+
+def direct_runtime(root: Path) -> tuple[Path, str]:
+    """The root's dynamic loader and library path: how a user who may not enter the root
+    (nsenter needs root) still runs its clients, with the version's own libraries."""
+    plugins = plugin_dir(root)
+    loaders = sorted(plugins.parent.glob("ld-linux*.so.*"))
+    if not loaders:
+        raise EnvironmentProblem(f"the sandbox root {root} has no dynamic loader: remove it")
+    return loaders[0], f"{plugins}:{plugins.parent}"
 
 
 def _last_line(result: _proc.Completed) -> str:

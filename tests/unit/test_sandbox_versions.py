@@ -132,9 +132,13 @@ def test_env_puts_the_version_wrappers_first_on_path(tmp_path: Path) -> None:
 
 def test_a_wrapper_refuses_when_its_world_is_gone(tmp_path: Path) -> None:
     """A pid that is not the world (here: our own, whose root has no marker) is never entered."""
+    if os.geteuid() != 0:
+        pytest.skip("only root enters the world; others use the root's loader")
     root = tmp_path / "root"
     (root / "usr" / "bin").mkdir(parents=True)
     (root / "usr" / "bin" / "sinfo").touch()
+    (root / "usr" / "lib" / "x86_64-linux-gnu" / "slurm-wlm").mkdir(parents=True)
+    (root / "usr" / "lib" / "x86_64-linux-gnu" / "ld-linux-x86-64.so.2").touch()
     spec = SandboxSpec(dir=tmp_path / "sbx", slurm="26.05", root=str(root))
     spec.bin_dir.mkdir(parents=True)
     cluster._write_wrappers(spec, cluster._Where(spec, world=os.getpid()))
@@ -146,6 +150,27 @@ def test_a_wrapper_refuses_when_its_world_is_gone(tmp_path: Path) -> None:
     assert result.stderr.strip() == (
         f"sinfo: the Slurm 26.05 sandbox in {spec.dir} is not running (slurmkit sandbox up)"
     )
+    # a plain user runs the same client through the root's loader and libraries
+    text = wrapper.read_text()
+    libs = f"{root}/usr/lib/x86_64-linux-gnu/slurm-wlm:{root}/usr/lib/x86_64-linux-gnu"
+    assert f"--library-path {libs} {root}/usr/bin/sinfo" in text
+
+
+def test_plugin_dir_is_named_in_slurm_conf_for_a_root_only(tmp_path: Path) -> None:
+    spec = SandboxSpec(dir=tmp_path, slurm="26.05", root="/r")
+    assert "PluginDir=/r/usr/lib/x86_64-linux-gnu/slurm-wlm" in configs.slurm_conf(
+        spec, "/r/usr/lib/x86_64-linux-gnu/slurm-wlm"
+    )
+    assert "PluginDir" not in configs.slurm_conf(SandboxSpec(dir=tmp_path))
+
+
+def test_inside_the_root_its_own_host_path_leads_back_to_its_slash(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    rootfs._self_link(root, Path("/var/cache/slurmkit/roots/26.05"))
+    link = root / "var/cache/slurmkit/roots/26.05"
+    assert link.is_symlink() and os.readlink(link) == "/"
+    rootfs._self_link(root, Path("/var/cache/slurmkit/roots/26.05"))  # idempotent
 
 
 def test_the_world_binds_every_non_os_top_level_directory_and_no_os_one(tmp_path: Path) -> None:
