@@ -126,6 +126,25 @@ def test_faulty_scan_dry_run_drains_nothing(run_cli, tmp_path, faulty_node_ready
         _resume_ours()
 
 
+def test_faulty_scan_ignores_a_result_line_for_a_node_outside_the_job(
+    run_cli, tmp_path, faulty_node_ready
+) -> None:
+    """Issue 14 #4: the job prints a failing line for a node it never ran on; --drain plans
+    nothing for it. The job is pinned to the faulty node, the forged line names another."""
+    forged = "node-4" if FAULTY != "node-4" else "node-2"
+    line = f"SLURMKIT_CHECK node={forged} check=python status=fail detail=forged"
+    result = run_cli(
+        "faulty", "scan", "-w", FAULTY, "--checks", "python", "--dir", str(tmp_path),
+        "--timeout", "300", *SMALL, "--set", f"setup=echo {line}", "--drain", "--dry-run",
+        "--json", exit_code=0,
+    )  # fmt: skip
+    data = json.loads(result.stdout)
+    assert data["ignored"] == [forged] and data["allocation"] == FAULTY
+    assert [n["node"] for n in data["nodes"]] == [FAULTY]
+    assert data["drain"]["groups"] == []
+    assert f"ignoring result lines for {forged}: not in job {data['job_id']}'s" in result.stderr
+
+
 def test_faulty_scan_drain_drains_exactly_the_faulty_node(
     run_cli, tmp_path, faulty_node_ready
 ) -> None:
