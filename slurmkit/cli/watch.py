@@ -77,19 +77,20 @@ def _finish(
         realert=realert_seconds,
         send=lambda notification, chosen: deliver(notification, chosen, smtp),
     )
+    from slurmkit.printable import printable  # lines name paths and job names: shown, not obeyed
+
     if as_json:
         print_json(report.to_json())
     else:
         for finding in report.findings:
-            click.echo(finding.line)
+            click.echo(printable(finding.line))
     for sent in report.sent:
         for delivery in sent.deliveries:
             if delivery.ok:
-                click.echo(
-                    f"slurmkit: sent {sent.kind} for {sent.key} to {delivery.target}", err=True
-                )
+                text = f"sent {sent.kind} for {sent.key} to {delivery.target}"
             else:
-                click.echo(f"slurmkit: notify {delivery.target} failed: {delivery.error}", err=True)
+                text = f"notify {delivery.target} failed: {delivery.error}"
+            click.echo(f"slurmkit: {printable(text)}", err=True)
     if report.state_error:
         click.echo(f"slurmkit: {report.state_error} (alerts not rate-limited)", err=True)
     exit_with(report.exit_code)

@@ -389,3 +389,13 @@ def test_bad_webhook_sources_are_usage_errors(
     with pytest.raises(UsageError, match="--notify") as caught:
         parse_target(text)
     assert message in str(caught.value) and "SECRET" not in str(caught.value)
+
+
+def test_a_hostile_path_is_one_escaped_line_on_the_terminal(run_cli, tmp_path: Path) -> None:
+    """The watchdog's OK/ALERT line names the path: a newline or an escape sequence in it is
+    shown, not obeyed (the line is appended to logs and read by people)."""
+    path = tmp_path / "run\n\x1b]0;owned\x07.log"
+    out = run_cli("watch", "log", str(path), "--stale", "1m", "--state", str(tmp_path / "s"),
+                  exit_code=1)  # fmt: skip
+    (line,) = out.stdout.splitlines()
+    assert line.startswith("ALERT ") and "\x1b" not in line and "\\x0a\\x1b]0;owned\\x07" in line
