@@ -82,15 +82,14 @@ def lint_command(
 
 def _read_all(scripts: tuple[str, ...]) -> list[tuple[str, str]]:
     """Every script's text, or one usage error naming every file that cannot be linted."""
-    from slurmkit.lint import decode_script, read_script
+    from slurmkit.lint import read_script, read_stdin
 
     texts: list[tuple[str, str]] = []
     problems: list[str] = []
     for name in scripts:
         try:
             if name == "-":
-                data = sys.stdin.buffer.read()
-                texts.append(("-", decode_script(data, "stdin")))
+                texts.append(("-", read_stdin(sys.stdin.buffer)))
             else:
                 texts.append((name, read_script(Path(name))))
         except UsageError as exc:

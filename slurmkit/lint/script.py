@@ -10,6 +10,7 @@ srun sees even without ``export`` (bash keeps an inherited variable exported).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,6 +22,7 @@ from slurmkit.lint.shell import Assignment, Command, Parsed, Word, as_assignment
 
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_]\w*)")
 _INHERITED = re.compile(r"SLURM_\w+")
+_BUILTINS = frozenset({"export", "declare", "typeset", "unset", "set"})
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,88 @@ class Binding:
     exported: bool
     line: int
     prefix: bool = False
+
+
+class _Shell:
+    """The shell's variables over time, so that each srun's view costs O(1) to take.
+
+    Every change is kept with a sequence number; a view (:class:`_View`) is the
+    history read at one number. Copying every variable for every srun made lint
+    quadratic: 20,000 ``export``/``srun`` pairs took a minute and 10 GB.
+    """
+
+    def __init__(self) -> None:
+        self._now: dict[str, Binding] = {}
+        self._history: dict[str, tuple[list[int], list[Binding | None]]] = {}
+        self._seq = 0
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._now
+
+    def __getitem__(self, name: str) -> Binding:
+        return self._now[name]
+
+    def get(self, name: str) -> Binding | None:
+        return self._now.get(name)
+
+    def __setitem__(self, name: str, binding: Binding) -> None:
+        self._now[name] = binding
+        self._record(name, binding)
+
+    def pop(self, name: str) -> None:
+        if self._now.pop(name, None) is not None:
+            self._record(name, None)
+
+    def _record(self, name: str, binding: Binding | None) -> None:
+        self._seq += 1
+        seqs, values = self._history.setdefault(name, ([], []))
+        seqs.append(self._seq)
+        values.append(binding)
+
+    def view(self, exported_only: bool, extra: Mapping[str, Binding] | None = None) -> _View:
+        return _View(self._history, self._seq, exported_only, dict(extra or {}))
+
+
+class _View(Mapping[str, Binding]):
+    """The variables as they were at one point (only the exported ones, if asked), read-only."""
+
+    def __init__(
+        self,
+        history: Mapping[str, tuple[list[int], list[Binding | None]]],
+        seq: int,
+        exported_only: bool,
+        extra: dict[str, Binding],
+    ) -> None:
+        self._history, self._seq, self._exported_only, self._extra = (
+            history,
+            seq,
+            exported_only,
+            extra,
+        )
+
+    def __getitem__(self, name: str) -> Binding:
+        if name in self._extra:
+            return self._extra[name]
+        found = self._history.get(name)
+        if found is not None:
+            seqs, values = found
+            index = bisect_right(seqs, self._seq) - 1
+            binding = values[index] if index >= 0 else None
+            if binding is not None and (binding.exported or not self._exported_only):
+                return binding
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._extra
+        for name in self._history:
+            if name not in self._extra and name in self:
+                yield name
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 @dataclass(frozen=True)
@@ -110,14 +194,33 @@ class Script:
 
     def assigned_sources(self, name: str) -> list[str]:
         """The source text of every value assigned to ``name`` (heredoc bodies included)."""
-        return [
-            self.parsed.source(b.value.start, b.value.end)
-            for b in self.bindings
-            if b.name == name and b.value is not None
-        ]
+        return self._sources_by_name.get(name, [])
+
+    @cached_property
+    def _sources_by_name(self) -> dict[str, list[str]]:
+        """Distinct assigned sources per name, built once: a scan per srun made lint quadratic."""
+        found: dict[str, dict[str, None]] = {}
+        for b in self.bindings:
+            if b.value is not None:
+                source = self.parsed.source(b.value.start, b.value.end)
+                found.setdefault(b.name, {})[source] = None
+        return {name: list(sources) for name, sources in found.items()}
 
     def expanded_source(self, text: str, depth: int = 3) -> str:
-        """``text`` plus the assigned sources of the variables it references, recursively."""
+        """``text`` plus the assigned sources of the variables it references, recursively.
+
+        Remembered per text: a script repeats the same srun line many times.
+        """
+        key = (text, depth)
+        if key not in self._expanded:
+            self._expanded[key] = self._expand(text, depth)
+        return self._expanded[key]
+
+    @cached_property
+    def _expanded(self) -> dict[tuple[str, int], str]:
+        return {}
+
+    def _expand(self, text: str, depth: int) -> str:
         seen: set[str] = set()
         pieces = [text]
         frontier = [text]
@@ -134,7 +237,7 @@ class Script:
     def _walked(self) -> tuple[list[tuple[Binding, Command]], list[Srun]]:
         events: list[tuple[Binding, Command]] = []
         sruns: list[Srun] = []
-        shell: dict[str, Binding] = {}
+        shell = _Shell()
         allexport = False
         for command in self.commands:
             line = self.line_of(command.start)
@@ -165,23 +268,20 @@ class Script:
         return events, sruns
 
     @staticmethod
-    def _srun(
-        command: Command, line: int, shell: dict[str, Binding], prefix: list[Assignment]
-    ) -> Srun:
+    def _srun(command: Command, line: int, shell: _Shell, prefix: list[Assignment]) -> Srun:
         words = command.argv[1:]
         options, first = parse_options([w.text for w in words])
-        env = {n: b for n, b in shell.items() if b.exported}
-        for assignment in prefix:
-            env[assignment.name] = Binding(
-                assignment.name, assignment.value, True, line, prefix=True
-            )
+        extra = {
+            assignment.name: Binding(assignment.name, assignment.value, True, line, prefix=True)
+            for assignment in prefix
+        }
         return Srun(
             command=command,
             options=tuple(options),
             program=tuple(words[first:]),
             line=line,
-            env=env,
-            shell=dict(shell),
+            env=shell.view(exported_only=True, extra=extra),
+            shell=shell.view(exported_only=False),
         )
 
     @staticmethod
@@ -190,11 +290,13 @@ class Script:
         argv: tuple[Word, ...],
         line: int,
         command: Command,
-        shell: dict[str, Binding],
+        shell: _Shell,
         events: list[tuple[Binding, Command]],
         allexport: bool,
     ) -> bool:
         """Apply export/declare -x/unset/set -a; return the new allexport flag."""
+        if name not in _BUILTINS:
+            return allexport
         args = argv[1:]
         flags = "".join(w.text[1:] for w in args if w.text.startswith("-"))
         if name == "export" or (name in ("declare", "typeset") and "x" in flags):
@@ -214,7 +316,7 @@ class Script:
                     )
         elif name == "unset":
             for word in args:
-                shell.pop(word.text, None)
+                shell.pop(word.text)
         elif name == "set":
             words = [w.text for w in args]
             for index, word in enumerate(words):

@@ -16,11 +16,28 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from slurmkit.errors import UsageError
+
+# Each level of $(…) is a few Python frames; far below the recursion limit, far above
+# any real script (a 5000-deep $(…) raised RecursionError).
+MAX_DEPTH = 64
+
+
+class NestingTooDeep(UsageError):
+    """Substitutions nested deeper than :data:`MAX_DEPTH`: refused in one line."""
+
 
 _BLANK = " \t"
 _META = frozenset(" \t\n;&|<>()")
+# Characters that end a word or start quoting or an expansion; anything else is plain.
+_PLAIN = re.compile(r"[^ \t\n;&|<>()\\'\"$`]+")
+# A whole word of plain characters, ended by a blank, an operator or the end of the text.
+_SIMPLE_WORD = re.compile(r"[^ \t\n;&|<>()\\'\"$`]+(?=[ \t\n;&|<>)]|\Z)")
 _OPERATORS = (";;&", ";;", ";&", "&&", "||", "|&", ";", "&", "|")
 _REDIRECT = re.compile(r"(?:\d+|\{[A-Za-z_]\w*\})?(?:&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>)")
+_REDIRECT_START = frozenset("0123456789{<>&")
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(\[[^\]]*\])?(\+?)=(.*)", re.S)
 _ARRAY_START = re.compile(r"[A-Za-z_]\w*\+?=")
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -29,6 +46,27 @@ _KEYWORDS = frozenset(
     {"if", "then", "elif", "else", "do", "while", "until", "!", "{", "time", "coproc"}
 )
 _WRAPPERS = frozenset({"exec", "command", "builtin", "nohup", "stdbuf"})
+
+
+_T = TypeVar("_T")
+
+
+class _cached(Generic[_T]):
+    """``functools.cached_property`` without its lock (Python 3.11 takes one on every read).
+
+    A non-data descriptor: the first read stores the value in the instance's
+    ``__dict__``, which later reads find first. Works on frozen dataclasses.
+    """
+
+    def __init__(self, func: Any) -> None:
+        self.func = func
+        self.name = func.__name__
+
+    def __get__(self, obj: Any, owner: Any = None) -> _T:
+        if obj is None:
+            return self  # type: ignore[return-value]
+        value = obj.__dict__[self.name] = self.func(obj)
+        return value
 
 
 @dataclass(frozen=True)
@@ -61,7 +99,7 @@ class Command:
     after_pipe: bool = False
     pipe_to_next: bool = False
 
-    @property
+    @_cached
     def prefix(self) -> list[Assignment]:
         """``NAME=value`` words before the program (the whole command if there is none)."""
         found = []
@@ -72,7 +110,7 @@ class Command:
             found.append(assignment)
         return found
 
-    @property
+    @_cached
     def argv(self) -> tuple[Word, ...]:
         """The program and its arguments: keywords, assignments and wrappers removed."""
         words = list(self._after_keywords())
@@ -93,7 +131,7 @@ class Command:
             words = words[1:]  # the duration
         return tuple(words)
 
-    @property
+    @_cached
     def name(self) -> str | None:
         argv = self.argv
         return argv[0].text if argv else None
@@ -143,7 +181,7 @@ class Parsed:
 
 def as_assignment(word: Word) -> Assignment | None:
     """``NAME=value`` (or ``NAME+=value``, ``NAME[i]=value``) as written before a program."""
-    if word.raw[:1] in "'\"":
+    if "=" not in word.text or word.raw[:1] in "'\"":
         return None
     match = _ASSIGNMENT.fullmatch(word.text)
     raw_match = _ASSIGNMENT.fullmatch(word.raw)
@@ -161,7 +199,10 @@ def as_assignment(word: Word) -> Assignment | None:
 
 
 def parse(text: str) -> Parsed:
-    """Read ``text``; never raises (unbalanced quotes run to the end of the text)."""
+    """Read ``text``; unbalanced quotes run to the end of the text.
+
+    Raises :class:`NestingTooDeep` for substitutions nested past :data:`MAX_DEPTH`.
+    """
     scanner = _Scanner(text)
     scanner.parse_list(depth=0, closer=None)
     result = Parsed(text)
@@ -185,6 +226,12 @@ class _Scanner:
 
     def parse_list(self, depth: int, closer: str | None) -> None:
         """Commands up to the end of the text or the ``closer`` (``)`` or a backtick)."""
+        if depth > MAX_DEPTH:
+            line = self.text.count("\n", 0, self.pos) + 1
+            raise NestingTooDeep(
+                f"$(…), <(…) or backticks nested more than {MAX_DEPTH} deep at line {line}: "
+                "slurmkit cannot read it"
+            )
         self.closers.append(closer)
         try:
             self._parse_list(depth, closer)
@@ -249,7 +296,11 @@ class _Scanner:
                     in_test = False
             elif text.startswith(("<(", ">("), self.pos):
                 words.append(self._word(depth))
-            elif (redirect := _REDIRECT.match(text, self.pos)) and not _is_operator(text, self.pos):
+            elif (
+                char in _REDIRECT_START
+                and (redirect := _REDIRECT.match(text, self.pos))
+                and not _is_operator(text, self.pos)
+            ):
                 self.pos = redirect.end()
                 self._redirection(redirect.group(0), depth)
             elif char in ";&|":
@@ -323,6 +374,10 @@ class _Scanner:
     def _word(self, depth: int, test: bool = False) -> Word:
         text, size = self.text, len(self.text)
         start = self.pos
+        if not test and (simple := _SIMPLE_WORD.match(text, start)):
+            self.pos = end = simple.end()  # the common word: no quotes, no expansions
+            word = text[start:end]
+            return Word(word, word, True, start, end)
         out: list[str] = []
         literal = True
         if text.startswith(("<(", ">("), self.pos):
@@ -370,9 +425,11 @@ class _Scanner:
                 self.parse_list(depth + 1, "`")
                 out.append(text[begin : self.pos])
                 literal = False
-            else:
-                out.append(char)
-                self.pos += 1
+            else:  # a run of ordinary characters at once: this loop is lint's inner loop
+                plain = _PLAIN.match(text, self.pos)
+                end = plain.end() if plain else self.pos + 1
+                out.append(text[self.pos : end])
+                self.pos = end
         self.pos = min(self.pos, size)
         return Word(text[start : self.pos], "".join(out), literal, start, self.pos)
 

@@ -21,6 +21,7 @@ LAUNCHER = re.compile(
     r"|(?P<module>torch\.distributed\.(?:run|launch))\b"
     r"|(?<![\w.-])(?P<accelerate>accelerate\s+launch)\b"
 )
+_LAUNCHER_WORDS = ("torchrun", "deepspeed", "torch.distributed", "accelerate")
 _IMPORT = re.compile(r"^\s*(import|from)\s")
 NODE_VARIABLES = ("NNODES", "NUM_NODES", "N_NODES", "NNODE")
 _NODE_ARGS = re.compile(
@@ -32,7 +33,15 @@ _PROC_ARGS = re.compile(
 _REMOTE = re.compile(r"(?<![\w-])(pdsh|ssh|mpirun|clush)(?![\w-])")
 
 
+def _may_launch(text: str) -> bool:
+    """Whether ``text`` names a launcher at all: plain substring tests, far faster than
+    :data:`LAUNCHER` (whose look-behinds cost 0.2 s on a 40,000-line script)."""
+    return any(word in text for word in _LAUNCHER_WORDS)
+
+
 def launcher_in(text: str) -> str | None:
+    if not _may_launch(text):
+        return None
     for line in text.splitlines():
         if line.lstrip().startswith("#") or _IMPORT.match(line):
             continue
@@ -44,7 +53,9 @@ def launcher_in(text: str) -> str | None:
 
 def launcher_lines(script: Script) -> list[tuple[int, str]]:
     """(line, launcher) for every line that starts a launcher, heredoc bodies included."""
-    found = []
+    found: list[tuple[int, str]] = []
+    if not _may_launch(script.text):
+        return found
     for number, line in enumerate(script.lines, start=1):
         name = launcher_in(line)
         if name:
