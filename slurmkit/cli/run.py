@@ -12,6 +12,7 @@ import click
 
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._ssh_options import ssh_transport_options
+from slurmkit.cli._types import SECONDS
 from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from slurmkit.remote.base import RemoteOptions
 
@@ -38,7 +39,7 @@ def _notify(message: str) -> None:
 @click.option("--jobid", metavar="ID", help="Run inside this job's allocation (srun --overlap).")
 @click.option(
     "--timeout",
-    type=float,
+    type=SECONDS,
     default=60.0,
     show_default=True,
     metavar="S",

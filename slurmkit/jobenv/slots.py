@@ -279,13 +279,25 @@ def _gres_detail(job: Job, hosts: tuple[str, ...]) -> Found | None:
 # ---------------------------------------------------------------- task and CPU sources
 
 
+def _malformed(var: str, value: str, shape: str) -> UsageError:
+    """A variable Slurm sets that does not read as Slurm writes it: an error, never a guess.
+
+    Falling back to 1 slot per node (exit 0, the reason shown only with ``-v``) started
+    a launcher with the wrong number of processes; a broken environment is the
+    caller's to fix.
+    """
+    return UsageError(
+        f"{var}={value!r} is not {shape} as Slurm sets it: fix or unset {var}, or give --slots N"
+    )
+
+
 def _env_ntasks_per_node(ctx: _Context) -> Found | None:
     """SLURM_NTASKS_PER_NODE"""
     value = ctx.env.get("SLURM_NTASKS_PER_NODE", "").strip()
     if not value:
         return None
-    if not value.isdigit():
-        raise SlurmParseError(f"not a task count: {value!r}")
+    if not (value.isascii() and value.isdigit()):
+        raise _malformed("SLURM_NTASKS_PER_NODE", value, "a task count")
     return [int(value)] * ctx.nodes, f"SLURM_NTASKS_PER_NODE={value}"
 
 
@@ -295,6 +307,10 @@ def _env_per_node(var: str, what: str) -> Source:
         if not value:
             return None
         try:
+            slurmvars.parse_repeated(value)
+        except SlurmParseError:
+            raise _malformed(var, value, "a per-node count list (like 2(x3),1)") from None
+        try:  # well formed, for another node count: a step on fewer nodes
             counts = slurmvars.per_node(value, ctx.nodes)
         except SlurmParseError as exc:
             raise _Skip(f"{var}: {exc}") from None

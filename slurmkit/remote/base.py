@@ -6,6 +6,7 @@ when asked for, so ``slurmkit run --via pdsh`` never loads paramiko.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -47,8 +48,10 @@ class RemoteOptions:
     notify: Callable[[str], None] = field(default=_to_stderr, compare=False)
 
     def __post_init__(self) -> None:
-        if self.timeout <= 0 or self.connect_timeout <= 0:
-            raise UsageError("--timeout and --connect-timeout must be positive")
+        # Written so that NaN fails too (every comparison with NaN is false); inf has no
+        # meaning as a limit and crashed round() in the transports.
+        if not (0 < self.timeout < math.inf and 0 < self.connect_timeout < math.inf):
+            raise UsageError("--timeout and --connect-timeout must be positive, finite seconds")
         if self.fanout < 1:
             raise UsageError(f"--fanout must be at least 1, got {self.fanout}")
 

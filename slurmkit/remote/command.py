@@ -12,6 +12,7 @@ whose marker is missing did not run the command to its end.
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import shlex
@@ -73,6 +74,8 @@ def wrap_script(
     node, for transports that have no time limit of their own.
     """
     inner = sh_c(command)
+    if time_limit is not None and not 0 < time_limit < math.inf:  # NaN fails this too
+        raise UsageError(f"a time limit must be positive, finite seconds, not {time_limit!r}")
     if time_limit is not None:
         inner = f"timeout -k 5 {max(1, round(time_limit))} {inner}"
     node = ' "${SLURMD_NODENAME:-?}"' if with_node else ""
