@@ -3,13 +3,15 @@
 Text works on every Slurm version and, unlike the JSON of 22.05, honours
 squeue/sinfo filters. Column sets are declared here next to their parsers
 (``SQUEUE_COLUMNS`` ...) so the argv builders in :mod:`.query` ask for exactly
-what is parsed. Delimited rows are split on :data:`DELIMITER` (ASCII unit
-separator, which no job name or reason realistically contains) and a row with
-the wrong number of fields is an error, never guessed at.
+what is parsed. Delimited rows are split on :data:`DELIMITER` (unit separators
+around a token random per process, so no job name can hold it; job records are cut
+at separators, not line ends, so a name or WorkDir may hold newlines) and output
+with the wrong number of fields is an error, never guessed at.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -31,7 +33,12 @@ from slurmkit.slurm.records import (
     plausible_end,
 )
 
-DELIMITER = "\x1f"
+# The field separator slurmkit asks squeue, sacct and sinfo for: ASCII unit separators
+# around a token random per process. Any user can put any byte, \x1f and newlines
+# included, in a job name or WorkDir; a fixed separator let one such job break the
+# parse of every all-users squeue and sacct. Nobody can write a separator they
+# cannot know, so every field boundary in the output is Slurm's.
+DELIMITER = "\x1f" + os.urandom(6).hex() + "\x1f"
 
 Column = tuple[str, str]  # (record field, Slurm format code or sacct field name)
 
@@ -235,6 +242,57 @@ def split_rows(
     return rows
 
 
+def split_records(
+    text: str,
+    columns: Sequence[Column],
+    delimiter: str = DELIMITER,
+    *,
+    what: str = "output",
+    header: bool = False,
+) -> list[dict[str, str]]:
+    """Records as ``{field: raw text}``, where any field but the first may hold newlines.
+
+    The output is cut at the separators, never at line ends: a record's last field and
+    the next record's first meet in one piece, split at that piece's last newline (the
+    first column, a job id, holds none). A job name holding a newline, or a WorkDir
+    ending in one, is then read exactly instead of breaking every record after it.
+    Output that does not divide into whole records is an error naming the first
+    line that looks wrong.
+    """
+    width = len(columns)
+    if not text.strip():
+        return []
+    if width < 2 or delimiter not in text:
+        return split_rows(text, columns, delimiter, what=what, header=header)
+    pieces = text.lstrip("\n").split(delimiter)
+    if (len(pieces) - 1) % (width - 1):
+        split_rows(text, columns, delimiter, what=what, header=header)  # names the bad line
+        raise SlurmParseError(
+            f"{what}: {len(pieces)} fields do not make whole records of {width} "
+            f"separated by {delimiter!r}"
+        )
+    records: list[list[str]] = []
+    current = [pieces[0]]
+    for piece in pieces[1:-1]:
+        if len(current) == width - 1:
+            last, newline, first = piece.rpartition("\n")
+            if not newline:
+                raise SlurmParseError(f"{what}: no line break between records: {piece[:120]!r}")
+            current.append(last)
+            records.append(current)
+            current = [first]
+        else:
+            current.append(piece)
+    current.append(pieces[-1].removesuffix("\n"))  # the last record's last field
+    records.append(current)
+    if header:
+        _check_header(delimiter.join(records.pop(0)), columns, delimiter, what)
+    return [
+        {name: value.strip() for (name, _), value in zip(columns, values, strict=True)}
+        for values in records
+    ]
+
+
 def _check_header(line: str, columns: Sequence[Column], delimiter: str, what: str) -> None:
     names = [name.strip().lower() for name in line.split(delimiter)]
     wanted = [code.lower() for _, code in columns]
@@ -303,7 +361,7 @@ def parse_squeue(
     text: str, columns: Sequence[Column] = SQUEUE_COLUMNS, delimiter: str = DELIMITER
 ) -> list[Job]:
     """Jobs from ``squeue -h -o <format_string(columns)>``."""
-    rows = split_rows(text, columns, delimiter, what="squeue")
+    rows = split_records(text, columns, delimiter, what="squeue")
     return [job_from_row(row) for row in rows]
 
 
@@ -316,7 +374,7 @@ def parse_sacct(
     steps: bool = False,
 ) -> list[Job]:
     """Jobs from ``sacct -P [-n] --delimiter=... -o <fields>``; steps (``3.batch``) skipped."""
-    rows = split_rows(text, columns, delimiter, what="sacct", header=header)
+    rows = split_records(text, columns, delimiter, what="sacct", header=header)
     if not steps:
         rows = [r for r in rows if "." not in (r.get("display_id") or r.get("job_id") or "")]
     return [job_from_row(row) for row in rows]

@@ -368,3 +368,57 @@ def test_sacct_row_with_a_delimiter_in_a_name_is_refused(slurm: FakeSlurm) -> No
     slurm.on(argv, "1" + DELIMITER * 18 + "\n")
     with pytest.raises(SlurmParseError, match="has 19 fields, expected 18"):
         query.sacct_jobs(user="root")
+
+
+# ---------------------------------------------------------------- hostile job names (issue 14)
+
+# Any user can name a job, or run it in a directory, with any bytes but NUL.
+EVIL_NAME = "evil\x1fname\nwith\x1elines\u2028"
+EVIL_DIR = "/home/mallory/x\x1fy\nz\n"
+
+
+def test_one_users_hostile_job_name_does_not_blind_squeue_for_all_users(slurm: FakeSlurm) -> None:
+    argv = query.squeue_argv()
+    common = {"state": "RUNNING", "reason": "None", "nodelist": "node-1", "num_nodes": "1"}
+    slurm.on(
+        argv,
+        rows(
+            squeue_row(**common, job_id="1", name="train", user="alice", work_dir="/a"),
+            squeue_row(**common, job_id="2", name=EVIL_NAME, user="mallory", work_dir=EVIL_DIR),
+            squeue_row(**common, job_id="3", name="eval", user="bob", work_dir="/b"),
+        ),
+    )
+    jobs = query.jobs()
+    assert [(j.job_id, j.user) for j in jobs] == [("1", "alice"), ("2", "mallory"), ("3", "bob")]
+    assert jobs[1].name == EVIL_NAME.strip() and jobs[1].work_dir == EVIL_DIR.strip()
+    assert (jobs[0].name, jobs[2].name, jobs[2].work_dir) == ("train", "eval", "/b")
+
+
+def test_one_users_hostile_workdir_does_not_blind_sacct_for_all_users(slurm: FakeSlurm) -> None:
+    argv = query.sacct_argv()
+    common = {"state": "COMPLETED", "exit_code": "0:0", "user": "u"}
+    slurm.on(
+        argv,
+        rows(
+            sacct_row(**common, job_id="7", display_id="7", name="a", work_dir=EVIL_DIR),
+            sacct_row(**common, job_id="8", display_id="8", name=EVIL_NAME, work_dir="/w"),
+            sacct_row(**common, job_id="9", display_id="9", name="c", work_dir="/c"),
+        ),
+    )
+    jobs = query.sacct_jobs()
+    assert [j.job_id for j in jobs] == ["7", "8", "9"]
+    assert jobs[0].work_dir == EVIL_DIR.strip() and jobs[1].name == EVIL_NAME.strip()
+    assert jobs[2].work_dir == "/c"
+
+
+def test_the_separator_cannot_be_guessed_from_the_source() -> None:
+    """A name holding the old fixed separator (\\x1f) splits nothing any more."""
+    assert DELIMITER != "\x1f" and DELIMITER.startswith("\x1f") and len(DELIMITER) > 8
+    assert DELIMITER in query.squeue_argv()[3] and f"--delimiter={DELIMITER}" in query.sacct_argv()
+
+
+def test_output_that_is_not_whole_records_is_still_refused() -> None:
+    from slurmkit.slurm.parse_text import parse_squeue
+
+    with pytest.raises(SlurmParseError, match="line 2 has 2 fields"):
+        parse_squeue(DELIMITER.join(squeue_row(job_id="1")) + "\n3" + DELIMITER + "x\n")
