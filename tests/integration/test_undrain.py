@@ -268,7 +268,7 @@ def test_without_tty_or_yes_nothing_changes(cluster: sandbox.SandboxSpec) -> Non
     (a,) = _idle_nodes(1)
     with _drained({a: KTF}):
         result = CliRunner().invoke(cli, ["undrain", "--nodes", a], input="y\n")
-        assert result.exit_code == 0, result.stderr
+        assert result.exit_code == 1, result.stderr  # the confirm rule: a change was skipped
         assert "dry run only" in result.stderr
         assert "would return" in result.stdout
         assert _state(a).is_drained
