@@ -224,6 +224,7 @@ def mailbox(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Mailbox
         "USER": "alerts",
         "PASSWORD": "s3cret",
         "FROM": "slurmkit@sandbox",
+        "INSECURE_PLAINTEXT": "1",  # a login on plain loopback SMTP: refused without the opt-in
     }.items():
         monkeypatch.setenv(f"SLURMKIT_SMTP_{key}", value)
     try:
