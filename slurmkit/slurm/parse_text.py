@@ -383,9 +383,18 @@ def parse_sacct(
 def parse_sinfo_reasons(
     text: str, columns: Sequence[Column] = REASON_COLUMNS, delimiter: str = DELIMITER
 ) -> list[DrainReason]:
-    """Reasons from ``sinfo -R -h -o <format>``; nodes without a reason are skipped."""
+    """Reasons from ``sinfo -R -h -o <format>``; nodes without a reason are skipped.
+
+    A reason may hold newlines (sinfo prints them raw); no other column can, so
+    records are cut at the separators, and a reason in the first column ends where
+    its record's last separator-free piece has its first newline.
+    """
+    if columns and columns[0][0] == "reason":
+        rows = _split_reason_first(text, columns, delimiter)
+    else:
+        rows = split_records(text, columns, delimiter, what="sinfo -R")
     reasons = []
-    for row in split_rows(text, columns, delimiter, what="sinfo -R"):
+    for row in rows:
         reason = text_or_none(row.get("reason"))
         if reason is None:
             continue
@@ -399,6 +408,40 @@ def parse_sinfo_reasons(
             )
         )
     return reasons
+
+
+def _split_reason_first(
+    text: str, columns: Sequence[Column], delimiter: str
+) -> list[dict[str, str]]:
+    """:func:`split_records` mirrored: the *first* field may hold newlines, the last none."""
+    width = len(columns)
+    body = text.strip("\n")
+    if not body.strip():
+        return []
+    pieces = body.split(delimiter)
+    if width < 2 or (len(pieces) - 1) % (width - 1):
+        raise SlurmParseError(
+            f"sinfo -R: {len(pieces)} fields do not make whole records of {width} "
+            f"separated by {delimiter!r}: {body[:120]!r}"
+        )
+    records: list[list[str]] = []
+    current = [pieces[0]]
+    for piece in pieces[1:-1]:
+        if len(current) == width - 1:
+            last, newline, first = piece.partition("\n")
+            if not newline:
+                raise SlurmParseError(f"sinfo -R: no line break between records: {piece[:120]!r}")
+            current.append(last)
+            records.append(current)
+            current = [first]
+        else:
+            current.append(piece)
+    current.append(pieces[-1])
+    records.append(current)
+    return [
+        {name: value.strip() for (name, _), value in zip(columns, values, strict=True)}
+        for values in records
+    ]
 
 
 def parse_names(text: str) -> list[str]:
@@ -535,9 +578,62 @@ def _node_from_kv(kv: Mapping[str, str]) -> Node:
 
 
 def parse_scontrol_nodes(text: str) -> list[Node]:
-    """Nodes from ``scontrol show node`` (with or without ``--oneliner``)."""
-    blocks = _blocks(text, "NodeName", "scontrol show node")
-    return [_node_from_kv(_merge_lines(block, _NODE_GLUE)) for block in blocks]
+    """Nodes from ``scontrol show node`` (with or without ``--oneliner``).
+
+    Only the multi-line form reads every reason exactly: there ``Reason=`` has a
+    line of its own (its value runs to the line's end, `` Comment=`` and all),
+    a reason's later lines are indented deeper than the fields, and the real
+    ``Comment=``/``Extra=`` fields follow on lines of their own. ``--oneliner``
+    joins all that with spaces, so there a reason is cut at such a word.
+    """
+    return [_node_from_kv(_merge_node_lines(block)) for block in _node_blocks(text)]
+
+
+_FIELD_INDENT = 3  # scontrol's indent of a record's fields; a reason's later lines go deeper
+_REASON_LINE = " " * 10
+
+
+def _node_blocks(text: str) -> Iterator[list[str]]:
+    """:func:`_blocks` for nodes, where a reason's later line may come unindented (a raw
+    newline in the reason): it stays that node's reason instead of failing the whole parse."""
+    block: list[str] = []
+    in_reason = False
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("NodeName="):
+            if block:
+                yield block
+            block, in_reason = [line], "Reason=" in line
+        elif block and line[:1].isspace():
+            block.append(line)
+            deeper = len(line) - len(line.lstrip()) > _FIELD_INDENT
+            in_reason = line.lstrip().startswith("Reason=") or (in_reason and deeper)
+        elif block and in_reason:
+            block.append(_REASON_LINE + line)
+        elif not _NOTHING.match(line.strip()):
+            raise SlurmParseError(f"scontrol show node: unexpected line {line.strip()[:120]!r}")
+    if block:
+        yield block
+
+
+def _merge_node_lines(block: Sequence[str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    in_reason = False
+    for number, line in enumerate(block):
+        indent = len(line) - len(line.lstrip())
+        if in_reason and number and indent > _FIELD_INDENT:
+            values["Reason"] += "\n" + line.strip()
+            continue
+        stripped = line.strip()
+        if number and stripped.startswith("Reason="):
+            values["Reason"] = stripped.removeprefix("Reason=")  # a line of its own: all of it
+            in_reason = True
+            continue
+        pairs = parse_kv(line, _NODE_GLUE)
+        values.update(pairs)
+        in_reason = bool(pairs) and next(reversed(pairs)) == "Reason"
+    return values
 
 
 def _is_detail(line: str) -> bool:

@@ -69,8 +69,10 @@ def version_argv() -> list[str]:
     return ["sinfo", "--version"]
 
 
-def nodes_argv(names: Names | None = None) -> list[str]:
-    return ["scontrol", "--all", "--oneliner", "show", "node", *([_joined(names)] if names else [])]
+def nodes_argv(names: Names | None = None, *, oneliner: bool = True) -> list[str]:
+    """``oneliner=False`` for exact reasons (see :func:`parse_scontrol_nodes`)."""
+    form = ["--oneliner"] if oneliner else []
+    return ["scontrol", "--all", *form, "show", "node", *([_joined(names)] if names else [])]
 
 
 def squeue_argv(
@@ -153,12 +155,14 @@ def version() -> SlurmVersion:
     return parse_version(_stdout(version_argv()))
 
 
-def nodes(names: Names | None = None) -> list[Node]:
+def nodes(names: Names | None = None, *, exact_reasons: bool = False) -> list[Node]:
     """All nodes, or those of a hostlist (``node-[1-4]``), in one ``scontrol show node`` call.
 
+    ``exact_reasons`` reads the multi-line form, the only one where a reason holding
+    `` Comment=`` or a newline is read whole: for anything that acts on reasons (undrain).
     Raises NotFound naming the first unknown node.
     """
-    return parse_scontrol_nodes(_stdout(nodes_argv(names)))
+    return parse_scontrol_nodes(_stdout(nodes_argv(names, oneliner=not exact_reasons)))
 
 
 def jobs(

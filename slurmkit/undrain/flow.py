@@ -120,7 +120,7 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
 def make_plan(options: UndrainOptions) -> Plan:
     pattern = sel.compile_reason(options.reason)
     limit = _limit(options)
-    selected = sel.select(query.nodes(limit), pattern)
+    selected = sel.select(query.nodes(limit, exact_reasons=True), pattern)
     eligible = [s.name for s in selected if s.skip is None]
     if eligible:
         jobs = query.jobs(nodelist=fold(eligible), states=HOLDING_STATES)
@@ -195,6 +195,8 @@ def execute(plan: Plan, options: UndrainOptions, log: ActionLog | None = None) -
         _kill_and_recheck(to_kill, options, log, late)
     report = _as_report(plan)
     to_return = [o for o in plan.outcomes if o.action == WOULD_RETURN]
+    if to_return:
+        to_return, report.error = _unchanged(to_return)
     if to_return:
         report.error = _return(to_return, log, late)
     _record(log, [_skip_entry(o) for o in plan.outcomes if o.action == SKIPPED], late)
@@ -274,6 +276,47 @@ def _with_timeout(options: RemoteOptions, timeout: float) -> RemoteOptions:
     return replace(options, timeout=timeout)
 
 
+def _unchanged(outcomes: list[NodeOutcome]) -> tuple[list[NodeOutcome], str]:
+    """The nodes still as the check saw them, read again in one call right before the update.
+
+    The check (and a kill's grace) takes seconds; meanwhile an admin may drain a node
+    again for another reason, or return it. Such a node is left alone with the reason
+    why, never returned on the strength of the old reason. Returns (unchanged nodes,
+    error text): when the re-read fails, nothing is returned.
+    """
+    try:
+        now = {n.name: n for n in query.nodes(fold([o.node for o in outcomes]), exact_reasons=True)}
+    except SlurmError as exc:
+        for o in outcomes:
+            o.action, o.why = NOT_RETURNED, f"could not read the node again: {exc}"
+        return [], f"could not read the nodes again before the update: {exc}; nothing returned"
+    same = []
+    for o in outcomes:
+        changed = _change(o, now.get(o.node))
+        if changed:
+            o.skip(f"{changed}: left alone")
+        else:
+            same.append(o)
+    return same, ""
+
+
+def _change(o: NodeOutcome, now: Node | None) -> str:
+    """How the node differs from what was checked, or ""."""
+    if now is None:
+        return "no longer known to Slurm"
+    if "DRAIN" not in now.flags:
+        return f"no longer drained (now {now.state_text})"
+    before = o.record
+    if before is not None and (now.reason, now.reason_user, now.reason_time) != (
+        before.reason,
+        before.reason_user,
+        before.reason_time,
+    ):
+        return f"reason changed since the check (now: {now.reason!r})"
+    moved = sel.state_skip(now)
+    return f"state changed since the check ({moved})" if moved else ""
+
+
 def _return(outcomes: list[NodeOutcome], log: ActionLog, late: list[str]) -> str:
     """One ``scontrol update ... state=undrain``, one read-back; the error text or ""."""
     names = fold([o.node for o in outcomes])
@@ -294,7 +337,7 @@ def _update_and_read_back(outcomes: list[NodeOutcome], names: str, log: list[str
     except SlurmError as exc:
         update_error = exc
     try:
-        after = {n.name: n for n in query.nodes(names)}
+        after = {n.name: n for n in query.nodes(names, exact_reasons=True)}
     except SlurmError as exc:
         return _unknown_after(outcomes, update_error, exc, log)
     for o in outcomes:

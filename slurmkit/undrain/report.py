@@ -31,10 +31,13 @@ class NodeOutcome:
     killed: list[str] = field(default_factory=list)
     processes: list[Process] = field(default_factory=list)
     check: CheckResult | None = field(default=None, repr=False)
+    record: Node | None = field(default=None, repr=False)  # as selected: compared before update
 
     @classmethod
     def of(cls, node: Node) -> NodeOutcome:
-        return cls(node.name, node.state_text, node.reason or "", new_state=node.state_text)
+        return cls(
+            node.name, node.state_text, node.reason or "", new_state=node.state_text, record=node
+        )
 
     @property
     def returned(self) -> bool:

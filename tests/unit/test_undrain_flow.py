@@ -35,6 +35,7 @@ class FakeCluster:
     stubborn: set[str] = field(default_factory=set)
     stat: str = "S"  # ps STAT of the leftovers; "D" for uninterruptible I/O
     ctld_down_after_select: bool = False
+    raw_newlines: bool = False  # print a reason's later lines unindented (a misbehaving Slurm)
     calls: list[list[str]] = field(default_factory=list)
 
     def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
@@ -44,10 +45,16 @@ class FakeCluster:
         return _proc.Completed(tuple(argv), rc, out, err, 0.01)
 
     def _answer(self, argv: list[str]) -> tuple[int, str, str]:
-        if argv[:4] == ["scontrol", "--all", "--oneliner", "show"]:
+        if argv[:4] == ["scontrol", "--all", "--oneliner", "show"] or argv[:3] == [
+            "scontrol",
+            "--all",
+            "show",
+        ]:
             if self.ctld_down_after_select and self.slurm_calls("update"):
                 return 1, "", UNREACHABLE_CTLD
-            return self._show(argv[5] if len(argv) > 5 else None)
+            oneliner = "--oneliner" in argv
+            names = argv[-1] if argv[-1] != "node" else None
+            return self._show(names, oneliner)
         if argv[0] == "squeue":
             return 0, self._squeue(argv), ""
         if argv[:2] == ["scontrol", "update"]:
@@ -62,17 +69,27 @@ class FakeCluster:
         slurm = [c for c in self.calls if c[0] in ("scontrol", "squeue", "sinfo")]
         return [c for c in slurm if word is None or word in c]
 
-    def _show(self, names: str | None) -> tuple[int, str, str]:
+    def _show(self, names: str | None, oneliner: bool = True) -> tuple[int, str, str]:
+        """22.05's text: the stamp after the reason's first line, later lines joined by
+        eight spaces (--oneliner) or on lines indented by ten; raw_newlines breaks that."""
         wanted = expand(names) if names else list(self.nodes)
         unknown = [n for n in wanted if n not in self.nodes]
         if unknown:
             return 1, f"Node {unknown[0]} not found\n", ""
-        lines = []
+        records = []
         for name in wanted:
             state, reason = self.nodes[name]
-            extra = f" Reason={reason} [root@2026-11-21T00:03:40]" if reason else ""
-            lines.append(f"NodeName={name} State={state} CPUTot=8{extra}")
-        return 0, "\n".join(lines) + "\n", ""
+            fields = [f"NodeName={name} Arch=x86_64", f"State={state} CPUTot=8"]
+            if reason:
+                first, *more = reason.split("\n")
+                joiner = "\n" if self.raw_newlines else (" " * 8 if oneliner else "\n" + " " * 10)
+                fields.append(
+                    "".join(
+                        [f"Reason={first} [root@2026-11-21T00:03:40]", *(joiner + m for m in more)]
+                    )
+                )
+            records.append((" " if oneliner else "\n   ").join(fields))
+        return 0, ("\n" if oneliner else "\n\n").join(records) + "\n", ""
 
     def _squeue(self, argv: list[str]) -> str:
         from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS
@@ -180,7 +197,19 @@ def test_slurm_calls_do_not_grow_with_node_count(
     report = undrain(_opts(tmp_path), _yes)
     assert report.exit_code == 0
     assert all(o.returned for o in report.outcomes) and len(report.outcomes) == count
-    assert report.slurm_calls == len(_exec.call_log) - before == 4
+    # show, squeue, show again right before the update (reasons unchanged?), update, read-back
+    assert report.slurm_calls == len(_exec.call_log) - before == 5
+    kinds = [c[:3] for c in cluster.slurm_calls()]
+    show, squeue, update = (
+        ["scontrol", "--all", "show"],
+        ["squeue", "--all", "--noheader"],
+        [
+            "scontrol",
+            "update",
+            f"nodename=node-[1-{count}]",
+        ],
+    )
+    assert kinds == [show, squeue, show, update, show]
     (update,) = cluster.slurm_calls("update")
     assert update == ["scontrol", "update", f"nodename=node-[1-{count}]", "state=undrain"]
     assert len([c for c in cluster.calls if c[0] == "pdsh"]) == 1
@@ -375,7 +404,7 @@ def test_cli_json(cluster: FakeCluster, run_cli, tmp_path) -> None:
     _drained(cluster, 1)
     result = run_cli("undrain", "--yes", "--json", "--lock", str(tmp_path / "l"))
     data = json.loads(result.stdout)
-    assert data["slurm_calls"] == 4 and data["nodes"][0]["returned"] is True
+    assert data["slurm_calls"] == 5 and data["nodes"][0]["returned"] is True
 
 
 def test_cli_bad_input(cluster: FakeCluster, run_cli, tmp_path) -> None:
