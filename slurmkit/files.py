@@ -35,7 +35,7 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, mode: int | None = 
     except OSError as exc:
         raise EnvironmentProblem(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

@@ -10,6 +10,7 @@ Each registry entry also carries the subcommand's short help, so a group's
 from __future__ import annotations
 
 import importlib
+import io
 import sys
 from typing import NoReturn
 
@@ -86,6 +87,7 @@ class RootGroup(LazyGroup):
             _usage_error(exc)
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        _bytes_out_as_they_came_in()
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
@@ -97,11 +99,30 @@ class RootGroup(LazyGroup):
         except KeyboardInterrupt:
             click.echo("slurmkit: interrupted", err=True)
             raise click.exceptions.Exit(130) from None
-        except FileNotFoundError as exc:
-            # A missing input file the user named, not a bug.
+        except OSError as exc:
+            # A path the user named that the system refuses (missing, a name too long,
+            # not a directory, permission denied): the user's to fix, not a bug. An
+            # OSError naming no file is one, and keeps its traceback.
+            if exc.filename is None:
+                raise
             _traceback_if_debug(ctx)
-            click.echo(f"slurmkit: {exc.strerror}: {exc.filename}", err=True)
+            name = str(exc.filename)
+            shown = name if len(name) <= 200 else name[:200] + "..."
+            click.echo(f"slurmkit: {exc.strerror or exc}: {shown!r}"[:400], err=True)
             raise click.exceptions.Exit(EXIT_ERROR) from None
+
+
+def _bytes_out_as_they_came_in() -> None:
+    """Let stdout and stderr write back the non-UTF-8 bytes an argument or stdin held.
+
+    Python reads such bytes as lone surrogates (``surrogateescape``); with a UTF-8
+    locale its stdout is strict, so echoing the node name ``n\x80`` raised
+    UnicodeEncodeError. Written back with the same handler, the bytes come out
+    unchanged, as from any Unix filter.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="surrogateescape")
 
 
 def _usage_error(exc: click.UsageError) -> NoReturn:

@@ -223,7 +223,20 @@ def _read_args(args: Iterable[str]) -> list[str]:
     args = list(args)
     if args.count("-") > 1:
         raise UsageError("'-' (stdin) can be given only once")
-    return [sys.stdin.read() if arg == "-" else arg for arg in args]
+    return [_stdin_text() if arg == "-" else arg for arg in args]
+
+
+def _stdin_text() -> str:
+    """stdin as text; bytes that are not UTF-8 are kept as Python keeps them in argv.
+
+    A strict decode raised UnicodeDecodeError on one stray byte; with
+    ``surrogateescape`` such a name is an ordinary (odd) host name, written back
+    out byte for byte.
+    """
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return sys.stdin.read()
+    return stream.read().decode("utf-8", "surrogateescape")
 
 
 def _unescape(sep: str) -> str:

@@ -44,7 +44,7 @@ def resolve_dir(given: Path | str | None, environ: Mapping[str, str] | None = No
         raise UsageError(
             f"no cron dir: give DIR (or --dir), or set {ENV_VAR} or WORK ($WORK/cron is used)"
         )
-    return Path(os.path.abspath(chosen.expanduser()))
+    return Path(os.path.abspath(os.path.expanduser(chosen)))  # unknown ~user: left as is
 
 
 def check_prefix(prefix: str) -> str:

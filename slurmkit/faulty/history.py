@@ -77,7 +77,7 @@ def since(text: str, now: datetime | None = None) -> datetime:
         moment = datetime.fromisoformat(text)
         return moment if moment.tzinfo else moment.astimezone()
     try:
-        seconds = DurationType().parse(text).seconds
+        seconds = min(DurationType().parse(text).seconds, 100 * 365 * 86400)  # timedelta bound
     except BadValue:
         raise UsageError(
             f"--since {text!r}: expected a duration (7d, 12h, 30m) or a date (2026-11-01)"

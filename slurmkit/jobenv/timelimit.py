@@ -167,11 +167,16 @@ class LimitChange:
         return current + (self.minutes or 0) * 60
 
 
+_LONGEST = 40  # characters: far more than any time limit Slurm takes
+
+
 def parse_change(text: str) -> LimitChange:
     """``+3h``, ``+90m``, ``+1d``, ``+1:30:00`` (add); ``2-00:00:00``, ``90``, UNLIMITED (set)."""
     value = text.strip()
     if not value:
         raise UsageError("no time given: use +3h, +90m, +1d (add) or D-HH:MM:SS (set)")
+    if len(value) > _LONGEST:  # a 5000-digit number is no time limit (and int() refuses it)
+        raise UsageError(f"{value[:_LONGEST]!r}...: too long for a time limit")
     if value.upper() in _UNLIMITED_WORDS:
         return LimitChange(None, relative=False)
     if value.startswith("-"):

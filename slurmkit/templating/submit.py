@@ -67,7 +67,7 @@ def trusted_folder(path: Path, what: str) -> Path:
     (:class:`slurmkit.trust.UntrustedPath`, exit 2) rather than adopted: its owner
     could replace what slurmkit writes there or reads back from it.
     """
-    folder = Path(os.path.abspath(path.expanduser()))
+    folder = Path(os.path.abspath(os.path.expanduser(path)))  # unknown ~user: left as is
     try:
         st = os.lstat(folder)
     except FileNotFoundError:

@@ -58,7 +58,7 @@ def parse_count(text: str, what: str = "--min-free-inodes") -> Amount:
     """``100000``, ``100k``, ``2M`` (powers of 1000) or ``5%``."""
     if text.strip().endswith("%"):
         return Amount(parse_percent(text, what), percent=True)
-    match = re.fullmatch(r"(\d+)\s*([KMG]?)", text.strip(), re.I)
+    match = re.fullmatch(r"(\d{1,30})\s*([KMG]?)", text.strip(), re.I)
     if not match:
         raise UsageError(f"{what} {text!r}: expected a count such as 100000, 100k, 5%")
     return Amount(float(int(match.group(1)) * _DECIMAL[match.group(2).upper()]))
