@@ -30,12 +30,14 @@ DEFAULT_PYTHON = "/usr/bin/python3"
 REFUSED = "slurmkit-refused:"
 REFUSED_RC = 126
 
-# POSIX sh: is "$2" (the program "$1" names) safe for this user to run? Resolves
-# links, then walks up to /: every component owned by root or us, none writable by
-# group or others (a root-owned sticky directory such as /tmp is fine above the
-# file). On success sets p to the resolved path; on failure one line on stderr.
+# POSIX sh: is "$2" (the program "$1" names) safe for this user to run? A bare name
+# is looked up on the node's PATH; links are resolved, then it walks up to /: every
+# component owned by root or us, none writable by group or others (a root-owned
+# sticky directory such as /tmp is fine above the file). On success sets p to the
+# resolved path; on failure one line on stderr.
 _TRUSTED_SH = r"""sk_trusted() {
   sk_what=$1 sk_path=$2 sk_uid=$(id -u)
+  case $sk_path in */*) ;; *) sk_path=$(command -v "$sk_path") || sk_path=$2 ;; esac
   p=$(readlink -f -- "$sk_path" 2>/dev/null) || p=
   if [ -z "$p" ] || [ ! -f "$p" ] || [ ! -x "$p" ]; then
     echo "SK_REFUSED $sk_what $sk_path: not an executable file" >&2; return 1
@@ -94,7 +96,7 @@ def node_command(
         args.append("--all-processes")
     if options.py_spy:
         args += ["--py-spy", _absolute_if_path(options.py_spy)]
-    python = shlex.quote(os.path.abspath(options.python or DEFAULT_PYTHON))
+    python = shlex.quote(_absolute_if_path(options.python or DEFAULT_PYTHON))
     script = shlex.quote(node_script_source())
     return (
         f"{_TRUSTED_SH}\nsk_trusted python {python} || exit {REFUSED_RC}\n"

@@ -90,6 +90,18 @@ def test_an_untrusted_interpreter_is_refused_before_it_runs(tmp_path: Path, how:
     assert expected in line
 
 
+def test_a_bare_interpreter_name_is_found_on_the_nodes_path_and_checked(tmp_path: Path) -> None:
+    out = _run_on_node(node_command(JOB, ENVIRON, 30, DumpOptions(python="python3"), 0), tmp_path)
+    (record,) = [json.loads(line) for line in out.stdout.splitlines()]
+    assert record["problem"] == "no_job_processes", out.stderr
+    evil = _executable(tmp_path / "bin" / "python3", "#!/bin/sh\necho ran\n")
+    evil.parent.chmod(0o777)
+    command = node_command(JOB, ENVIRON, 30, DumpOptions(python="python3"), 0)
+    out = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60,
+                         env={"PATH": f"{evil.parent}:/usr/bin:/bin"})  # fmt: skip
+    assert out.stdout == "" and "writable by group or others" in out.stderr
+
+
 def test_a_missing_interpreter_is_refused_with_its_path(tmp_path: Path) -> None:
     options = DumpOptions(python="/nonexistent/python3")
     out = _run_on_node(node_command(JOB, ENVIRON, 30, options, 0), tmp_path)
