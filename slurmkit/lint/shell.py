@@ -35,9 +35,13 @@ _META = frozenset(" \t\n;&|<>()")
 _PLAIN = re.compile(r"[^ \t\n;&|<>()\\'\"$`]+")
 # A whole word of plain characters, ended by a blank, an operator or the end of the text.
 _SIMPLE_WORD = re.compile(r"[^ \t\n;&|<>()\\'\"$`]+(?=[ \t\n;&|<>)]|\Z)")
+_SIMPLE_WORD_AND_BLANKS = re.compile(r"([^ \t\n;&|<>()\\'\"$`]+)(?=[ \t\n;&|<>)]|\Z)[ \t]*")
 _OPERATORS = (";;&", ";;", ";&", "&&", "||", "|&", ";", "&", "|")
 _REDIRECT = re.compile(r"(?:\d+|\{[A-Za-z_]\w*\})?(?:&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>)")
 _REDIRECT_START = frozenset("0123456789{<>&")
+# Characters a plain word may not start with: blanks, comments, operators, a
+# possible redirection (2>, {fd}>), quotes and expansions go the long way.
+_NOT_PLAIN_START = frozenset(" \t\n#;&|<>()`'\"$\\0123456789{")
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(\[[^\]]*\])?(\+?)=(.*)", re.S)
 _ARRAY_START = re.compile(r"[A-Za-z_]\w*\+?=")
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -264,7 +268,18 @@ class _Scanner:
 
         while self.pos < size:
             char = text[self.pos]
-            if char in _BLANK:
+            if (
+                char not in _NOT_PLAIN_START
+                and not in_test
+                and (simple := _SIMPLE_WORD_AND_BLANKS.match(text, self.pos))
+            ):  # the common case first: a plain word (the same Word as _word would make)
+                start, self.pos = self.pos, simple.end()  # past the blanks after it, too
+                raw = simple.group(1)
+                word = Word(raw, raw, True, start, simple.end(1))
+                if word.raw == "[[" and all(w.raw in _KEYWORDS for w in words):
+                    in_test = True
+                words.append(word)
+            elif char in _BLANK:
                 self.pos += 1
             elif text.startswith("\\\n", self.pos):
                 self.pos += 2
