@@ -246,6 +246,16 @@ HOSTILE = st.one_of(
 ).map(_relative)
 
 
+def _no_limit(value: str) -> bool:
+    """``--max 0`` (or a huge --max) lifts the limit on purpose: expanding n[1-10**30] then
+    runs as long as asked, which is no hang."""
+    digits = value.strip().lstrip("+")
+    return digits.isascii() and digits.isdigit() and (len(digits) > 7 or int(digits) == 0)
+
+
+_MAX_VALUES = HOSTILE.filter(lambda value: not _no_limit(value))
+
+
 @st.composite
 def command_lines(draw: st.DrawFn) -> tuple[list[str], bytes]:
     command = draw(st.sampled_from(COMMANDS))
@@ -258,7 +268,8 @@ def command_lines(draw: st.DrawFn) -> tuple[list[str], bytes]:
     for option in chosen:
         if option.name == "directory" and command.path[:1] == ("sandbox",):
             continue  # the sandbox dir stays the temporary one
-        args += [max(option.opts, key=len), draw(HOSTILE)]
+        values = _MAX_VALUES if option.name == "limit" else HOSTILE
+        args += [max(option.opts, key=len), draw(values)]
     positional: list[str] = []
     for argument in command.arguments:
         many = argument.nargs == -1 or argument.nargs > 1
