@@ -226,8 +226,10 @@ def test_hold_release_keeps_submit_time_and_queue_age(
 
     poll(lambda: age() >= 6, 30, "the waiting runs to accrue some queue age")
     age_at_hold = age()
-    train.cli("hold")
-    train.cli("hold")  # idempotent
+    train.cli("hold", exit_code=1)  # no terminal, no --yes: the one confirm rule
+    assert not [j for j in train.queue() if j.held]
+    train.cli("hold", "--yes")
+    train.cli("hold", "--yes")  # idempotent
     (held,) = [j for j in train.queue() if j.is_pending]
     assert held.held and held.priority == 0
     assert train.status()["state"] == "running, rest held"
@@ -241,7 +243,7 @@ def test_hold_release_keeps_submit_time_and_queue_age(
     assert status["state"] == "held" and status["pending"] == 2 and status["held"]
 
     held_for = age() - age_at_hold
-    train.cli("release")
+    train.cli("release", "--yes")
     wait_running(train, f"{array}_2")
     (after,) = [j for j in train.queue() if j.is_pending]
     released = query.job(array)
@@ -331,7 +333,9 @@ def test_switch_refuses_a_resource_change(train_factory: Callable[[str], Train])
     assert "switch refused" in result.stderr
     assert os.readlink(train.folder / "current") == str(script)
     same = write(train.work / "c.slurm", training_script(train.work, "v3"))
-    train.cli("switch", str(same), train.name)
+    train.cli("switch", str(same), train.name, exit_code=1)  # no --yes: a dry run
+    assert os.readlink(train.folder / "current") == str(script)
+    train.cli("switch", str(same), train.name, "--yes")
     assert os.readlink(train.folder / "current") == str(same)
     assert train.status()["next_script"] == str(same)
     out = train.cli("stop", train.name, "--yes").stdout
@@ -346,7 +350,7 @@ def test_kill_switch_burns_through_the_rest(train_factory: Callable[[str], Train
     array = start(train, script, 4)
     wait_sourced(train, "v1 1")
     train.cli("should-stop", exit_code=1)
-    train.cli("kill-switch", "on")
+    train.cli("kill-switch", "on", "--yes")
     train.cli("should-stop", exit_code=0)
     train.go(1)
     poll(lambda: len(train.finished()) == 4, 120, "the remaining runs to exit")
@@ -358,7 +362,7 @@ def test_kill_switch_burns_through_the_rest(train_factory: Callable[[str], Train
         assert "kill switch" in train.log(array, task)
         assert "not training" in train.log(array, task)
     assert train.status()["kill_switch"]["on"] is True
-    train.cli("kill-switch", "off")
+    train.cli("kill-switch", "off", "--yes")
     train.cli("should-stop", exit_code=1)
 
 
@@ -387,3 +391,100 @@ def test_broken_script_fails_one_run_and_the_train_goes_on(
     assert status["failed"] == [f"{array}_2"]
     text = train.cli("status", train.name).stdout
     assert f"{array}_2 FAILED exit 2" in text
+
+
+MATE = "sk-trainmate"
+
+
+def _mate() -> int:
+    """A real second user (the teammate); /etc/passwd is shared with the sandbox's nodes."""
+    if _proc.run(["getent", "passwd", MATE]).returncode != 0:
+        made = _proc.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", MATE])
+        assert made.returncode == 0, made.stderr
+    return int(_proc.run(["id", "-u", MATE]).stdout)
+
+
+def test_a_teammate_repointing_current_cannot_run_code_as_the_owner(
+    cluster: sandbox.SandboxSpec, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14, finding 7, live: the train folder is shared (the help invites it, for the
+    kill switch); a teammate re-points ``current`` at their own script. The next run, which
+    runs as the owner (root here), refuses it; ``status`` names who re-pointed it; the
+    owner's commands refuse a record the teammate replaced; the teammate's kill switch works."""
+    import shutil
+    import tempfile
+
+    mate = _mate()
+    work = Path(tempfile.mkdtemp(prefix="sk-train-shared-"))
+    work.chmod(0o755)  # pytest's tmp_path is 0700: the teammate could not reach the folder
+    monkeypatch.chdir(work)
+    monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
+    name = f"sk-train-mate-{uuid.uuid4().hex[:6]}"
+    train = Train(name, work, run_cli)
+    trains = work / ".slurmkit" / "trains"
+    try:
+        script = write(work / "a.slurm", training_script(work, "v1"))
+        start(train, script, 3)
+        trains.chmod(0o777)
+        train.folder.chmod(0o777)  # teammates may write it: the kill switch
+        wait_sourced(train, "v1 1")
+
+        theirs = work / "mate"
+        theirs.mkdir()
+        os.chown(theirs, mate, mate)
+        pwned = work / "pwned"
+        attack = subprocess.run(
+            ["runuser", "-u", MATE, "--", "bash", "-c",
+             f'printf "#!/bin/bash\\necho pwned > {pwned}\\n" > {theirs}/evil.slurm && '
+             f"ln -sfn {theirs}/evil.slurm {train.folder / 'current'}"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert attack.returncode == 0, attack.stderr
+        status = train.status()
+        assert status["current_changed_by"] == {"uid": mate, "user": MATE}
+        assert f"owned by uid {mate}" in (status["next_script_trusted"] or "")
+        text = train.cli("status", name).stdout
+        assert f"set by {MATE} (uid {mate})" in text and "UNTRUSTED" in text
+
+        # Only run 2 may start: the owner holds the train, then Slurm releases task 2 alone.
+        array = train.arrays[0]
+        train.cli("hold", name, "--yes")
+        train.go(1)
+        wait_finished(train, f"{array}_1")
+        run_slurm(["scontrol", "release", f"{array}_2"], check=False)
+        run2 = wait_finished(train, f"{array}_2")
+        assert run2.state == "FAILED" and run2.exit_code == 1
+        assert not pwned.exists()
+        assert f"evil.slurm belongs to uid {mate}, not to you (uid 0)" in train.log(array, 2)
+
+        # The owner's switch back is checked too, and works; a record the teammate
+        # replaced is refused before anything is held, released or cancelled.
+        train.cli("switch", str(script), name, "--yes")
+        assert train.status()["current_changed_by"] == {"uid": 0, "user": "root"}
+        record = train.folder / "train.json"
+        fake = subprocess.run(
+            ["runuser", "-u", MATE, "--", "bash", "-c",
+             f"cp {record} {theirs}/r && mv -f {theirs}/r {record}"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert fake.returncode == 0, fake.stderr
+        assert record.stat().st_uid == mate
+        refused = train.cli("release", name, "--yes", exit_code=2)
+        assert "refusing train record" in refused.stderr and "kill-switch on" in refused.stderr
+        assert all(j.held for j in train.queue() if j.is_pending)
+
+        # Stopping is what a teammate may do: their kill switch ends the rest.
+        stop = subprocess.run(
+            ["runuser", "-u", MATE, "--", "touch", str(train.folder / "kill-switch")],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert stop.returncode == 0, stop.stderr
+        run_slurm(["scontrol", "release", array], check=False)
+        run3 = wait_finished(train, f"{array}_3")
+        assert run3.state == "COMPLETED" and "kill switch" in train.log(array, 3)
+        assert train.runs_file() == ["v1 1"]
+    finally:
+        arrays = train.arrays if (train.folder / "train.json").exists() else []
+        if arrays:
+            run_slurm(["scancel", *arrays], check=False)
+        shutil.rmtree(work, ignore_errors=True)
