@@ -240,6 +240,8 @@ def _current_link(train: TrainDir, exists: bool) -> dict[str, Any]:
             check_trusted(os.path.realpath(train.current), what="script", uid=train.owner())
         except UntrustedPath as exc:
             problem = str(exc)
+        except OSError as exc:  # a folder above it the caller cannot look into
+            problem = f"cannot check {exc.filename}: {exc.strerror}"
     return {
         "current_changed_by": {"uid": uid, "user": user_name(uid)},
         "current_changed_at": datetime.fromtimestamp(mtime).astimezone().isoformat("T", "seconds"),

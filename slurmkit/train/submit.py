@@ -33,7 +33,7 @@ from slurmkit.train.state import (
     read_trusted,
     train_names,
 )
-from slurmkit.trust import check_trusted
+from slurmkit.trust import UntrustedPath, check_trusted
 
 DEFAULT_RUNS = 50
 # Options the train sets itself; in the script they are dropped with a notice,
@@ -130,7 +130,12 @@ def trusted_script(script: Path) -> Path:
     """
     if not script.exists():
         raise UsageError(f"{script}: no such file")
-    return check_trusted(script.resolve(), what="training script")
+    try:
+        return check_trusted(script.resolve(), what="training script")
+    except OSError as exc:  # a folder above it that cannot be looked into
+        raise UntrustedPath(
+            f"refusing training script {script}: cannot check {exc.filename}: {exc.strerror}"
+        ) from None
 
 
 def _check_after(after: str) -> None:

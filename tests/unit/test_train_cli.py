@@ -643,3 +643,21 @@ def test_a_teammates_kill_switch_works_but_leaves_the_owners_record_alone(
     assert "not recorded in" in result.stderr and "says who set it" in result.stderr
     assert record.read_bytes() == before and record.stat().st_uid == NOBODY
     assert (folder / "kill-switch").read_text().startswith("set by ")
+
+
+def test_status_of_a_script_the_caller_cannot_look_into_is_no_traceback(
+    run_cli: Run, cluster: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    started(run_cli, tmp_path)
+    real_stat = os.stat
+
+    def denied(path, *args, **kwargs):  # a folder above the script that is 0700 for us
+        if str(path) == str(tmp_path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", denied)
+    status = json.loads(run_cli("train", "status", "--json").stdout)
+    assert status["next_script_trusted"] == f"cannot check {tmp_path}: Permission denied"
