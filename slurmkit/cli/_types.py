@@ -17,6 +17,9 @@ class Seconds(click.ParamType):
 
     name = "seconds"
 
+    def __init__(self, at_least: float | None = None) -> None:
+        self.at_least = at_least
+
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):
         if isinstance(value, float | int) and not isinstance(value, bool):
             number = float(value)
@@ -27,6 +30,8 @@ class Seconds(click.ParamType):
                 self.fail(f"{value!r} is not a number of seconds", param, ctx)
         if not 0 < number < math.inf:  # False for NaN as well
             self.fail(f"{value!r} is not a positive, finite number of seconds", param, ctx)
+        if self.at_least is not None and number < self.at_least:
+            self.fail(f"{value!r}: at least {self.at_least:g} seconds", param, ctx)
         return number
 
 

@@ -9,6 +9,7 @@ import click
 
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._output import print_json, print_table, progress
+from slurmkit.cli._types import Seconds
 
 if TYPE_CHECKING:
     from slurmkit.cpus import CpusReport
@@ -39,7 +40,7 @@ def cpus_group() -> None:
 @click.option("-N", "--nodes", type=click.IntRange(min=1), metavar="K", help="Nodes (default 1).")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=1),
+    type=Seconds(at_least=1),
     default=600.0,
     show_default=True,
     metavar="S",

@@ -330,6 +330,8 @@ KNOWN = [
     ["run", "--timeout", "nan", "-w", "n1", "true"],
     ["run", "--timeout", "inf", "-w", "n1", "true"],
     ["run", "--connect-timeout", "nan", "-w", "n1", "true"],
+    ["cpus", "check", "--timeout", "nan"],
+    ["cpus", "check", "--timeout", "inf"],
     ["run", "-w", "-oProxyCommand=x", "true"],
     ["hostfile", "--slots", "nan"],
     ["lint", "/dev/zero"],
