@@ -66,12 +66,14 @@ def lint_command(
             }
         )
     else:
-        for finding in findings:
-            click.echo(
-                f"{finding.file}:{finding.line}: {finding.severity}: {finding.message} "
-                f"[{finding.rule}]"
-            )
-            click.echo(f"    fix: {finding.fix}")
+        # One write for all findings: one echo per line was a third of the time of a
+        # 40,000-line script with a finding on every line.
+        lines = [
+            f"{f.file}:{f.line}: {f.severity}: {f.message} [{f.rule}]\n    fix: {f.fix}\n"
+            for f in findings
+        ]
+        if lines:
+            click.echo("".join(lines), nl=False)
         click.echo(
             f"slurmkit: {_count(errors, 'error')}, {_count(warnings, 'warning')} in "
             f"{_count(len(texts), 'script')} (Slurm {_version_label(context)})",
