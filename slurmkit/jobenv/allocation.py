@@ -42,8 +42,17 @@ class Allocation:
 
     @property
     def in_step(self) -> bool:
-        """Inside an ``srun`` step (not the batch script): per-node values are this node's."""
-        return bool(self.env and self.env.get("SLURM_STEP_ID", "").strip())
+        """Inside an ``srun`` step (not the batch script): per-node values are this node's.
+
+        26.05 also sets SLURM_STEP_ID in the batch script, to -5 (its batch-step id as a
+        signed number); a real step's id is a plain non-negative number.
+        """
+        value = self.env.get("SLURM_STEP_ID", "").strip() if self.env else ""
+        return value.isdigit() and int(value) < _SPECIAL_STEP_IDS
+
+
+# Slurm's special step ids (batch, extern, interactive, pending) are 0xfffffffa and up.
+_SPECIAL_STEP_IDS = 0xFFFFFFF0
 
 
 def env_job_ids(env: Mapping[str, str]) -> set[str]:

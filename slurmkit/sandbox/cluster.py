@@ -211,7 +211,8 @@ def host_series() -> str:
     ``sinfo --version`` reads a config before it prints anything (a fatal error without
     one, on 22.05 and later): it is given a two-line one of its own.
     """
-    sinfo = find_program("sinfo")
+    # the system's own directories: a sandbox's wrappers first on PATH are not the host's
+    sinfo = shutil.which("sinfo", path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin")
     if sinfo is None:
         return ""
     with tempfile.TemporaryDirectory(prefix="slurmkit-version-") as tmp:

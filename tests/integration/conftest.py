@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shlex
 import signal
 import time
@@ -101,8 +102,22 @@ def submit(*args: str) -> str:
     """
     if not any(a.startswith(("-o", "--output")) for a in args):
         args = ("--output=/dev/null", *args)
-    out = run_slurm(["sbatch", "--parsable", *args]).stdout.strip()
+    out = run_slurm(["sbatch", "--parsable", *_numeric_uid(args)]).stdout.strip()
     return out.split(";")[0]
+
+
+def _numeric_uid(args: tuple[str, ...]) -> list[str]:
+    """``--uid NAME`` as a number: 26.05's sbatch rejects ``--uid=nobody`` ("Invalid --uid
+    specification") where 22.05 and 24.11 looked the name up."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        prev = args[i - 1] if i else ""
+        if prev == "--uid" and not arg.isdigit():
+            arg = str(pwd.getpwnam(arg).pw_uid)
+        elif arg.startswith("--uid=") and not arg[6:].isdigit():
+            arg = f"--uid={pwd.getpwnam(arg[6:]).pw_uid}"
+        out.append(arg)
+    return out
 
 
 def recorded_pid(cluster: sandbox.SandboxSpec, daemon: str) -> int:
