@@ -31,6 +31,10 @@ def sandbox_group() -> None:
     Each node is a slurmd with its own PID/UTS namespace and its own sshd, so
     'ssh node-2' and 'srun -N4' behave as on a real cluster. Accounting
     (slurmdbd + MariaDB) is on.
+
+    'up --slurm 24.11|26.05' runs that version from a Debian root built on first
+    use (/var/cache/slurmkit/roots/VERSION); 'env' then also puts wrappers for
+    its client commands first on PATH.
     """
 
 
