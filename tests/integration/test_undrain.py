@@ -61,7 +61,7 @@ def _drained(reasons: dict[str, str]) -> Iterator[None]:
     finally:
         ours = [
             n.name
-            for n in query.nodes(fold(list(reasons)))
+            for n in query.nodes(fold(list(reasons)), exact_reasons=True)
             if "DRAIN" in n.flags and n.reason == reasons[n.name]
         ]
         if ours:
@@ -298,6 +298,59 @@ def test_slurm_calls_do_not_grow_with_node_count(cluster: sandbox.SandboxSpec, r
             assert all(o["returned"] for o in report["nodes"]) and len(report["nodes"]) == size
     show, squeue, update = ("scontrol", "--all"), ("squeue", "--all"), ("scontrol", "update")
     assert calls == [[show, squeue, show, update, show]] * 2  # reasons re-read before update
+
+
+def test_reasons_with_key_words_or_two_lines_are_read_whole(
+    cluster: sandbox.SandboxSpec, run_cli
+) -> None:
+    """Issue 14 (Low): 'Kill task failed Comment=...' was cut to 'Kill task failed' and the
+    node returned; a two-line reason broke every undrain and nodes drained run."""
+    from slurmkit.drain import drained
+
+    a, b, c = _idle_nodes(3)
+    tag = uuid.uuid4().hex[:6]
+    key_words = f"{KTF} Comment=see ticket {tag} Extra=x"
+    two_lines = f"{KTF}\nsk-test PSU {tag}: do not return"
+    with _drained({a: key_words, b: two_lines, c: KTF}):
+        report = _undrain(run_cli, [a, b, c], "--yes")
+        assert set(_outcomes(report)) == {c} and _outcomes(report)[c]["returned"]
+        exact = {n.name: n for n in query.nodes(fold([a, b]), exact_reasons=True)}
+        assert exact[a].reason == key_words and exact[b].reason == two_lines
+        assert exact[a].is_drained and exact[b].is_drained
+        assert two_lines in [g.reason for g in drained()]
+        result = run_cli("nodes", "drained", "--reason", tag, exit_code=0)
+        assert f"sk-test PSU {tag}" in result.stdout and "see ticket" in result.stdout
+
+
+def test_a_node_re_drained_during_the_check_is_left_alone(
+    cluster: sandbox.SandboxSpec, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An admin drains b for a disk while undrain checks it: b keeps the admin's drain."""
+    from slurmkit.undrain import flow
+
+    a, b = _idle_nodes(2)
+    other = f"sk-test disk failing {uuid.uuid4().hex[:6]}"
+    real_run = flow.remote.run
+
+    def check_then_admin_drains(*args, **kwargs):
+        outcome = real_run(*args, **kwargs)
+        admin = ["scontrol", "update", f"nodename={b}", "state=drain", f"reason={other}"]
+        assert _proc.run(admin).returncode == 0  # not undrain's call: not in its count
+        return outcome
+
+    monkeypatch.setattr(flow.remote, "run", check_then_admin_drains)
+    try:
+        with _drained({a: KTF, b: KTF}):
+            report = _undrain(run_cli, [a, b], "--yes", exit_code=1)
+            outcomes = _outcomes(report)
+            assert outcomes[a]["returned"] and not outcomes[b]["returned"]
+            why = f"reason changed since the check (now: {other!r}): left alone"
+            assert outcomes[b]["why"] == why
+            assert _state(b).is_drained and _state(b).reason == other
+            assert report["slurm_calls"] == 5
+    finally:
+        if _state(b).reason == other:
+            run_slurm(["scontrol", "update", f"nodename={b}", "state=undrain"])
 
 
 def test_nodes_drained_report(cluster: sandbox.SandboxSpec) -> None:
