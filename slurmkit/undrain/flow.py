@@ -1,9 +1,11 @@
 """Undrain, step by step: select, check, (kill, check again), return in one call, read back.
 
-Slurm is asked at most four times per run, however many nodes: the node
+Slurm is asked at most five times per run, however many nodes: the node
 records (``scontrol show node``), the jobs on the candidates (one ``squeue
--w``), one batched ``scontrol update nodename=<folded> state=undrain`` and
-one read-back. Remote checks run in parallel through :mod:`slurmkit.remote`.
+-w``), the candidates' records again right before the update (a node drained
+again meanwhile for another reason is left alone), one batched ``scontrol
+update nodename=<folded> state=undrain`` and one read-back. Remote checks run
+in parallel through :mod:`slurmkit.remote`.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ class UndrainOptions:
         if self.grace < 0:
             raise UsageError("--grace must not be negative")
         if self.uid_min < 1:
-            raise UsageError("--uid-min must be at least 1 (root is never a leftover)")
+            raise UsageError("--uid-min must be at least 1 (root is always a system user)")
         if self.via not in VIA_CHOICES:
             raise UsageError(f"--via must be one of {', '.join(VIA_CHOICES)}")
         sel.compile_reason(self.reason)  # bad input fails before anything is asked or locked
