@@ -631,6 +631,13 @@ def _merge_node_lines(block: Sequence[str]) -> dict[str, str]:
             in_reason = True
             continue
         pairs = parse_kv(line, _NODE_GLUE)
+        if not pairs and values:
+            # A bare line: a raw newline in some value. Slurm prints only the reason in
+            # several lines, and a longer reason never matches one it should not.
+            last = "Reason" if "Reason" in values else next(reversed(values))
+            values[last] += "\n" + stripped
+            in_reason = last == "Reason"
+            continue
         values.update(pairs)
         in_reason = bool(pairs) and next(reversed(pairs)) == "Reason"
     return values

@@ -163,3 +163,12 @@ def test_a_node_undrained_by_hand_meanwhile_is_not_updated(
     one = next(o for o in report.outcomes if o.node == "node-1")
     assert one.action == "skipped" and "no longer drained" in one.why
     assert fake.slurm_calls("update")[0][2] == "nodename=node-2"
+
+
+def test_a_bare_line_after_a_oneliner_record_is_never_dropped() -> None:
+    text = (
+        f"NodeName=n1 State=IDLE+DRAIN Reason=Kill task failed {STAMP} Comment=c\n"
+        "not really: bad PSU\n"
+    )
+    (node,) = parse_scontrol_nodes(text)
+    assert node.reason != "Kill task failed"
