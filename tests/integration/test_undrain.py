@@ -410,12 +410,23 @@ def _ok(argv: list[str]) -> None:
 
 
 def test_a_real_kill_task_failed_drain_waits_for_the_hung_io_then_returns(
-    cluster: sandbox.SandboxSpec, run_cli, freezable_fs: FreezableFs
+    cluster: sandbox.SandboxSpec,
+    run_cli,
+    freezable_fs: FreezableFs,
+    slurm_version: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     """The whole recipe against Slurm's own drain: a job writing to a filesystem that hangs
     is cancelled; slurmd cannot kill it and drains the node "Kill task failed"; undrain
     finds the stuck process, --kill cannot end it, the node stays out; once the I/O
     completes the process dies and undrain returns the node."""
+    if slurm_version == "26.05":
+        # Measured on the 26.05 sandbox (proctrack/linuxproc, CgroupPlugin=disabled in its
+        # chroot): slurmstepd never declares the step unkillable; the node is not drained and
+        # the job stays COMPLETING until the I/O completes. 22.05 and 24.11 drain it.
+        request.applymarker(
+            pytest.mark.xfail(strict=True, reason="26.05 sandbox: no Kill task failed drain")
+        )
     node, target = freezable_fs.node, freezable_fs.mountpoint / "f"
     loop = f"while :; do echo x > {target}; sleep 0.2; done"
     job = submit("--uid", TEST_USER, "-w", node, "--chdir", "/tmp", "-J", "sk-ktf", "--wrap", loop)
