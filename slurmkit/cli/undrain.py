@@ -62,7 +62,8 @@ if TYPE_CHECKING:
     "log_path",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="FILE",
-    help="Append one line per action (time, node, before/after).",
+    help="Audit log, checked before anything is done: a line before each action and its "
+    "outcome after (appended, fsynced).",
 )
 @click.option(
     "--lock",
@@ -134,7 +135,9 @@ def undrain_command(
        job's. Other processes (an admin's ssh shell, tmux, daemons) are never
        leftovers. A node that cannot be checked is unknown and skipped;
     3. with --kill, end the leftovers and check again; otherwise skip the node;
-    4. return clean nodes with one scontrol update state=undrain, read back;
+    4. read the nodes again (a node drained meanwhile for another reason is
+       left alone), return the clean ones with one scontrol update
+       state=undrain, read back;
     5. print node, old state and reason, what was found, action, new state.
 
     Exit 0 every selected node returned, 1 some skipped, 2 error.
