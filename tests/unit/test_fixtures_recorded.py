@@ -13,7 +13,7 @@ import json
 from fixtures_path import FIXTURES, SCENARIOS, VERSIONS
 
 SUMS = FIXTURES / "SHA256SUMS"
-NOT_RECORDINGS = {"SHA256SUMS", "SOURCES.md"}
+NOT_RECORDINGS = {"SHA256SUMS", "SOURCES.md", "SOURCES.tsv"}  # gpu/SOURCES.tsv: provenance
 
 
 def _listed() -> dict[str, str]:
