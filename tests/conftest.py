@@ -12,6 +12,15 @@ from click.testing import CliRunner
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _private_state_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every test gets its own $XDG_STATE_HOME: the faulty-node exclude list that scans
+    write and train/template read must never be the developer's own (or another test's)."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @dataclass
 class CliResult:
     exit_code: int

@@ -8,8 +8,9 @@ and asks, and a run without a terminal needs ``--yes`` (otherwise it only report
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -19,8 +20,18 @@ from slurmkit.cli._output import print_json, print_table, progress
 
 if TYPE_CHECKING:
     from slurmkit.faulty import DrainOutcome, ScanReport
+    from slurmkit.faulty.excluded import Entry
+    from slurmkit.gpu import Verdict
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+_state_option = click.option(
+    "--state",
+    "state",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="PATH",
+    help="The exclude list file (default: $XDG_STATE_HOME/slurmkit/excluded.json, "
+    "else ~/.local/state/slurmkit/excluded.json).",
+)
 
 
 @click.group("faulty")
@@ -37,7 +48,8 @@ def faulty_group() -> None:
     default="python,cuda,gpu-count,gpu-mem,nccl,disk",
     show_default=True,
     metavar="LIST",
-    help="Comma-separated: python, cuda, gpu-count, gpu-mem, nccl, disk, dcgmi, cmd:COMMAND.",
+    help="Comma-separated: python, cuda, gpu-count, gpu-mem, nccl, disk, dcgmi, gpu-health, "
+    "xid, cmd:COMMAND.",
 )
 @click.option(
     "--timeout",
@@ -65,6 +77,21 @@ def faulty_group() -> None:
     metavar="KEY=VALUE",
     help="A faulty-node-check template parameter (e.g. disk_min_gb=50, python=/opt/py/bin/python).",
 )
+@click.option(
+    "--xid-since",
+    "xid_since",
+    metavar="WHEN",
+    help="xid: only Xid events since then: 7d, 12h, or a date (default: since boot).",
+)
+@_state_option
+@click.option("--no-record", is_flag=True, help="Do not add failing nodes to the exclude list.")
+@click.option(
+    "--expire",
+    default="7d",
+    show_default=True,
+    metavar="DURATION",
+    help="How long a recorded node stays in the exclude list.",
+)
 @_json_option
 def scan_command(
     partition: str | None,
@@ -77,6 +104,10 @@ def scan_command(
     yes: bool,
     work_dir: Path,
     assignments: tuple[str, ...],
+    xid_since: str | None,
+    state: Path | None,
+    no_record: bool,
+    expire: str,
     as_json: bool,
 ) -> None:
     """Run checks on every node in one job (one task per node) and report each node.
@@ -88,13 +119,26 @@ def scan_command(
     nodes> for sbatch. With --drain, failing nodes are drained in one scontrol call
     per reason; nodes already drained or down keep their reason.
 
+    \b
+    gpu-health reads nvidia-smi -q (ECC, retired pages, remapped rows, clock
+    slowdowns) and xid the kernel log's Xid events; each finding carries NVIDIA's
+    action (reset, replace, investigate the application). Failing nodes are added
+    to the exclude list (see `faulty excluded`) for --expire, unless --no-record
+    or --dry-run; train start and template render/submit then keep them out.
+
     Exit 0 every node passed every check, 1 some node did not, 2 error.
     """
-    from slurmkit.faulty import ScanOptions, parse_checks, scan
+    from slurmkit.faulty import ScanOptions, excluded, parse_checks, scan
     from slurmkit.faulty import drain as drainer
+    from slurmkit.faulty.history import since
     from slurmkit.templating.values import parse_assignments
 
+    ttl = _duration(expire, "--expire")
+    path = state or excluded.default_path()
+    if not no_record:
+        excluded.load(path)  # a corrupt list is refused before the scan, not after it
     options = ScanOptions(
+        xid_since=since(xid_since) if xid_since else None,
         checks=parse_checks(checks),
         partition=partition,
         nodes=nodes,
@@ -111,6 +155,15 @@ def scan_command(
     if drain:
         outcome = drainer.plan(report, dry_run)
         report.drain = drainer.execute(outcome, lambda o: _ask(o, yes))
+    failing = excluded.failures(report)
+    if not no_record and failing:
+        if dry_run:
+            click.echo(f"slurmkit: dry run: would add to the exclude list {path}:", err=True)
+        else:
+            entries = excluded.record(path, failing, ttl=ttl)
+            report.recorded = [e.to_json() for e in entries]
+            report.exclude_list = str(path)
+            click.echo(f"slurmkit: added {len(entries)} entry(ies) to {path}", err=True)
     if as_json:
         print_json(report.to_json())
     else:
@@ -223,3 +276,177 @@ def history_command(since_text: str, top: int, as_json: bool) -> None:
         ],
         ["NODE", "NODE_FAIL", "FAILED", "JOBS", "FAILED%", "LAST FAILURE", "LAST FAILED JOBS"],
     )
+
+
+def _duration(text: str, option: str) -> timedelta:
+    from slurmkit.errors import UsageError
+    from slurmkit.templating.param_types import BadValue, DurationType
+
+    try:
+        seconds = DurationType().parse(text).seconds
+    except BadValue:
+        raise UsageError(f"{option} {text!r}: expected a duration (7d, 12h, 30m)") from None
+    if not 0 < seconds <= 10 * 365 * 86400:
+        raise UsageError(f"{option} {text!r}: must be more than 0 and at most 10 years")
+    return timedelta(seconds=seconds)
+
+
+@faulty_group.command("excluded")
+@_state_option
+@click.option("--clear", "clear", metavar="NODES", help="Remove these nodes (a hostlist).")
+@click.option("--expired", is_flag=True, help="Remove the entries whose time is up.")
+@click.option("--all", "show_all", is_flag=True, help="Also show expired entries.")
+@click.option("--dry-run", is_flag=True, help="Show what would be removed; change nothing.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@_json_option
+def excluded_command(
+    state: Path | None,
+    clear: str | None,
+    expired: bool,
+    show_all: bool,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Show or edit the exclude list: nodes a scan found failing, kept out until they expire.
+
+    \b
+    train start, template render and template submit add the nodes still listed to
+    --exclude (unless --no-exclude). A corrupt list is an error naming the file
+    (exit 2); slurmkit never resets it.
+
+    Exit 0 done (or nothing to do), 1 a change was skipped (declined, or no terminal
+    and no --yes), 2 error.
+    """
+    from slurmkit.faulty import excluded
+
+    path = state or excluded.default_path()
+    entries = excluded.load(path)
+    if clear is None and not expired:
+        _show_excluded(path, entries, show_all, as_json)
+        return
+    now = excluded.now_utc()
+    going = excluded.remove(path, clear, expired, now, dry_run=True)
+    gate = _confirm.gate(dry_run, yes)
+    if going and gate.approve(lambda: _show_removal(going, "remove"), "Remove these entries?"):
+        going = excluded.remove(path, clear, expired, now)
+        done = True
+    else:
+        done = False
+    if as_json:
+        print_json(
+            {"path": str(path), "removed" if done else "would_remove": [e.to_json() for e in going]}
+        )
+    elif not going:
+        click.echo("slurmkit: nothing to remove", err=True)
+    else:
+        _show_removal(going, "removed" if done else "dry run: would remove")
+    if going and not done and not gate.dry_run:
+        exit_with(_confirm.declined())
+    exit_with(gate.exit_code(bool(going)) if not done else 0)
+
+
+def _show_excluded(path: Path, entries: list[Entry], show_all: bool, as_json: bool) -> None:
+    from slurmkit.faulty import excluded
+    from slurmkit.hostlist import fold
+    from slurmkit.printable import printable
+
+    now = excluded.now_utc()
+    shown = entries if show_all else excluded.active(entries, now)
+    nodes = sorted({e.node for e in excluded.active(entries, now)})
+    if as_json:
+        print_json(
+            {
+                "path": str(path),
+                "exclude": fold(nodes) if nodes else "",
+                "entries": [{**e.to_json(), "expired": e.expired(now)} for e in shown],
+            }
+        )
+        return
+    if not shown:
+        click.echo(f"slurmkit: the exclude list {path} is empty", err=True)
+        return
+    print_table(
+        [
+            [
+                e.node,
+                e.check,
+                e.time.isoformat(timespec="minutes"),
+                e.expires.isoformat(timespec="minutes") + (" (expired)" if e.expired(now) else ""),
+                printable(e.error),
+            ]
+            for e in shown
+        ],
+        ["NODE", "CHECK", "SINCE", "EXPIRES", "ERROR"],
+    )
+    if nodes:
+        click.echo(f"--exclude={fold(nodes)}")
+
+
+def _show_removal(entries: list[Entry], verb: str) -> None:
+    from slurmkit.printable import printable
+
+    for e in entries:
+        click.echo(f"slurmkit: {verb}: {e.node} ({e.check}: {printable(e.error)[:80]})", err=True)
+
+
+@faulty_group.command("gpu-health")
+@click.option(
+    "--from",
+    "source",
+    type=click.File("r", errors="replace"),
+    required=True,
+    metavar="FILE",
+    help="nvidia-smi -q (text) or nvidia-smi -q -x (XML) output; - for stdin.",
+)
+@_json_option
+def gpu_health_command(source: TextIO, as_json: bool) -> None:
+    """Read one node's nvidia-smi -q output: ECC, retired pages, remapped rows, slowdowns.
+
+    Each finding carries NVIDIA's action (reset, replace, check cooling). Output that
+    does not parse is "unknown", never "pass"; no GPU is "skipped".
+
+    Exit 0 pass, 1 fail, skipped or unknown, 2 error.
+    """
+    from slurmkit.gpu import smi
+
+    _print_verdict(smi.parse(source.read()), as_json)
+
+
+@faulty_group.command("xid")
+@click.option(
+    "--from",
+    "source",
+    type=click.File("r", errors="replace"),
+    required=True,
+    metavar="FILE",
+    help="dmesg / journalctl -k output; - for stdin.",
+)
+@click.option("--since", "since_text", metavar="WHEN", help="Only events since: 7d, 12h, a date.")
+@_json_option
+def xid_command(source: TextIO, since_text: str | None, as_json: bool) -> None:
+    """Read a kernel log's NVRM Xid events: meaning and NVIDIA's action per GPU and code.
+
+    Xid 13/31/43 (the application's own fault) only warn; memory, bus and GSP errors fail.
+
+    Exit 0 pass, 1 fail, 2 error.
+    """
+    from slurmkit.faulty.history import since
+    from slurmkit.gpu import xid
+
+    _print_verdict(xid.parse(source.read(), since(since_text) if since_text else None), as_json)
+
+
+def _print_verdict(verdict: Verdict, as_json: bool) -> None:
+    from slurmkit.printable import printable
+
+    if as_json:
+        print_json(verdict.to_json())
+    else:
+        click.echo(f"{verdict.check}: {verdict.status}: {printable(verdict.reason)}")
+        for f in verdict.findings:
+            kind = "FAIL" if f.fatal else "warn"
+            click.echo(f"  {kind} {printable(f.line())}")
+        if verdict.findings:
+            click.echo(f"action: {verdict.action.name.lower()}: {verdict.action.text}")
+    exit_with(0 if verdict.status == "pass" else 1)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from slurmkit.errors import UsageError
 
-KNOWN = ("python", "cuda", "gpu-count", "gpu-mem", "nccl", "disk", "dcgmi")
-GPU_CHECKS = frozenset({"cuda", "gpu-count", "gpu-mem", "nccl", "dcgmi"})
+KNOWN = ("python", "cuda", "gpu-count", "gpu-mem", "nccl", "disk", "dcgmi", "gpu-health", "xid")
+# Checks whose job asks for the node's GPUs: under ConstrainDevices a job without them
+# sees none, and gpu-health would read "no GPU". xid reads the kernel log: no GPU needed.
+GPU_CHECKS = frozenset({"cuda", "gpu-count", "gpu-mem", "nccl", "dcgmi", "gpu-health"})
 DEFAULT = ("python", "cuda", "gpu-count", "gpu-mem", "nccl", "disk")
 CMD = "cmd:"
 

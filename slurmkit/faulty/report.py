@@ -2,7 +2,8 @@
 
 A node's result is its worst check: FAIL if any check failed; unknown if a check
 printed no result line (the node died or the scan timed out: never taken as a
-pass); skipped if a check could not run there (a GPU check without a driver);
+pass) or its output could not be read (gpu-health on a driver we do not know);
+skipped if a check could not run there (a GPU check without a driver);
 pass only when every check passed. Nodes left out because they could not run a job
 are "unavailable". ``--exclude`` names failing and unknown nodes.
 """
@@ -20,7 +21,7 @@ FAIL = "FAIL"
 SKIPPED = "skipped"
 UNKNOWN = "unknown"
 UNAVAILABLE = "unavailable"
-_SHORT = {"pass": "pass", "fail": "FAIL", "skipped": "skip"}
+_SHORT = {"pass": "pass", "fail": "FAIL", "skipped": "skip", "unknown": "?"}
 
 
 @dataclass
@@ -29,6 +30,7 @@ class NodeResult:
     checks: dict[str, CheckResult | None]
     result: str = UNKNOWN
     note: str = ""
+    findings: dict[str, list[dict[str, object]]] = field(default_factory=dict)
 
     @property
     def failed_checks(self) -> list[str]:
@@ -47,6 +49,16 @@ class NodeResult:
         missing = [name for name, r in self.checks.items() if r is None]
         if missing:
             parts.append(f"no result for {', '.join(missing)}")
+        parts += [
+            f"{name}: unknown: {r.detail}"
+            for name, r in self.checks.items()
+            if r is not None and r.status == UNKNOWN
+        ]
+        parts += [  # a pass that carries a warning (an application's Xid, a slowdown)
+            f"{name}: {r.detail}"
+            for name, r in self.checks.items()
+            if r is not None and r.status == "pass" and r.detail.startswith("warning:")
+        ]
         skipped = [(n, r.detail) for n, r in self.checks.items() if r and r.status == "skipped"]
         reasons = sorted({why for _, why in skipped})
         if skipped:
@@ -73,6 +85,7 @@ class NodeResult:
                 }
                 for name, r in self.checks.items()
             ],
+            **({"findings": self.findings} if self.findings else {}),
         }
 
 
@@ -113,6 +126,8 @@ class ScanReport:
     drain: DrainOutcome | None = None
     allocation: str = ""
     ignored: list[str] = field(default_factory=list)
+    recorded: list[dict[str, str]] = field(default_factory=list)  # added to the exclude list
+    exclude_list: str = ""  # its path, when the scan recorded into it
 
     def named(self, result: str) -> list[str]:
         return [n.node for n in self.nodes if n.result == result]
@@ -153,6 +168,8 @@ class ScanReport:
             "drain": self.drain.to_json() if self.drain else None,
             "allocation": self.allocation,
             "ignored": self.ignored,
+            "recorded": self.recorded,
+            "exclude_list": self.exclude_list or None,
         }
 
 
@@ -203,7 +220,7 @@ def _verdict(node: NodeResult) -> str:
     found = list(node.checks.values())
     if any(r is not None and r.status == "fail" for r in found):
         return FAIL
-    if any(r is None for r in found):
+    if any(r is None or r.status == UNKNOWN for r in found):
         return UNKNOWN
     if any(r.status == "skipped" for r in found if r is not None):
         return SKIPPED

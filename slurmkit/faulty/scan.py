@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from slurmkit.errors import UsageError
-from slurmkit.faulty import checkjob
+from slurmkit.faulty import captures, checkjob
 from slurmkit.faulty.checks import needs_gpus
 from slurmkit.faulty.history import SCAN_JOB_PREFIX
 from slurmkit.faulty.report import ScanReport, node_results, outside
@@ -38,6 +39,7 @@ class ScanOptions:
     work_dir: Path = DEFAULT_DIR
     sets: Mapping[str, str] = field(default_factory=dict)
     poll: float = checkjob.MAX_POLL
+    xid_since: datetime | None = None  # xid: only events from then on (None: since boot)
 
 
 def template_values(options: ScanOptions, targets: Targets) -> dict[str, object]:
@@ -77,8 +79,13 @@ def scan(options: ScanOptions, progress: checkjob.Progress) -> ScanReport:
     finished = checkjob.wait(job, options.timeout, progress, options.poll)
     scanned = finished.nodelist or targets.nodelist or ""
     allocation = expand(scanned) if scanned else []
-    results = parse_check_lines(finished.log_text)
+    captured = captures.results(finished.log_text, options.xid_since)
+    results = parse_check_lines(finished.log_text) + [r for r, _ in captured]
     nodes = node_results(options.checks, allocation, results, targets.unavailable)
+    by_name = {n.node: n for n in nodes}
+    for result, verdict in captured:
+        if result.node in by_name and result.check in options.checks and verdict.findings:
+            by_name[result.node].findings[result.check] = [f.to_json() for f in verdict.findings]
     return ScanReport(
         job_id=job.job_id,
         job_state=finished.state,

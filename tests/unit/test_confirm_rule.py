@@ -43,6 +43,7 @@ from slurmkit.cli import cli
 CONFIRMED: dict[str, str] = {
     "undrain": "",
     "faulty scan": "--drain",
+    "faulty excluded": "",  # --clear / --expired remove entries of the exclude list
     "job extend": "",
     "train hold": "",
     "train release": "",
@@ -70,6 +71,8 @@ NO_STATE_CHANGE: set[str] = {
     "cron scrontab",
     "cron status",
     "faulty history",
+    "faulty gpu-health",  # parses the file named
+    "faulty xid",  # parses the file named
     "hostfile",
     "job info",
     "launch-env",
@@ -322,9 +325,27 @@ def _cron_cleanup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
     return Scenario(["cron", "cleanup", "--dir", str(cron.root)], fake, unchanged=unchanged)
 
 
+def _faulty_excluded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
+    from slurmkit.faulty import excluded
+
+    state = tmp_path / "excluded.json"
+    excluded.record(state, [("node-3", "gpu-health", "row remap pending")])
+    before = state.read_text()
+
+    def unchanged() -> None:
+        assert state.read_text() == before
+
+    return Scenario(
+        ["faulty", "excluded", "--state", str(state), "--clear", "node-3"],
+        lambda argv, **kw: _proc.Completed(tuple(argv), 1, "", "no Slurm here", 0.0),
+        unchanged=unchanged,
+    )
+
+
 SCENARIOS: dict[str, Callable[[Path, pytest.MonkeyPatch], Scenario]] = {
     "undrain": _undrain,
     "faulty scan": _faulty_drain,
+    "faulty excluded": _faulty_excluded,
     "job extend": _job_extend,
     "train hold": _train_command("hold"),
     "train release": _train_command("release", held=True),
