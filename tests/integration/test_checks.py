@@ -206,7 +206,20 @@ def test_faulty_history_ranks_the_node_with_failing_jobs(run_cli, failing_jobs) 
     _, ids = failing_jobs
     for job_id in ids:
         poll(lambda j=job_id: sacct_state(j) == "FAILED", 300, f"job {job_id} to fail")
-    data = json.loads(run_cli("faulty", "history", "--since", "1h", "--top", "0", "--json").stdout)
+
+    def history() -> dict:
+        return json.loads(
+            run_cli("faulty", "history", "--since", "1h", "--top", "0", "--json").stdout
+        )
+
+    # slurmdbd answers `sacct -j` about a finished job about a second before a --starttime
+    # window query lists it (seen on a fresh cluster): wait for the history itself.
+    def listed() -> dict | None:
+        data = history()
+        node2 = [n for n in data["nodes"] if n["node"] == "node-2"]
+        return data if node2 and set(ids) <= set(node2[0]["failed_jobs"]) else None
+
+    data = poll(listed, 30, f"faulty history to list jobs {ids} on node-2")
     nodes = {n["node"]: n for n in data["nodes"]}
     node2 = nodes["node-2"]
     assert set(ids) <= set(node2["failed_jobs"]) and node2["failed"] >= 3
