@@ -135,10 +135,32 @@ def _site_text(value: object) -> str:
     return str(value)
 
 
+_no_exclude_option = click.option(
+    "--no-exclude",
+    is_flag=True,
+    help="Do not add the faulty-node exclude list (slurmkit faulty excluded) to --exclude.",
+)
+_state_option = click.option(
+    "--state",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PATH",
+    help="The exclude list file (default: $XDG_STATE_HOME/slurmkit/excluded.json).",
+)
+
+
+def _excluded(no_exclude: bool, state: Path | None) -> str:
+    """The exclude list's nodes to add to the job's --exclude ("" with --no-exclude)."""
+    from slurmkit.faulty import excluded
+
+    return excluded.current(state, no_exclude)
+
+
 @template_group.command("render")
 @click.argument("name")
 @_set_option
 @_from_file_option
+@_no_exclude_option
+@_state_option
 @click.option(
     "-o",
     "--output",
@@ -147,16 +169,28 @@ def _site_text(value: object) -> str:
     help="Write the script to FILE (atomically: a temp file renamed) instead of stdout.",
 )
 def render_command(
-    name: str, assignments: tuple[str, ...], vars_file: Path | None, output: Path | None
+    name: str,
+    assignments: tuple[str, ...],
+    vars_file: Path | None,
+    no_exclude: bool,
+    state: Path | None,
+    output: Path | None,
 ) -> None:
-    """Render template NAME to stdout or a file."""
+    """Render template NAME to stdout or a file.
+
+    The nodes of the faulty-node exclude list (`slurmkit faulty excluded`) are added to
+    the script's --exclude (one more #SBATCH line), unless --no-exclude.
+    """
+    from slurmkit.faulty.excluded import add_to_script
     from slurmkit.templating.output import write_atomic
 
+    listed = _excluded(no_exclude, state)
     rendered = _render(name, assignments, vars_file)
+    text = add_to_script(rendered.text, listed)
     if output is None:
-        click.echo(rendered.text, nl=False)
+        click.echo(text, nl=False)
         return
-    write_atomic(output, rendered.text)
+    write_atomic(output, text)
     progress(f"slurmkit: wrote {output}")
 
 
@@ -177,6 +211,8 @@ def render_command(
     is_flag=True,
     help="Write the script and print the sbatch command (script on stdin); submit nothing.",
 )
+@_no_exclude_option
+@_state_option
 @_json_option
 @click.argument("sbatch_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SBATCH_ARGS...]")
 def submit_command(
@@ -185,6 +221,8 @@ def submit_command(
     vars_file: Path | None,
     script_dir: Path,
     dry_run: bool,
+    no_exclude: bool,
+    state: Path | None,
     as_json: bool,
     sbatch_args: tuple[str, ...],
 ) -> None:
@@ -194,16 +232,21 @@ def submit_command(
     `slurmkit template submit torchrun --set nodes=4 -- --exclude=node-7`.
     The job log folder (parameter log_dir) is created when missing, relative to the
     current folder: with `-- --chdir=DIR`, give log_dir as an absolute path.
+    The faulty-node exclude list's nodes join the job's --exclude (in the script, or in
+    an --exclude given after `--`), unless --no-exclude.
     """
+    from slurmkit.faulty.excluded import add_to_args, add_to_script, exclude_values
     from slurmkit.templating.submit import prepare, send
 
+    listed = _excluded(no_exclude, state)
     rendered = _render(name, assignments, vars_file)
+    text = add_to_script(rendered.text, listed)
+    if listed and exclude_values(sbatch_args):  # sbatch's own --exclude replaces the script's
+        sbatch_args = tuple(add_to_args(sbatch_args, listed))
     log_dir = rendered.resolved.values.get("log_dir")
     if isinstance(log_dir, str) and log_dir:
         _make_dir(Path(log_dir), "log_dir")
-    submission = prepare(
-        rendered.text, script_dir, rendered.template.name, sbatch_args, "--script-dir"
-    )
+    submission = prepare(text, script_dir, rendered.template.name, sbatch_args, "--script-dir")
     script, argv = submission.record, list(submission.argv)
     if dry_run:
         if as_json:

@@ -43,6 +43,17 @@ _yes_option = click.option(
     "-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal, e.g. from cron)."
 )
 _name_argument = click.argument("name", required=False)
+_no_exclude_option = click.option(
+    "--no-exclude",
+    is_flag=True,
+    help="Do not add the faulty-node exclude list (slurmkit faulty excluded) to --exclude.",
+)
+_state_option = click.option(
+    "--state",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="PATH",
+    help="The exclude list file (default: $XDG_STATE_HOME/slurmkit/excluded.json).",
+)
 
 
 def _notify(message: str) -> None:
@@ -127,6 +138,8 @@ def train_group() -> None:
     "--name", help="Train name and Slurm job name (default: SCRIPT's job name or file name)."
 )
 @click.option("--after", metavar="JOBID", help="Start after this job ends (--dependency=afterany).")
+@_no_exclude_option
+@_state_option
 @_dir_option
 @_dry_run_option
 @_json_option
@@ -136,6 +149,8 @@ def start_command(
     runs: int,
     name: str | None,
     after: str | None,
+    no_exclude: bool,
+    state: Path | None,
     directory: Path | None,
     dry_run: bool,
     as_json: bool,
@@ -151,9 +166,18 @@ def start_command(
     array you describe and changes nothing that exists. Everything that changes a
     running train (hold, release, switch, extend, stop, kill-switch) needs --yes
     without a terminal.
+
+    The nodes of the faulty-node exclude list (`slurmkit faulty excluded`) join the
+    array's --exclude, and each run adds those listed since to the runs still pending;
+    --no-exclude leaves the list out.
     """
+    from slurmkit.faulty import excluded
     from slurmkit.train import root_dir
     from slurmkit.train.submit import start
+
+    exclude_list = None if no_exclude else (state or excluded.default_path())
+    if exclude_list is not None:
+        excluded.load(exclude_list)  # a corrupt list: one line, exit 2, before anything
 
     started = start(
         script,
@@ -163,6 +187,7 @@ def start_command(
         after=after,
         extra=list(extra),
         dry_run=dry_run,
+        exclude_list=exclude_list,
     )
     for notice in started.notices:
         _notify(f"note: {notice}")
@@ -357,21 +382,41 @@ def switch_command(
 @train_group.command("extend")
 @_name_argument
 @click.option("--runs", type=click.IntRange(min=1), required=True, help="Runs to append.")
+@_no_exclude_option
+@_state_option
 @_dir_option
 @_dry_run_option
 @_yes_option
 @_json_option
 def extend_command(
-    name: str | None, runs: int, directory: Path | None, dry_run: bool, yes: bool, as_json: bool
+    name: str | None,
+    runs: int,
+    no_exclude: bool,
+    state: Path | None,
+    directory: Path | None,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
 ) -> None:
     """Append RUNS runs: a new array, same wrapper, starting after the current one ends.
 
+    The new array's --exclude gets the exclude list's nodes (unless --no-exclude).
     Asks on a terminal; needs --yes without one (else a dry run, exit 1).
     """
+    from slurmkit.faulty import excluded
     from slurmkit.train.control import extend
 
+    exclude_list = None if no_exclude else (state or excluded.default_path())
+    if exclude_list is not None:
+        excluded.load(exclude_list)
     train = _find(directory, name)
-    _gated(lambda dry: extend(train, runs, dry), dry_run, yes, as_json, "Append these runs?")
+    _gated(
+        lambda dry: extend(train, runs, dry, exclude_list),
+        dry_run,
+        yes,
+        as_json,
+        "Append these runs?",
+    )
 
 
 @train_group.command("stop")

@@ -36,12 +36,14 @@ RESOURCE_OPTIONS = (
     "constraint",
     "exclusive",
     "nodelist",
-    "exclude",
     "reservation",
     "account",
     "qos",
     "clusters",
 )
+# Not a resource: --exclude narrows where the runs may go, not what they get. A script
+# differing only there is switched in (the notice says it is not applied: the array keeps
+# the exclude it was submitted with, which each run refreshes from the exclude list).
 # Set by the train itself, never compared.
 TRAIN_OWNED = frozenset({"array", "job-name", "dependency"})
 

@@ -234,13 +234,15 @@ def stop(plan: StopPlan, dry_run: bool = False) -> Report:
 # ---------------------------------------------------------------- extend
 
 
-def extend(train: TrainDir, runs: int, dry_run: bool = False) -> Report:
+def extend(
+    train: TrainDir, runs: int, dry_run: bool = False, exclude_list: Path | None = None
+) -> Report:
     """Append ``runs`` runs as a new array that starts after the train's last live array."""
     state = train.load_trusted()
     live = queue_of(state).live(state)
     if not live:
         raise _finished(state, "extend")
-    ext = train_submit.extension(train, state, runs, live[-1])
+    ext = train_submit.extension(train, state, runs, live[-1], exclude_list)
     report = Report(state.name, "extend", dry_run, [ext.argv])
     if dry_run:
         report.lines.append(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurmkit.errors import EnvironmentProblem, SlurmkitError, UsageError
+from slurmkit.faulty import excluded
 from slurmkit.files import write_atomic
 from slurmkit.slurm import query
 from slurmkit.templating.submit import sbatch_argv, submit_text
@@ -157,11 +158,14 @@ def start(
     after: str | None = None,
     extra: Sequence[str] = (),
     dry_run: bool = False,
+    exclude_list: Path | None = None,
 ) -> Started:
     """Create the train's folder, render the wrapper, submit the array, record it.
 
     ``dry_run`` makes every check and renders the wrapper, then creates and submits
-    nothing.
+    nothing. ``exclude_list`` (a faulty-node exclude list file; None: none): its nodes
+    join the array's --exclude now, and each run adds the nodes listed since to the
+    runs still pending (see :func:`keep_out`).
     """
     if runs < 1:
         raise UsageError(f"--runs {runs}: a train needs at least 1 run")
@@ -180,8 +184,10 @@ def start(
         _check_after(after)
     train = TrainDir(root / name)
     sbatch_extra = [f"--dependency=afterany:{after}"] if after else []
+    sbatch_extra += keep_out(header.words, exclude_list)
+    more = wrapper_values(header.words, exclude_list)
     if dry_run:
-        wrapper.render(train, runs, header.words)  # a template fault shows in the dry run too
+        wrapper.render(train, runs, header.words, more)  # a template fault shows here too
         state = TrainState(
             name=name,
             created=now_text(),
@@ -197,7 +203,7 @@ def start(
         raise EnvironmentProblem(f"cannot create {train.path}: {exc.strerror}") from None
     try:  # until the array is queued, a failure leaves nothing behind
         train.point_to(target)
-        text = wrapper.render(train, runs, header.words)
+        text = wrapper.render(train, runs, header.words, more)
         write_atomic(train.wrapper, text, mode=FILE_MODE)
         job_id = submit_text(text, sbatch_extra)
     except BaseException:
@@ -213,6 +219,26 @@ def start(
             f"be written ({exc}); {train.path} is kept because the runs need it. "
             f"Cancel the array with: scancel {job_id}"
         ) from None
+
+
+def keep_out(header: Sequence[str], exclude_list: Path | None) -> list[str]:
+    """``--exclude=<the header's own + the list's nodes>`` for sbatch, or nothing.
+
+    On sbatch's command line it replaces the header's --exclude, so it carries both.
+    Every run of the array gets it: Slurm starts the runs, not slurmkit.
+    """
+    listed = excluded.hostlist(exclude_list) if exclude_list is not None else ""
+    if not listed:
+        return []
+    return [f"--exclude={excluded.merged(excluded.exclude_values(header), listed)}"]
+
+
+def wrapper_values(header: Sequence[str], exclude_list: Path | None) -> dict[str, object]:
+    """The wrapper's exclude_list/exclude_given: each run re-reads the list for the next ones."""
+    if exclude_list is None:
+        return {}
+    given = excluded.merged(excluded.exclude_values(header), "")
+    return {"exclude_list": str(exclude_list.absolute()), "exclude_given": given}
 
 
 def _record_new(
@@ -239,16 +265,25 @@ def _record_new(
     return Started(train, state, notices)
 
 
-def extension(train: TrainDir, state: TrainState, runs: int, last_job: str) -> Extension:
+def extension(
+    train: TrainDir,
+    state: TrainState,
+    runs: int,
+    last_job: str,
+    exclude_list: Path | None = None,
+) -> Extension:
     """The sbatch call appending ``runs`` runs after array ``last_job``.
 
     ``--chdir``: the new array runs where the train started, wherever extend is run.
+    ``exclude_list`` (a faulty-node exclude list file): its nodes join the new array's
+    --exclude.
     """
     if runs < 1:
         raise UsageError(f"--runs {runs}: extend by at least 1 run")
     options = [f"--array=1-{runs}%1", f"--dependency=afterany:{last_job}"]
     if not any(w.startswith("--chdir=") for w in state.header):
         options.append(f"--chdir={state.workdir}")
+    options += keep_out(state.header, exclude_list)
     return Extension(train, options, last_job, runs)
 
 

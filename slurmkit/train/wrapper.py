@@ -3,13 +3,15 @@ template library so the kill-switch and sourcing logic exist in one place only."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from slurmkit.templating import render_template
 from slurmkit.train.state import TrainDir
 
 
-def render(train: TrainDir, runs: int, header: Sequence[str]) -> str:
+def render(
+    train: TrainDir, runs: int, header: Sequence[str], more: Mapping[str, object] | None = None
+) -> str:
     """The wrapper for ``train``: its name as job name, ``header`` verbatim, absolute paths.
 
     Absolute paths: the job's working directory is wherever ``train start`` ran, and
@@ -23,6 +25,7 @@ def render(train: TrainDir, runs: int, header: Sequence[str]) -> str:
             "header": list(header),
             "target": str(train.current.absolute()),
             "kill_switch": str(train.kill_switch.absolute()),
+            **(more or {}),
         },
     )
     return rendered.text
