@@ -110,3 +110,41 @@ def test_sacct_history_of_a_finished_job(cluster: sandbox.SandboxSpec, tmp_path:
     (record,) = [j for j in query.sacct_jobs(job_ids=[job_id]) if j.job_id == job_id]
     assert record.state == "FAILED"
     assert record.exit_code == 3
+
+
+def test_a_hostile_job_name_and_workdir_do_not_blind_all_users_queries(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    """Issue 14: a job name with \\x1f and a newline, in a WorkDir with a newline, broke
+    the parse of every all-users squeue and sacct; each record is now read whole.
+
+    Held while squeue looks, then released and read again from accounting once done.
+    """
+    evil_dir = tmp_path / "x\x1fy\nz"
+    evil_dir.mkdir()
+    evil_name = "evil\x1fname\nline2"
+    hostile = submit(
+        "-H", "-J", evil_name, "-D", str(evil_dir), "-o", "/dev/null", "--wrap", "true"
+    )
+    plain = submit("-H", "-J", "sk-plain", "-o", "/dev/null", "--wrap", "true")
+    try:
+        jobs = {j.job_id: j for j in query.jobs()}
+        assert jobs[hostile].name == evil_name and jobs[hostile].work_dir == str(evil_dir)
+        assert jobs[plain].name == "sk-plain"
+        run_slurm(["scontrol", "release", f"{hostile},{plain}"])
+        for job_id in (hostile, plain):
+            poll(lambda j=job_id: sacct_state(j) == "COMPLETED", 60, "the jobs to complete")
+    finally:
+        run_slurm(["scancel", hostile, plain])
+
+    # Job ids restart with each sandbox while accounting keeps older jobs of the same id;
+    # and a held job's record has no name ('allocation') until slurmdbd writes its start.
+    def history() -> list[tuple[str, str, str | None]]:
+        return [(j.job_id, j.name, j.work_dir) for j in query.sacct_jobs(job_ids=[hostile, plain])]
+
+    poll(
+        lambda: any(j == plain and n == "sk-plain" for j, n, _ in history()),
+        60,
+        "accounting to catch up",
+    )
+    poll(lambda: (hostile, evil_name, str(evil_dir)) in history(), 60, "the hostile record")
