@@ -37,7 +37,9 @@ def test_a_lock_another_user_holds_in_tmp_no_longer_blocks_root(
     fake: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The old default, /tmp/slurmkit-undrain-0.lock, created and held by nobody."""
-    monkeypatch.delenv("XDG_RUNTIME_DIR")  # as under cron
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # as under cron
+    # root's real lock dir may be in use by a live undrain (an integration run): use our own
+    monkeypatch.setattr(locks, "ROOT_LOCK_DIR", tmp_path / "run-slurmkit")
     squat = Path("/tmp/slurmkit-undrain-0.lock")
     created = not squat.exists()
     holder = subprocess.Popen(
