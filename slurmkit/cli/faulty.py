@@ -410,7 +410,7 @@ def gpu_health_command(source: TextIO, as_json: bool) -> None:
     """
     from slurmkit.gpu import smi
 
-    _print_verdict(smi.parse(source.read()), as_json)
+    _print_verdict(smi.parse(_read_bounded(source)), as_json)
 
 
 @faulty_group.command("xid")
@@ -434,7 +434,21 @@ def xid_command(source: TextIO, since_text: str | None, as_json: bool) -> None:
     from slurmkit.faulty.history import since
     from slurmkit.gpu import xid
 
-    _print_verdict(xid.parse(source.read(), since(since_text) if since_text else None), as_json)
+    found = xid.parse(_read_bounded(source), since(since_text) if since_text else None)
+    _print_verdict(found, as_json)
+
+
+MAX_INPUT = 64 * 2**20
+
+
+def _read_bounded(source: TextIO) -> str:
+    """The file's text, refused past MAX_INPUT characters (--from /dev/zero must end)."""
+    from slurmkit.errors import UsageError
+
+    text = source.read(MAX_INPUT + 1)
+    if len(text) > MAX_INPUT:
+        raise UsageError(f"--from {source.name}: more than {MAX_INPUT} characters")
+    return text
 
 
 def _print_verdict(verdict: Verdict, as_json: bool) -> None:

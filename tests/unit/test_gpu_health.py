@@ -4,6 +4,7 @@ its expected verdict and action, plus the outputs that must never read as a pass
 from __future__ import annotations
 
 import csv
+import json
 from datetime import datetime, timezone
 
 import pytest
@@ -200,3 +201,33 @@ def test_no_gpu_is_skipped(text: str) -> None:
 
 def test_empty_output_is_unknown() -> None:
     assert smi.parse("").status == "unknown"
+
+
+# --- the CLI entries: faulty gpu-health / xid --from FILE -----------------------------------
+
+
+def test_cli_gpu_health_from_a_recorded_capture(run_cli) -> None:
+    name = GPU / "nvidia-smi-q/a10-535.129.03-rowremap-pending-unc4.txt"
+    out = run_cli("faulty", "gpu-health", "--from", str(name), exit_code=1).stdout
+    assert out.startswith("gpu-health: fail: ")
+    assert "FAIL 00000000:07:00.0: row remap pending" in out and "action: reset:" in out
+    data = json.loads(
+        run_cli("faulty", "gpu-health", "--from", str(name), "--json", exit_code=1).stdout
+    )
+    assert data["status"] == "fail" and data["findings"][0]["action"] == "reset"
+
+
+def test_cli_unknown_driver_output_is_unknown_exit_1(run_cli, tmp_path) -> None:
+    odd = tmp_path / "odd.txt"
+    odd.write_text("NVIDIA SMI 999: device report v7\n{gpu: 0, health: ???}\n")
+    out = run_cli("faulty", "gpu-health", "--from", str(odd), exit_code=1).stdout
+    assert out.startswith("gpu-health: unknown: not nvidia-smi -q output")
+
+
+def test_cli_xid_since_and_huge_input(run_cli) -> None:
+    log = GPU / "xid/dmesg-h100-xid119-gsp-rpc-timeout.log"
+    assert "Xid 119" in run_cli("faulty", "xid", "--from", str(log), exit_code=1).stdout
+    later = run_cli("faulty", "xid", "--from", str(log), "--since", "2030-01-01").stdout
+    assert later.startswith("xid: pass: no Xid event in the kernel log since 2030-01-01")
+    err = run_cli("faulty", "xid", "--from", "/dev/zero", exit_code=2).stderr
+    assert "more than" in err and err.count("\n") == 1
