@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from slurmkit.cli import _confirm
+from slurmkit.cli._exclude_options import state_option
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._output import print_json, print_table, progress
 
@@ -24,14 +25,6 @@ if TYPE_CHECKING:
     from slurmkit.gpu import Verdict
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
-_state_option = click.option(
-    "--state",
-    "state",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="PATH",
-    help="The exclude list file (default: $XDG_STATE_HOME/slurmkit/excluded.json, "
-    "else ~/.local/state/slurmkit/excluded.json).",
-)
 
 
 @click.group("faulty")
@@ -83,7 +76,7 @@ def faulty_group() -> None:
     metavar="WHEN",
     help="xid: only Xid events since then: 7d, 12h, or a date (default: since boot).",
 )
-@_state_option
+@state_option
 @click.option("--no-record", is_flag=True, help="Do not add failing nodes to the exclude list.")
 @click.option(
     "--expire",
@@ -292,7 +285,7 @@ def _duration(text: str, option: str) -> timedelta:
 
 
 @faulty_group.command("excluded")
-@_state_option
+@state_option
 @click.option("--clear", "clear", metavar="NODES", help="Remove these nodes (a hostlist).")
 @click.option("--expired", is_flag=True, help="Remove the entries whose time is up.")
 @click.option("--all", "show_all", is_flag=True, help="Also show expired entries.")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurmkit.cli._exclude_options import no_exclude_option, state_option
 from slurmkit.cli._output import print_json, print_table, progress
 from slurmkit.errors import UsageError
 
@@ -135,19 +136,6 @@ def _site_text(value: object) -> str:
     return str(value)
 
 
-_no_exclude_option = click.option(
-    "--no-exclude",
-    is_flag=True,
-    help="Do not add the faulty-node exclude list (slurmkit faulty excluded) to --exclude.",
-)
-_state_option = click.option(
-    "--state",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="PATH",
-    help="The exclude list file (default: $XDG_STATE_HOME/slurmkit/excluded.json).",
-)
-
-
 def _excluded(no_exclude: bool, state: Path | None) -> str:
     """The exclude list's nodes to add to the job's --exclude ("" with --no-exclude)."""
     from slurmkit.faulty import excluded
@@ -159,8 +147,8 @@ def _excluded(no_exclude: bool, state: Path | None) -> str:
 @click.argument("name")
 @_set_option
 @_from_file_option
-@_no_exclude_option
-@_state_option
+@no_exclude_option
+@state_option
 @click.option(
     "-o",
     "--output",
@@ -211,8 +199,8 @@ def render_command(
     is_flag=True,
     help="Write the script and print the sbatch command (script on stdin); submit nothing.",
 )
-@_no_exclude_option
-@_state_option
+@no_exclude_option
+@state_option
 @_json_option
 @click.argument("sbatch_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- SBATCH_ARGS...]")
 def submit_command(

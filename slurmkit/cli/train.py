@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurmkit.cli._exclude_options import no_exclude_option, state_option
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._output import print_json, print_table
 
@@ -43,17 +44,6 @@ _yes_option = click.option(
     "-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal, e.g. from cron)."
 )
 _name_argument = click.argument("name", required=False)
-_no_exclude_option = click.option(
-    "--no-exclude",
-    is_flag=True,
-    help="Do not add the faulty-node exclude list (slurmkit faulty excluded) to --exclude.",
-)
-_state_option = click.option(
-    "--state",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="PATH",
-    help="The exclude list file (default: $XDG_STATE_HOME/slurmkit/excluded.json).",
-)
 
 
 def _notify(message: str) -> None:
@@ -138,8 +128,8 @@ def train_group() -> None:
     "--name", help="Train name and Slurm job name (default: SCRIPT's job name or file name)."
 )
 @click.option("--after", metavar="JOBID", help="Start after this job ends (--dependency=afterany).")
-@_no_exclude_option
-@_state_option
+@no_exclude_option
+@state_option
 @_dir_option
 @_dry_run_option
 @_json_option
@@ -382,8 +372,8 @@ def switch_command(
 @train_group.command("extend")
 @_name_argument
 @click.option("--runs", type=click.IntRange(min=1), required=True, help="Runs to append.")
-@_no_exclude_option
-@_state_option
+@no_exclude_option
+@state_option
 @_dir_option
 @_dry_run_option
 @_yes_option

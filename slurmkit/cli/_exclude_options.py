@@ -1,0 +1,26 @@
+"""The faulty-node exclude-list options, defined once for every command that applies the list.
+
+``faulty scan``/``faulty excluded`` write and edit the list; ``train start``/``extend`` and
+``template render``/``submit`` add it to ``--exclude``. One definition keeps the path's
+name, default and help the same everywhere a user meets it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+state_option = click.option(
+    "--state",
+    "state",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="PATH",
+    help="The exclude list file (default: $XDG_STATE_HOME/slurmkit/excluded.json, "
+    "else ~/.local/state/slurmkit/excluded.json).",
+)
+no_exclude_option = click.option(
+    "--no-exclude",
+    is_flag=True,
+    help="Do not add the faulty-node exclude list (slurmkit faulty excluded) to --exclude.",
+)
