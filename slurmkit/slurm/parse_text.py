@@ -271,26 +271,42 @@ def split_records(
             f"{what}: {len(pieces)} fields do not make whole records of {width} "
             f"separated by {delimiter!r}"
         )
-    records: list[list[str]] = []
-    current = [pieces[0]]
-    for piece in pieces[1:-1]:
-        if len(current) == width - 1:
-            last, newline, first = piece.rpartition("\n")
-            if not newline:
-                raise SlurmParseError(f"{what}: no line break between records: {piece[:120]!r}")
-            current.append(last)
-            records.append(current)
-            current = [first]
-        else:
-            current.append(piece)
-    current.append(pieces[-1].removesuffix("\n"))  # the last record's last field
-    records.append(current)
+    pieces[-1] = pieces[-1].removesuffix("\n")  # the last record's last field
+    records = _cut_records(pieces, width, free_first=False, what=what)
     if header:
         _check_header(delimiter.join(records.pop(0)), columns, delimiter, what)
     return [
         {name: value.strip() for (name, _), value in zip(columns, values, strict=True)}
         for values in records
     ]
+
+
+def _cut_records(pieces: list[str], width: int, *, free_first: bool, what: str) -> list[list[str]]:
+    """Group the pieces of a separator-split output into records of ``width`` fields.
+
+    Where one record ends and the next begins, the two fields meet in one piece, split at
+    a line break: the *last* one when the next record's first field holds none (squeue,
+    sacct: a job id first), the *first* one when the free-text field comes first
+    (``sinfo -R``: the reason) and the last field holds none.
+    """
+    records: list[list[str]] = []
+    current = [pieces[0]]
+    for piece in pieces[1:-1]:
+        if len(current) < width - 1:
+            current.append(piece)
+            continue
+        if free_first:
+            last, newline, first = piece.partition("\n")
+        else:
+            last, newline, first = piece.rpartition("\n")
+        if not newline:
+            raise SlurmParseError(f"{what}: no line break between records: {piece[:120]!r}")
+        current.append(last)
+        records.append(current)
+        current = [first]
+    current.append(pieces[-1])
+    records.append(current)
+    return records
 
 
 def _check_header(line: str, columns: Sequence[Column], delimiter: str, what: str) -> None:
@@ -424,20 +440,7 @@ def _split_reason_first(
             f"sinfo -R: {len(pieces)} fields do not make whole records of {width} "
             f"separated by {delimiter!r}: {body[:120]!r}"
         )
-    records: list[list[str]] = []
-    current = [pieces[0]]
-    for piece in pieces[1:-1]:
-        if len(current) == width - 1:
-            last, newline, first = piece.partition("\n")
-            if not newline:
-                raise SlurmParseError(f"sinfo -R: no line break between records: {piece[:120]!r}")
-            current.append(last)
-            records.append(current)
-            current = [first]
-        else:
-            current.append(piece)
-    current.append(pieces[-1])
-    records.append(current)
+    records = _cut_records(pieces, width, free_first=True, what="sinfo -R")
     return [
         {name: value.strip() for (name, _), value in zip(columns, values, strict=True)}
         for values in records
