@@ -30,10 +30,26 @@ from slurmkit.errors import UsageError
 FORMATS = ("deepspeed", "openmpi", "mpich", "plain", "json")
 
 
+def _check_host(host: str) -> None:
+    """Refuse a name a launcher would read as something else.
+
+    Launchers hand each hostfile name to ssh or pdsh as an argument: a name starting
+    with ``-`` (``-oProxyCommand=...``) becomes an option, a blank splits a line in
+    two, and a control character corrupts the file. No Slurm node name has any of these.
+    """
+    if not host or host.startswith("-") or any(c.isspace() or ord(c) < 32 for c in host):
+        raise UsageError(
+            f"refusing node name {host!r} in a hostfile: a launcher would read it as an "
+            "option or split it (names must not start with '-' or hold blanks)"
+        )
+
+
 def render(hosts: Sequence[str], slots: Sequence[int], fmt: str = "deepspeed") -> str:
     """The hostfile text for ``hosts`` with ``slots[i]`` processes on ``hosts[i]``."""
     if len(hosts) != len(slots):
         raise ValueError(f"{len(hosts)} hosts but {len(slots)} slot counts")
+    for host in hosts:
+        _check_host(host)
     pairs = list(zip(hosts, slots, strict=True))
     if fmt in ("deepspeed", "openmpi"):
         lines = [f"{host} slots={n}" for host, n in pairs]

@@ -154,3 +154,22 @@ def test_unwritable_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(EnvironmentProblem, match="Permission denied"):
         files.write_atomic(tmp_path / "hostfile", "x\n")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "bad", ["-oProxyCommand=touch /tmp/x", "-n1", "", "a b", "n1\tn2", "n\x1b[2J"]
+)
+def test_a_name_a_launcher_would_misread_is_refused(bad: str) -> None:
+    """Issue 14: hostfile wrote '-oProxyCommand=...' as a host, which ssh takes as an option."""
+    with pytest.raises(UsageError, match="refusing node name"):
+        hostfile.render(["node-1", bad], [1, 1], "deepspeed")
+
+
+def test_the_cli_refuses_a_nodelist_with_a_dash_name_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "slurmkit", "hostfile", "--nodelist", "-oProxyCommand=x"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "refusing node name" in done.stderr
