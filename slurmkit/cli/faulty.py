@@ -8,9 +8,10 @@ and asks, and a run without a terminal needs ``--yes`` (otherwise it only report
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -383,15 +384,20 @@ def _show_removal(entries: list[Entry], verb: str) -> None:
         click.echo(f"slurmkit: {verb}: {e.node} ({e.check}: {printable(e.error)[:80]})", err=True)
 
 
+def _from_file_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--from FILE``: a saved output to parse (``-`` for stdin), for each parsing command."""
+    return click.option(
+        "--from",
+        "source",
+        type=click.File("r", errors="replace"),
+        required=True,
+        metavar="FILE",
+        help=f"{what}; - for stdin.",
+    )
+
+
 @faulty_group.command("gpu-health")
-@click.option(
-    "--from",
-    "source",
-    type=click.File("r", errors="replace"),
-    required=True,
-    metavar="FILE",
-    help="nvidia-smi -q (text) or nvidia-smi -q -x (XML) output; - for stdin.",
-)
+@_from_file_option("nvidia-smi -q (text) or nvidia-smi -q -x (XML) output")
 @_json_option
 def gpu_health_command(source: TextIO, as_json: bool) -> None:
     """Read one node's nvidia-smi -q output: ECC, retired pages, remapped rows, slowdowns.
@@ -407,14 +413,7 @@ def gpu_health_command(source: TextIO, as_json: bool) -> None:
 
 
 @faulty_group.command("xid")
-@click.option(
-    "--from",
-    "source",
-    type=click.File("r", errors="replace"),
-    required=True,
-    metavar="FILE",
-    help="dmesg / journalctl -k output; - for stdin.",
-)
+@_from_file_option("dmesg / journalctl -k output")
 @click.option("--since", "since_text", metavar="WHEN", help="Only events since: 7d, 12h, a date.")
 @_json_option
 def xid_command(source: TextIO, since_text: str | None, as_json: bool) -> None:
