@@ -41,6 +41,7 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, mode: int | None = 
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask() if mode is None else mode)
         os.replace(tmp, target)
+        _fsync_dir(directory)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -48,6 +49,15 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, mode: int | None = 
             raise EnvironmentProblem(f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
     return target
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename durable: without it a crash can bring the old file back."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:
