@@ -61,6 +61,6 @@ def test_check_writable_refuses_a_full_file_system(
         f_bavail, f_frsize, f_files, f_favail = 0, real.f_frsize, real.f_files, real.f_favail
 
     monkeypatch.setattr(journal.os, "statvfs", lambda _path: Full)
-    with pytest.raises(journal.JournalProblem, match="no space left.*nothing was done"):
+    with pytest.raises(journal.JournalProblem, match=r"no space left.*nothing was done"):
         journal.Journal(tmp_path / "journal").check_writable()
     assert not (tmp_path / "journal").exists()
