@@ -517,6 +517,8 @@ def _write_wrappers(spec: SandboxSpec, where: _Where) -> None:
 def _write_configs(spec: SandboxSpec, db_password: str) -> None:
     plugins = str(rootfs.plugin_dir(Path(spec.root))) if spec.root else ""
     spec.slurm_conf.write_text(configs.slurm_conf(spec, plugins))
+    # slurm.conf's HealthCheckProgram (slurmkit health while <dir>/health.toml exists)
+    write_atomic(configs.health_wrapper_path(spec), configs.health_wrapper(spec), mode=0o755)
     spec.path("etc", "gres.conf").write_text(configs.gres_conf(spec))
     cgroup = configs.cgroup_conf(spec)
     if cgroup:

@@ -7,16 +7,27 @@ Choices that matter for what tests can observe:
 - GPUs are gres over plain files; Slurm warns they are not devices but keeps them.
 - ``AccountingStoragePass`` names our munge socket: it is how clients reach
   slurmdbd with a non-default munge (``AuthInfo`` alone is ignored by sacctmgr).
+- ``HealthCheckProgram`` is ``<dir>/bin/slurmkit-health`` every 5 s in any node state:
+  a wrapper that runs ``slurmkit health --config <dir>/health.toml`` only while that
+  file exists and exits 0 at once otherwise, so only a test that writes the file sees
+  Slurm drain a node by itself, and every other test runs as before.
 """
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 from slurmkit.sandbox.spec import SandboxSpec
 
 DB_USER = "slurm"
 DB_NAME = "slurm_acct_db"
+HEALTH_WRAPPER = "slurmkit-health"
+HEALTH_CONFIG = "health.toml"
+# Short, so a test sees Slurm drain a node within seconds; the wrapper costs one `test -f`
+# per node and interval while no health.toml exists.
+HEALTH_INTERVAL = 5
 
 
 def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
@@ -64,6 +75,9 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         f"AccountingStoragePass={spec.munge_socket}",
         "AccountingStorageTRES=gres/gpu",
         "JobAcctGatherType=jobacct_gather/none",
+        f"HealthCheckProgram={health_wrapper_path(spec)}",
+        f"HealthCheckInterval={HEALTH_INTERVAL}",
+        "HealthCheckNodeState=ANY",
     ]
     if plugin_dir:
         lines.append(f"PluginDir={plugin_dir}")
@@ -79,6 +93,37 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
     lines.append(f"PartitionName=gpu Nodes={spec.nodelist} Default=YES MaxTime=INFINITE State=UP")
     lines.append(f"PartitionName=cpu Nodes={spec.nodelist} MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
+
+
+def health_wrapper_path(spec: SandboxSpec) -> Path:
+    return spec.bin_dir / HEALTH_WRAPPER
+
+
+def health_config_path(spec: SandboxSpec) -> Path:
+    return spec.path(HEALTH_CONFIG)
+
+
+def health_wrapper(spec: SandboxSpec, python: str | None = None) -> str:
+    """The ``HealthCheckProgram`` script (root-owned, 0755, written by ``sandbox up``).
+
+    slurmd runs it with almost no environment, so it names the sandbox's slurm.conf and a
+    PATH whose first entry holds the version's client wrappers (inside a version's root
+    those run the real client). The venv's python is the one running ``sandbox up``: the
+    nodes of a version run from a root see /work, /tmp and that interpreter bound in.
+    """
+    python = python or sys.executable
+    config = health_config_path(spec)
+    path = f"{spec.bin_dir}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    return (
+        "#!/bin/sh\n"
+        "# Slurm's HealthCheckProgram in the slurmkit sandbox (written by 'slurmkit sandbox up'):\n"
+        f"# runs 'slurmkit health' only while {config} exists.\n"
+        f"[ -f {shlex.quote(str(config))} ] || exit 0\n"
+        f"SLURM_CONF={shlex.quote(str(spec.slurm_conf))}\n"
+        f"PATH={shlex.quote(path)}\n"
+        "export SLURM_CONF PATH\n"
+        f"exec {shlex.quote(python)} -m slurmkit health --config {shlex.quote(str(config))}\n"
+    )
 
 
 def cgroup_conf(spec: SandboxSpec) -> str:
