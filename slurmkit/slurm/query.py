@@ -40,7 +40,9 @@ from slurmkit.slurm.parse_text import (
     parse_scontrol_partitions,
     parse_sinfo_reasons,
     parse_squeue,
+    parse_time,
     parse_version,
+    split_records,
 )
 from slurmkit.slurm.records import DrainReason, Job, Node, Partition, ProcessInfo, SlurmVersion
 
@@ -479,3 +481,87 @@ def cancel_by_name_argv(name: str, user: str) -> list[str]:
 def cancel_by_name(name: str, user: str) -> None:
     """Cancel a user's jobs of one name in one ``scancel``; no match is not an error."""
     _exec.run_slurm(cancel_by_name_argv(name, user))
+
+
+# ---------------------------------------------------------------- finding a submission by token
+#
+# A submission whose sbatch got no answer (a hung slurmctld, a killed slurmkit) may still
+# have been queued. slurmkit submits with ``--comment=slurmkit:<token>`` (see
+# :mod:`slurmkit.journal`), so the job can be found again by that comment.
+
+COMMENT_SQUEUE_COLUMNS: tuple[Column, ...] = (
+    ("job_id", "%A"),
+    ("array_job_id", "%F"),
+    ("name", "%j"),
+    ("state", "%T"),
+    ("comment", "%k"),
+)
+COMMENT_SACCT_COLUMNS: tuple[Column, ...] = (
+    ("job_id", "JobIDRaw"),
+    ("display_id", "JobID"),
+    ("name", "JobName"),
+    ("state", "State"),
+    ("submit_time", "Submit"),
+    ("comment", "Comment"),
+)
+
+
+@dataclass(frozen=True)
+class Commented:
+    """A job (array) and its comment: ``job_id`` is the array's id for an array task."""
+
+    job_id: str
+    name: str
+    state: str
+    comment: str
+    submit_time: datetime | None = None
+
+
+def commented_jobs_argv(name: str, user: str) -> list[str]:
+    """squeue of a user's jobs of one name, finished ones still known included, with comments."""
+    return squeue_argv(user=user, name=name, states="all", columns=COMMENT_SQUEUE_COLUMNS)
+
+
+def commented_jobs(name: str, user: str) -> list[Commented]:
+    """The controller's jobs named ``name`` of ``user`` with their comments (one squeue)."""
+    text = _stdout(commented_jobs_argv(name, user), _SQUEUE_ENV)
+    rows = split_records(text, COMMENT_SQUEUE_COLUMNS, what="squeue")
+    return [
+        Commented(
+            job_id=r["array_job_id"] if r["array_job_id"].isdigit() else r["job_id"],
+            name=r["name"],
+            state=r["state"],
+            comment=r["comment"],
+        )
+        for r in rows
+    ]
+
+
+def commented_history_argv(name: str, user: str, since: datetime | str) -> list[str]:
+    """sacct of a user's jobs of one name since ``since``, with comments (when stored)."""
+    argv = ["sacct", "--allocations", "--parsable2", "--noheader", f"--delimiter={DELIMITER}"]
+    argv += [f"--format={field_list(COMMENT_SACCT_COLUMNS)}"]
+    return [*argv, f"--user={user}", f"--name={name}", f"--starttime={_when(since)}"]
+
+
+def commented_history(name: str, user: str, since: datetime | str) -> list[Commented]:
+    """Accounting's jobs named ``name`` of ``user`` since ``since``, with comments.
+
+    The comment is empty unless the cluster stores it (``AccountingStoreFlags=job_comment``).
+    """
+    text = _stdout(commented_history_argv(name, user, since))
+    found = []
+    for row in split_records(text, COMMENT_SACCT_COLUMNS, what="sacct"):
+        if "." in row["display_id"]:
+            continue
+        array = row["display_id"].split("_", 1)[0]
+        found.append(
+            Commented(
+                job_id=array if array.isdigit() else row["job_id"],
+                name=row["name"],
+                state=row["state"].split()[0] if row["state"] else "",
+                comment=row["comment"],
+                submit_time=parse_time(row["submit_time"]),
+            )
+        )
+    return found
