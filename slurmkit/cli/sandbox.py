@@ -113,7 +113,17 @@ def sandbox_status(directory: Path, as_json: bool) -> None:
     if as_json:
         print_json(report)
     elif report.up:
-        print_table([(n.name, n.state) for n in report.nodes], ["node", "state"])
+        faults = {f.node: f for f in report.faults or []}
+
+        def shown(node: str) -> str:
+            if report.faults is None:
+                return "unknown"
+            f = faults.get(node)
+            return "-" if f is None else f"{f.fault} {f.rate}".rstrip()
+
+        print_table(
+            [(n.name, n.state, shown(n.name)) for n in report.nodes], ["node", "state", "fault"]
+        )
     else:
         click.echo(f"sandbox in {report.dir} is down: {report.problem}", err=True)
     if not report.up:
@@ -128,3 +138,42 @@ def sandbox_env(directory: Path) -> None:
 
     for line in sandbox.env_lines(directory):
         click.echo(line)
+
+
+@sandbox_group.command("fault")
+@click.argument("node")
+@click.argument("action", type=click.Choice(["net-down", "net-slow", "clear"]))
+@dir_option
+@click.option(
+    "--rate",
+    default="",
+    metavar="RATE",
+    help="net-slow: what the node's data traffic is policed to, per second and direction "
+    "(bytes, kbytes or mbytes; default 4mbytes: a 16 MB transfer takes a few seconds).",
+)
+def sandbox_fault(node: str, action: str, directory: Path, rate: str) -> None:
+    """Break (net-down), slow (net-slow) or restore (clear) one node's network, for real.
+
+    The node's data network goes: TCP/UDP to or from its address (127.0.1.N) with a
+    fixed port in 1024-32767 at either end is dropped (net-down) or policed to RATE
+    (net-slow). Its slurmd port and the ssh port stay open, so the node stays up in
+    Slurm and srun, ssh and pdsh still reach it; a rendezvous or all-reduce with it
+    fails or crawls. Done with nftables (one table per sandbox, removed by 'down'):
+    the kernel here has no netem. 'sandbox status' lists the faults in force.
+    """
+    from slurmkit import sandbox
+
+    done = sandbox.fault(directory, node, action, rate)
+    if action == "clear":
+        if done:
+            _progress(f"{node}: cleared " + ", ".join(f.fault for f in done))
+        else:
+            _progress(f"{node}: had no network fault")
+    else:
+        (f,) = done
+        what = (
+            "data traffic dropped"
+            if f.fault == "net-down"
+            else f"data traffic policed to {f.rate}/s"
+        )
+        _progress(f"{node}: {f.fault} ({what}; its slurmd and ssh ports still open)")

@@ -27,7 +27,7 @@ from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem, SlurmError, UsageError
 from slurmkit.files import write_atomic
 from slurmkit.locks import default_lock_dir, default_lock_path, hold
-from slurmkit.sandbox import configs, rootfs, versions
+from slurmkit.sandbox import configs, netfault, rootfs, versions
 from slurmkit.sandbox.daemons import (
     Daemon,
     children_of,
@@ -99,6 +99,8 @@ class SandboxStatus:
     daemons: list[dict[str, object]] = field(default_factory=list)
     nodes: list[NodeStatus] = field(default_factory=list)
     problem: str = ""
+    # network faults in force (``sandbox fault``); None when they could not be read
+    faults: list[netfault.ActiveFault] | None = field(default_factory=list)
 
 
 @dataclass
@@ -237,6 +239,8 @@ def _up_locked(
         return UpReport(existing, True, time.monotonic() - started, installed)
     _refuse_if_another_runs(spec)
     _prepare_dir(spec)
+    if netfault.remove_table(spec.dir):  # a sandbox that died without 'down' left its faults
+        progress("removed the network faults a previous sandbox here left behind")
     try:
         _register(spec)
         _start_all(spec, progress)
@@ -901,6 +905,11 @@ def _down_locked(directory: Path, progress: Progress) -> list[str]:
         for daemon in stop_all(phase):
             progress(f"stopped {daemon.name} (pid {daemon.pid})")
             stopped.append(daemon.name)
+    try:
+        if netfault.remove_table(spec.dir):
+            progress(f"removed the network faults (nft table {netfault.table_name(spec.dir)})")
+    except EnvironmentProblem as exc:  # the daemons are stopped; say so and finish the rest
+        progress(f"could not remove the network faults: {exc}")
     spec.state_file.unlink(missing_ok=True)
     shutil.rmtree(spec.bin_dir, ignore_errors=True)  # wrappers that would enter a dead world
     _remove_ssh_include(spec)
@@ -937,7 +946,39 @@ def status(directory: Path | str = DEFAULT_DIR) -> SandboxStatus:
         NodeStatus(n, s) for n, s in sorted(seen.items(), key=lambda kv: int(kv[0].split("-")[-1]))
     ]
     report.up = True
+    try:
+        report.faults = netfault.active(spec)
+    except EnvironmentProblem:
+        report.faults = None  # no nft, or not allowed to read the rules (not root)
     return report
+
+
+# --------------------------------------------------------------------------- fault
+def fault(
+    directory: Path | str, node: str, action: str, rate: str = ""
+) -> list[netfault.ActiveFault]:
+    """Put a network fault on one node of a running sandbox, or clear it.
+
+    ``action`` is ``net-down``, ``net-slow`` (``rate``: what the node's data traffic
+    is policed to) or ``clear``. Returns the fault put in place, or those cleared.
+    Refused (exit 2) when the sandbox is not up or ``node`` is not one of its nodes:
+    a fault on nothing would make a test pass for the wrong reason.
+    """
+    if action not in (*netfault.FAULTS, "clear"):
+        raise UsageError(f"unknown fault {action!r}: one of {', '.join(netfault.FAULTS)}, clear")
+    if rate and action != "net-slow":
+        raise UsageError("--rate goes with net-slow only")
+    spec = SandboxSpec.load(Path(directory))
+    if spec is None:
+        raise UsageError(f"no sandbox in {directory}: run 'slurmkit sandbox up' first")
+    netfault.node_index(spec, node)
+    require_root()  # nft needs CAP_NET_ADMIN; said plainly before nft says it obscurely
+    state = status(spec.dir)
+    if not state.up:
+        raise UsageError(f"the sandbox in {spec.dir} is not up ({state.problem})")
+    if action == "clear":
+        return netfault.clear(spec, node)
+    return [netfault.set_fault(spec, node, action, rate)]
 
 
 def env_lines(directory: Path | str = DEFAULT_DIR) -> list[str]:

@@ -29,6 +29,7 @@ REQUIRED_PROGRAMS: dict[str, str] = {
     "tini": "tini",
     "unshare": "util-linux",
     "nsenter": "util-linux",
+    "nft": "nftables",  # 'sandbox fault': a node's network broken for real (no netem here)
 }
 # A version from a root brings its own Slurm, munge, sshd and tini; the host still runs
 # MariaDB (slurmdbd needs only the client library, which the root has), builds the root
@@ -37,7 +38,7 @@ ROOT_MODE_PROGRAMS: dict[str, str] = {
     prog: pkg
     for prog, pkg in REQUIRED_PROGRAMS.items()
     if prog in ("mariadbd", "mariadb-install-db", "mariadb", "pdsh", "ssh-keygen")
-    or prog in ("unshare", "nsenter")
+    or prog in ("unshare", "nsenter", "nft")
 } | {"ssh": "openssh-client", "debootstrap": "debootstrap"}
 _SEARCH_PATH = os.pathsep.join(
     [os.environ.get("PATH", ""), "/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin"]
