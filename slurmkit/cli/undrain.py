@@ -165,6 +165,7 @@ def undrain_command(
         log=log_path,
         lock=lock_path,
         lock_wait=lock_wait,
+        notify=_confirm.notify,
     )  # validates every input before the dry-run notice or anything else
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
     dry_run = rule.dry_run

@@ -9,6 +9,12 @@ is one error line and nothing done, not a traceback after nodes were returned
 and followed by its outcome, each written with ``fsync``: a run killed or a
 machine crashed in between still leaves on disk what it had started. A write
 that fails before an action stops the action.
+
+Each ``will-...`` line and its outcome carry the same ``token=``. A run killed
+between the two (``kill -9``, cron's SIGTERM, a power cut) leaves an intent with
+no outcome; :func:`open_intents` finds them, and the next undrain with the same
+``--log`` re-reads those nodes and appends what really happened (issue 22). An
+outcome ``undrain-unknown`` (Slurm did not answer) keeps its intent open too.
 """
 
 from __future__ import annotations
@@ -18,11 +24,16 @@ import os
 import shlex
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from slurmkit.errors import UsageError
+from slurmkit.journal import MIN_FREE_BYTES
 from slurmkit.trust import open_nofollow
+
+# Outcomes that are no answer yet: their intent stays open for the next run to settle.
+STILL_OPEN = frozenset({"undrain-unknown", "undrain-sent"})
 
 
 class LogProblem(UsageError):
@@ -34,6 +45,66 @@ def entry(node: str, action: str, **fields: str) -> str:
     words = [stamp, f"node={node}", f"action={action}"]
     words += [f"{key}={shlex.quote(value)}" for key, value in fields.items()]
     return " ".join(words)
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A ``will-...`` line of the log whose outcome was never written (or is unknown)."""
+
+    token: str
+    action: str  # "will-undrain" | "will-kill"
+    nodes: tuple[str, ...]
+    time: str
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+def _words(line: str) -> tuple[str, dict[str, str]] | None:
+    try:
+        words = shlex.split(line)
+    except ValueError:  # a line torn by a crash mid-write
+        return None
+    if len(words) < 3:
+        return None
+    pairs = dict(w.split("=", 1) for w in words[1:] if "=" in w)
+    return words[0], pairs
+
+
+def open_intents(path: Path) -> list[Intent]:
+    """Intents in the log at ``path`` that no later line settled, oldest first, per token.
+
+    Lines without a token (written before tokens existed) are not matched: their
+    outcome, if any, cannot be told apart from another run's.
+    """
+    try:
+        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise _refuse(path, f"cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as handle:
+        lines = handle.read().splitlines()
+    wanted: dict[tuple[str, str], tuple[str, str, dict[str, str]]] = {}
+    for line in lines:
+        parsed = _words(line)
+        if parsed is None:
+            continue
+        stamp, pairs = parsed
+        token, node, action = pairs.get("token"), pairs.get("node"), pairs.get("action", "")
+        if not token or not node:
+            continue
+        if action.startswith("will-"):
+            wanted[(token, node)] = (action, stamp, pairs)
+        elif action not in STILL_OPEN:
+            wanted.pop((token, node), None)
+    grouped: dict[tuple[str, str], list[str]] = {}
+    first: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
+    for (token, node), (action, stamp, pairs) in wanted.items():
+        grouped.setdefault((token, action), []).append(node)
+        first.setdefault((token, action), (stamp, pairs))
+    return [
+        Intent(token, action, tuple(nodes), first[(token, action)][0], first[(token, action)][1])
+        for (token, action), nodes in grouped.items()
+    ]
 
 
 def _refuse(path: Path, why: str) -> LogProblem:
@@ -65,6 +136,16 @@ def _check_mode(path: Path, st: os.stat_result) -> None:
         raise _refuse(path, "not a regular file")
 
 
+def _check_space(path: Path, fd: int) -> None:
+    """A log that cannot take the lines of this run refuses it before anything is done."""
+    try:
+        st = os.fstatvfs(fd)
+    except OSError:
+        return
+    if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
+        raise _refuse(path, "no space left on its file system")
+
+
 class ActionLog:
     """An open, checked log file; :data:`NO_LOG` when there is none."""
 
@@ -93,6 +174,7 @@ class ActionLog:
             raise _refuse(path, exc.strerror or str(exc)) from None
         try:
             _check_mode(path, os.fstat(fd))
+            _check_space(path, fd)
             os.set_blocking(fd, True)
         except BaseException:
             os.close(fd)

@@ -6,6 +6,13 @@ records (``scontrol show node``), the jobs on the candidates (one ``squeue
 again meanwhile for another reason is left alone), one batched ``scontrol
 update nodename=<folded> state=undrain`` and one read-back. Remote checks run
 in parallel through :mod:`slurmkit.remote`.
+
+Intent, act, outcome (issue 22): every kill and every update is announced in
+``--log`` (with a token) before it happens and settled after it. An update that
+gets no answer is "unknown, checked again": the nodes are read again, bounded
+(:mod:`slurmkit.slurm.recheck`), and the checked answer is what the log and the
+table say. Intents a killed run left open are settled by the next run with the same
+``--log`` before it does anything else (:func:`reconcile`).
 """
 
 from __future__ import annotations
@@ -15,22 +22,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurmkit import locks, remote
+from slurmkit import faultpoint, journal, locks, remote
 from slurmkit.errors import SlurmError, UsageError
 from slurmkit.hostlist import fold, targets
 from slurmkit.remote import RemoteOptions
 from slurmkit.remote.command import new_token
-from slurmkit.slurm import _exec, query
+from slurmkit.slurm import _exec, query, recheck
 from slurmkit.slurm.records import Node
 from slurmkit.undrain import actionlog
 from slurmkit.undrain import check as chk
 from slurmkit.undrain import select as sel
-from slurmkit.undrain.actionlog import ActionLog, LogProblem
+from slurmkit.undrain.actionlog import ActionLog, Intent, LogProblem
 from slurmkit.undrain.report import (
     NOT_RETURNED,
     RETURNED,
     SKIPPED,
     UNCONFIRMED,
+    UNKNOWN_OUTCOME,
     WOULD_KILL,
     WOULD_RETURN,
     NodeOutcome,
@@ -67,6 +75,8 @@ class UndrainOptions:
     log: Path | None = None
     lock: Path | None = None
     lock_wait: float = 10.0
+    notify: Callable[[str], None] | None = None  # one-line progress and notices (stderr)
+    recheck_within: float = recheck.DEFAULT_WITHIN
 
     def __post_init__(self) -> None:
         if self.grace < 0:
@@ -110,13 +120,85 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
             actionlog.ActionLog.open(options.log) as log,  # first: a bad --log changes nothing
             locks.hold(path, wait=options.lock_wait, what="undrain"),
         ):
+            settled = reconcile(log, options)
             plan = make_plan(options)
             if plan.actionable and confirm(plan):
                 report = execute(plan, options, log)
             else:
                 report = _declined(plan, log)
+            report.reconciled = settled
     report.slurm_calls = len(_exec.call_log) - start
     return report
+
+
+def reconcile(log: ActionLog, options: UndrainOptions) -> list[str]:
+    """Settle what a killed run left open in ``--log``: read the nodes, append the outcome.
+
+    A ``will-undrain`` with no outcome becomes ``undrain`` (the node is no longer
+    drained: the update went through) or ``undrain-failed`` (still drained), each
+    marked ``reconciled=yes``; a ``will-kill`` becomes ``kill-interrupted`` (whether
+    the signals went out is unknown; this run checks the node afresh). When Slurm
+    does not answer, the intents stay open for the next run. One line on stderr
+    says what was settled. Returns the settled texts (for ``--json``).
+    """
+    if log.path is None:
+        return []
+    intents = actionlog.open_intents(log.path)
+    if not intents:
+        return []
+    lines: list[str] = []
+    settled: list[str] = []
+    for intent in (i for i in intents if i.action == "will-kill"):
+        for node in intent.nodes:
+            lines.append(
+                actionlog.entry(node, "kill-interrupted", token=intent.token, reconciled="yes")
+            )
+            settled.append(f"{node} kill interrupted (checked again now)")
+    undrains = [i for i in intents if i.action == "will-undrain"]
+    names = sorted({n for i in undrains for n in i.nodes})
+    unsettled = ""
+    now: dict[str, Node] | None = None
+    if names:
+        try:
+            now = {n.name: n for n in query.nodes(fold(names), exact_reasons=True)}
+        except SlurmError as exc:
+            unsettled = f"; {fold(names)} not settled ({exc}): they stay open"
+    for intent in undrains if now is not None else ():
+        for node in intent.nodes:
+            line, text = _settle(intent, node, now.get(node))
+            lines.append(line)
+            settled.append(text)
+    log.write(lines)  # before anything else is done: a log that fails here changes nothing
+    if options.notify is not None:
+        done = "; ".join(settled) or "nothing"
+        options.notify(
+            f"--log {log.path}: settled what an earlier run left open: {done}{unsettled}"
+        )
+    return settled
+
+
+def _settle(intent: Intent, node: str, now: Node | None) -> tuple[str, str]:
+    before = intent.fields.get("before", "")
+    if now is None:
+        line = actionlog.entry(
+            node,
+            "undrain-failed",
+            token=intent.token,
+            before=before,
+            after="not known to Slurm",
+            reconciled="yes",
+        )
+        return line, f"{node} not known to Slurm"
+    returned = "DRAIN" not in now.flags
+    line = actionlog.entry(
+        node,
+        "undrain" if returned else "undrain-failed",
+        token=intent.token,
+        before=before,
+        after=now.state_text,
+        reconciled="yes",
+    )
+    return line, f"{node} {'returned' if returned else 'still drained'} (now {now.state_text})"
 
 
 def make_plan(options: UndrainOptions) -> Plan:
@@ -200,7 +282,7 @@ def execute(plan: Plan, options: UndrainOptions, log: ActionLog | None = None) -
     if to_return:
         to_return, report.error = _unchanged(to_return)
     if to_return:
-        report.error = _return(to_return, log, late)
+        report.error = _return(to_return, log, late, options)
     _record(log, [_skip_entry(o) for o in plan.outcomes if o.action == SKIPPED], late)
     if late:
         report.error = "; ".join([*([report.error] if report.error else []), late[0]])
@@ -242,16 +324,25 @@ def _kill_and_recheck(
         token, {o.check.host: o.processes for o in killable if o.check}, options.grace
     )
     kill_options = _with_timeout(options.remote, options.remote.timeout + options.grace + 5)
-    log.write(
-        actionlog.entry(
-            o.node,
-            "will-kill",
-            before=o.old_state,
-            pids=" ".join(str(p.pid) for p in chk.signallable(o.processes)),
+    intent = journal.new_token()
+    try:
+        log.write(
+            actionlog.entry(
+                o.node,
+                "will-kill",
+                before=o.old_state,
+                pids=" ".join(str(p.pid) for p in chk.signallable(o.processes)),
+                token=intent,
+            )
+            for o in killable
         )
-        for o in killable
-    )
+    except LogProblem as exc:
+        for o in killable:
+            o.skip(f"not killed: {exc}")
+        late.append(f"{exc} (nothing was killed)")
+        return
     results = remote.run([o.node for o in killable], script, via=options.via, options=kill_options)
+    faultpoint.reached("undrain.after-kill")
     done = []
     for o, result in zip(killable, results.results, strict=True):
         o.killed, error = chk.parse_kill(result, token)
@@ -262,6 +353,7 @@ def _kill_and_recheck(
                 before=o.old_state,
                 signals=" ".join(o.killed) or "none",
                 error=error,
+                token=intent,
             )
         )
     _record(log, done, late)
@@ -319,37 +411,71 @@ def _change(o: NodeOutcome, now: Node | None) -> str:
     return f"state changed since the check ({moved})" if moved else ""
 
 
-def _return(outcomes: list[NodeOutcome], log: ActionLog, late: list[str]) -> str:
+def _return(
+    outcomes: list[NodeOutcome], log: ActionLog, late: list[str], options: UndrainOptions
+) -> str:
     """One ``scontrol update ... state=undrain``, one read-back; the error text or ""."""
     names = fold([o.node for o in outcomes])
-    log.write(
-        actionlog.entry(o.node, "will-undrain", before=o.old_state, found=o.found) for o in outcomes
-    )
+    token = journal.new_token()
+    try:
+        log.write(
+            actionlog.entry(o.node, "will-undrain", before=o.old_state, found=o.found, token=token)
+            for o in outcomes
+        )
+    except LogProblem as exc:
+        for o in outcomes:
+            o.action, o.why = NOT_RETURNED, "the log could not take the intent: nothing done"
+        return f"{exc}: {names} not returned"
     done: list[str] = []
     try:
-        return _update_and_read_back(outcomes, names, done)
+        return _update_and_read_back(outcomes, names, done, token, options)
     finally:
         _record(log, done, late)
 
 
-def _update_and_read_back(outcomes: list[NodeOutcome], names: str, log: list[str]) -> str:
+def _update_and_read_back(
+    outcomes: list[NodeOutcome],
+    names: str,
+    log: list[str],
+    token: str = "",
+    options: UndrainOptions | None = None,
+) -> str:
     update_error: SlurmError | None = None
     try:
         query.update_node_state(names, "undrain")
     except SlurmError as exc:
         update_error = exc
-    try:
-        after = {n.name: n for n in query.nodes(names, exact_reasons=True)}
-    except SlurmError as exc:
-        return _unknown_after(outcomes, update_error, exc, log)
+    faultpoint.reached("undrain.after-update")
+    silent = update_error is not None and recheck.no_answer(update_error)
+    if silent:
+        # "No answer" is not "not done": slurmctld may carry the update out when it wakes.
+        found, read_error = recheck.read_again(
+            lambda: query.nodes(names, exact_reasons=True),
+            what=f"the state of {names}",
+            notify=options.notify if options else None,
+            within=options.recheck_within if options else recheck.DEFAULT_WITHIN,
+        )
+    else:
+        try:
+            found, read_error = query.nodes(names, exact_reasons=True), None
+        except SlurmError as exc:
+            found, read_error = None, exc
+    if found is None:
+        assert read_error is not None
+        return _unknown_after(outcomes, update_error, read_error, log, token, silent)
+    after = {n.name: n for n in found}
     for o in outcomes:
         node = after.get(o.node)
         o.new_state = node.state_text if node else "unknown"
         if node is not None and "DRAIN" not in node.flags:
             o.action, o.why = RETURNED, _resume_note(node)
+            if silent:
+                o.why = "scontrol update got no answer; read back: returned"
         else:
             o.action = NOT_RETURNED
             o.why = f"scontrol update failed: {update_error}" if update_error else "still drained"
+            if silent:
+                o.why = f"scontrol update got no answer ({update_error}); read back: still drained"
         log.append(
             actionlog.entry(
                 o.node,
@@ -357,6 +483,8 @@ def _update_and_read_back(outcomes: list[NodeOutcome], names: str, log: list[str
                 before=o.old_state,
                 after=o.new_state,
                 found=o.found,
+                token=token,
+                **({"checked": "after-no-answer"} if silent else {}),
             )
         )
     if update_error is None:
@@ -381,22 +509,32 @@ def _unknown_after(
     update_error: SlurmError | None,
     read_error: SlurmError,
     log: list[str],
+    token: str = "",
+    silent: bool = False,
 ) -> str:
     names = fold([o.node for o in outcomes])
     for o in outcomes:
         o.new_state = "unknown"
-        if update_error is not None:
+        if silent:
+            o.action = UNKNOWN_OUTCOME
+            o.why = f"scontrol update got no answer and the state could not be read: {read_error}"
+            action = "undrain-unknown"
+        elif update_error is not None:
             o.action, o.why = NOT_RETURNED, f"scontrol update failed: {update_error}"
+            action = "undrain-failed"
         else:
             o.action, o.why = UNCONFIRMED, f"read-back failed: {read_error}"
+            action = "undrain-sent"
         log.append(
             actionlog.entry(
-                o.node,
-                "undrain-failed" if update_error else "undrain-sent",
-                before=o.old_state,
-                after="unknown",
-                found=o.found,
+                o.node, action, before=o.old_state, after="unknown", found=o.found, token=token
             )
+        )
+    if silent:
+        return (
+            f"scontrol update of {names} got no answer and slurmctld still does not answer "
+            f"({read_error}): whether they were returned is unknown; 'slurmkit nodes drained' "
+            "shows it, and the next undrain with the same --log records it"
         )
     if update_error is not None:
         return (

@@ -15,6 +15,7 @@ WOULD_KILL = "would kill leftovers, then return if clean"
 SKIPPED = "skipped"
 NOT_RETURNED = "not returned"
 UNCONFIRMED = "undrain sent, state unknown"
+UNKNOWN_OUTCOME = "unknown: no answer from Slurm"
 
 
 @dataclass
@@ -66,6 +67,7 @@ class UndrainReport:
     transport: str | None = None
     slurm_calls: int = 0
     error: str = ""
+    reconciled: list[str] = field(default_factory=list)  # intents an earlier run left open
 
     @property
     def exit_code(self) -> int:
@@ -84,6 +86,7 @@ class UndrainReport:
             "transport": self.transport,
             "slurm_calls": self.slurm_calls,
             "error": self.error or None,
+            "reconciled": self.reconciled,
             "nodes": [
                 {
                     "node": o.node,

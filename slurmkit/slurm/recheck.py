@@ -1,0 +1,77 @@
+""" "No answer" is not "not done": ask Slurm again, within a bound, before deciding.
+
+A hung slurmctld (SIGSTOP, overload) accepts a connection, takes the request into
+its socket backlog and answers nothing; the client gives up after MessageTimeout
+(10 s by default) with "Socket timed out". When slurmctld wakes up it still carries
+out the request. So after a state change that timed out, the command's outcome is
+*unknown*, and the only honest answer is the one read back afterwards. This module
+holds the two pieces every state-changing command needs for that:
+:func:`no_answer` (was the failure a silence, not a refusal?) and :func:`read_again`
+(re-read, bounded by a deadline, saying on stderr what it waits for).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from slurmkit.errors import ControllerUnreachable, SlurmError
+
+T = TypeVar("T")
+Notify = Callable[[str], None]
+
+# How long to keep asking after a change got no answer: two MessageTimeouts (10 s each
+# by default) of a controller that is still hung, or many quick refusals of one that is
+# restarting. A command never waits longer than this plus one Slurm call.
+DEFAULT_WITHIN = 20.0
+_PAUSE = 1.0
+# The request never left this machine: no connection was made, so nothing can be done.
+_NOT_SENT = re.compile(
+    r"connect failure|connection refused|cannot locate slurmctld|no slurm\.conf", re.I
+)
+
+
+def no_answer(exc: BaseException) -> bool:
+    """True when Slurm may have done what was asked although the client saw no answer.
+
+    A refusal (permission, unknown node or job, bad value) is an answer: nothing was
+    done. A timeout or a broken connection is not: the request may be in slurmctld's
+    backlog. A connection that could not even be made ("connect failure",
+    "Connection refused") carried no request: that is an answer too.
+    """
+    if not isinstance(exc, ControllerUnreachable):
+        return False
+    return not _NOT_SENT.search(f"{exc}\n{exc.stderr}")
+
+
+def read_again(
+    read: Callable[[], T],
+    *,
+    what: str,
+    notify: Notify | None = None,
+    within: float = DEFAULT_WITHIN,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[T | None, SlurmError | None]:
+    """Call ``read`` until it answers or ``within`` seconds have passed.
+
+    Returns ``(answer, None)`` or ``(None, last_error)``. Only a silence is retried;
+    another Slurm error (e.g. NotFound) is returned at once, since asking again would
+    get the same answer. ``notify`` gets one line saying what is awaited.
+    """
+    if notify is not None:
+        notify(f"no answer from Slurm: reading {what} again to see what was done (<= {within:g} s)")
+    deadline = clock() + within
+    last: SlurmError | None = None
+    while True:
+        try:
+            return read(), None
+        except SlurmError as exc:
+            last = exc
+            if not no_answer(exc):
+                return None, exc
+        if clock() + _PAUSE >= deadline:
+            return None, last
+        sleep(_PAUSE)
