@@ -27,6 +27,10 @@ SUBCOMMANDS: LazyRegistry = {
         "slurmkit.cli.faulty:faulty_group",
         "Faulty nodes: scan them with checks in one job, drain them, rank past failures.",
     ),
+    "health": (
+        "slurmkit.cli.health:health_command",
+        "Check this node quickly; drain it in Slurm when a check fails (HealthCheckProgram).",
+    ),
     "hostfile": (
         "slurmkit.cli.hostfile:hostfile_command",
         "Print a hostfile for a job's nodes, in Slurm's order (first line = rank 0).",
