@@ -88,6 +88,9 @@ def _quiet(_: str) -> None:
 class NodeStatus:
     name: str
     state: str
+    # the node's sshd listener itself (not the nsenter that started it): what a test stops
+    # with SIGSTOP to wedge the node's ssh; None for a node up did not record
+    sshd_pid: int | None = None
 
 
 @dataclass
@@ -942,8 +945,10 @@ def status(directory: Path | str = DEFAULT_DIR) -> SandboxStatus:
     except SlurmError as exc:
         report.problem = str(exc)
         return report
+    sshd = {d.name.removeprefix("sshd-"): d.pid for d in daemons if d.name.startswith("sshd-node-")}
     report.nodes = [
-        NodeStatus(n, s) for n, s in sorted(seen.items(), key=lambda kv: int(kv[0].split("-")[-1]))
+        NodeStatus(n, s, sshd.get(n))
+        for n, s in sorted(seen.items(), key=lambda kv: int(kv[0].split("-")[-1]))
     ]
     report.up = True
     try:

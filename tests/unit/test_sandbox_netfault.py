@@ -294,3 +294,28 @@ def test_cli_rate_only_with_net_slow(run_cli: Any, spec: SandboxSpec) -> None:
 def test_cli_unknown_fault_is_a_usage_error(run_cli: Any, spec: SandboxSpec) -> None:
     result = run_cli("sandbox", "fault", "node-1", "net-lossy", "--dir", str(spec.dir), exit_code=2)
     assert "net-lossy" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_down_removes_the_sandboxs_table(
+    monkeypatch: pytest.MonkeyPatch, spec: SandboxSpec, fake_nft: FakeNft
+) -> None:
+    """``down`` deletes this sandbox's nft table, so no fault outlives the cluster."""
+    spec.dir.mkdir(mode=0o755)
+    spec.save()
+    said: list[str] = []
+    assert netfault.active(spec) != []
+    cluster.down(spec.dir, progress=said.append)
+    assert not fake_nft.exists
+    assert ("delete", "table", "inet", netfault.table_name(spec.dir)) in [
+        argv[1:] for argv, _ in fake_nft.calls
+    ]
+    assert said == [f"removed the network faults (nft table {netfault.table_name(spec.dir)})"]
+
+
+def test_down_without_nft_still_finishes(
+    monkeypatch: pytest.MonkeyPatch, spec: SandboxSpec
+) -> None:
+    spec.dir.mkdir(mode=0o755)
+    spec.save()
+    monkeypatch.setattr(netfault, "find_program", lambda name: None)
+    assert cluster.down(spec.dir) == []
