@@ -14,6 +14,12 @@ stays up in Slurm, ``srun`` still launches on it and ssh/pdsh still reach it,
 while anything else with a fixed port (a rendezvous, an all-reduce, a benchmark
 listener) to or from the node fails: as a node with a dead data NIC does.
 
+The node is known by its address alone: a process on a node that connects out
+from an unbound socket leaves from 127.0.0.1 (the nodes share the host's routing
+table) and is not faulted. A check that is to see the fault listens on, or binds
+its client sockets to, its node's address, as it would pick the data NIC of a real
+node; the node's processes share no cgroup or namespace nft could match instead.
+
 One table per sandbox (``inet slurmkit_<hash of its dir>``, chain ``output``), so
 ``down`` removes it whole and two sandboxes never touch each other's rules. Each
 rule's comment names its node and fault, so ``clear`` removes exactly that
