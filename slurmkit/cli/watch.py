@@ -91,8 +91,8 @@ def _finish(
             else:
                 text = f"notify {delivery.target} failed: {delivery.error}"
             click.echo(f"slurmkit: {printable(text)}", err=True)
-    if report.state_error:
-        click.echo(f"slurmkit: {report.state_error} (alerts not rate-limited)", err=True)
+    if report.state_notice:
+        click.echo(f"slurmkit: {printable(report.state_notice)}", err=True)
     exit_with(report.exit_code)
 
 

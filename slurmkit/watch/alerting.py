@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from slurmkit.errors import SlurmkitError
 from slurmkit.notify import Delivery, Notification, Target
 from slurmkit.watch.finding import Finding
 from slurmkit.watch.ratelimit import KeyState, StateFile, advance, decide
@@ -39,6 +40,19 @@ class WatchReport:
     sent: list[Sent] = field(default_factory=list)
     suppressed: list[str] = field(default_factory=list)
     state_error: str | None = None
+    rate_limited: bool = True  # False: the state could not be read, every alert went out
+
+    @property
+    def state_notice(self) -> str | None:
+        """One true line about the state, or None: were alerts rate-limited, was it saved?"""
+        if not self.state_error:
+            return None
+        if not self.rate_limited:
+            return f"{self.state_error} (alerts not rate-limited)"
+        return (
+            f"{self.state_error}: the alerts were rate-limited, but the state could not be "
+            "saved (the next run may repeat them)"
+        )
 
     @property
     def healthy(self) -> bool:
@@ -59,6 +73,7 @@ class WatchReport:
             "notifications": [s.to_json() for s in self.sent],
             "rate_limited": self.suppressed,
             "state_error": self.state_error,
+            "state_used": self.rate_limited,
         }
 
 
@@ -101,6 +116,12 @@ def process(
         state.acquire()
     except OSError as exc:
         report.state_error = f"state file {state_path}: {exc.strerror or exc}"
+    except SlurmkitError as exc:  # the lock: busy past its wait, or unusable
+        # (LockBusy's "nothing was done" is not true here: the alerts still go out)
+        report.state_error = (
+            f"state file {state_path}: {str(exc).removesuffix('; nothing was done')}"
+        )
+    report.rate_limited = state.loaded
     try:
         for finding in findings:
             _one(finding, state.keys, report, targets, send, moment, hostname, realert)

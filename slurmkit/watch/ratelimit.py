@@ -5,11 +5,15 @@ State is a small JSON file shared by every watchdog of a user (keys like
 atomically, so watchdogs started by the same cron run never lose each other's
 updates. A message that no target accepted is not counted as sent: the next run
 tries again instead of waiting for the reminder period.
+
+The lock is the shared one (:mod:`slurmkit.locks`): a bounded wait (:data:`LOCK_WAIT`),
+never a symlink followed. A watchdog suspended while holding it must not silence
+every other one: past the wait, the run alerts without rate limiting and says so.
 """
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import json
 import os
 import tempfile
@@ -18,9 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from slurmkit import locks
 from slurmkit.watch.finding import Finding
 
 VERSION = 1
+LOCK_WAIT = 10.0  # seconds; a watchdog runs from cron every few minutes
 
 
 def default_state_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -88,30 +94,46 @@ class StateFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.keys: dict[str, KeyState] = {}
-        self._fd: int | None = None
+        self._held: contextlib.ExitStack | None = None
 
-    def acquire(self) -> None:
-        """Lock and load; raises OSError when the state cannot be used at all."""
+    @property
+    def loaded(self) -> bool:
+        """The state is locked and was read: this run's alerts are rate-limited."""
+        return self._held is not None
+
+    def acquire(self, wait: float | None = None) -> None:
+        """Lock (bounded) and load; raises OSError or a SlurmkitError (LockBusy) when the
+        state cannot be used at all: nothing is then held."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock_path = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        stack = contextlib.ExitStack()
+        stack.enter_context(
+            locks.hold(
+                lock_path,
+                wait=LOCK_WAIT if wait is None else wait,
+                what="the watchdogs' rate-limit state",
+            )
+        )
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            os.close(fd)
+            self._load()
+        except BaseException:
+            stack.close()
             raise
-        self._fd = fd
-        self._load()
+        self._held = stack
 
     def release(self, save: bool = True) -> None:
-        """Save (atomically) and unlock; the lock is dropped even when saving fails."""
+        """Save (atomically) and unlock; the lock is dropped even when saving fails.
+
+        Nothing is saved when the state was never loaded: an empty state written over
+        one that could not be read would forget every alert in it.
+        """
         try:
-            if save and self._fd is not None:
+            if save and self._held is not None:
                 self._save()
         finally:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            if self._held is not None:
+                self._held.close()
+                self._held = None
 
     def _load(self) -> None:
         try:

@@ -167,3 +167,67 @@ def test_cli_notify_failure_is_on_stderr_and_exit_is_still_1(
     assert out.stdout.startswith(f"ALERT log {log}: last written")
     assert "slurmkit: notify cmd:pager --to 'ops team' failed: " in out.stderr
     assert "exited 3: pager: connection refused" in out.stderr
+
+
+# ---------------------------------------------------------------- issue 22: faults
+
+
+def test_a_state_that_cannot_be_saved_still_rate_limited_this_run(
+    run_cli, pager: Pager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old message said "alerts not rate-limited" although the reminder was held back."""
+    from slurmkit.watch import ratelimit
+
+    log = tmp_path / "train.log"
+    log.write_text("")
+    os.utime(log, (0, 0))
+    args = ("watch", "log", str(log), "--stale", "1m", "--notify", "cmd:pager --to 'ops team'",
+            "--state", str(tmp_path / "s.json"))  # fmt: skip
+    run_cli(*args, exit_code=1)
+    assert [k for k, _ in pager.messages] == ["alert"]
+
+    def full(self) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ratelimit.StateFile, "_save", full)
+    out = run_cli(*args, exit_code=1)
+    assert [k for k, _ in pager.messages] == ["alert"]  # the reminder was held back
+    assert "not rate-limited" not in out.stderr
+    assert "alerts were rate-limited" in out.stderr and "could not be saved" in out.stderr
+    assert "No space left" in out.stderr
+
+
+def test_an_unreadable_state_says_alerts_were_not_rate_limited(
+    run_cli, pager: Pager, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    log = tmp_path / "train.log"
+    log.write_text("")
+    os.utime(log, (0, 0))
+    out = run_cli("watch", "log", str(log), "--stale", "1m", "--notify",
+                  "cmd:pager --to 'ops team'", "--state", str(blocker / "s.json"),
+                  exit_code=1)  # fmt: skip
+    assert "alerts not rate-limited" in out.stderr
+
+
+def test_a_state_lock_held_by_a_hung_watchdog_is_waited_for_within_a_bound(
+    pager: Pager, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A suspended watchdog holding the lock used to block every other one for ever."""
+    import threading
+
+    from slurmkit import locks
+    from slurmkit.watch import ratelimit
+
+    monkeypatch.setattr(ratelimit, "LOCK_WAIT", 0.2, raising=False)
+    state = tmp_path / "watch.json"
+    done: list[object] = []
+    with locks.hold(state.with_name(state.name + ".lock"), wait=0, what="test"):
+        worker = threading.Thread(target=lambda: done.append(run(BAD, 0, state)), daemon=True)
+        worker.start()
+        worker.join(timeout=20)
+        assert not worker.is_alive(), "watch waited without end for the state lock"
+    (report,) = done
+    assert report.state_error and "busy" in report.state_error
+    assert not report.rate_limited and [k for k, _ in pager.messages] == ["alert"]
