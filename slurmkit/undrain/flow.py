@@ -29,7 +29,7 @@ from slurmkit.remote import RemoteOptions
 from slurmkit.remote.command import new_token
 from slurmkit.slurm import _exec, query, recheck
 from slurmkit.slurm.records import Node
-from slurmkit.undrain import actionlog
+from slurmkit.undrain import actionlog, healthgate
 from slurmkit.undrain import check as chk
 from slurmkit.undrain import select as sel
 from slurmkit.undrain.actionlog import ActionLog, Intent, LogProblem
@@ -219,6 +219,8 @@ def make_plan(options: UndrainOptions) -> Plan:
         plan.transport, results = _check(to_check, options)
         for result in results:
             _judge(outcomes[result.node], result, options.kill)
+        # a node slurmkit health drained comes back only once its checks pass on it
+        healthgate.gate(plan.outcomes, options.via, options.remote)
     return plan
 
 
