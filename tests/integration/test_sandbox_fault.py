@@ -132,6 +132,26 @@ def srun_hostname(node: str) -> str:
     return run_slurm(["srun", "-w", node, "-N1", "-t", "2", "hostname"], timeout=60).stdout.strip()
 
 
+# run by srun on a node: connect from the node's own address (its hostname in the node's
+# /etc/hosts) to HOST:PORT and print ok or timeout
+_STEP_CONNECT = """
+import socket, sys
+s = socket.socket()
+s.bind((socket.gethostbyname(socket.gethostname()), 0))
+s.settimeout(float(sys.argv[3]))
+try:
+    s.connect((sys.argv[1], int(sys.argv[2])))
+    print("ok")
+except TimeoutError:
+    print("timeout")
+"""
+
+
+def step_connects(node: str, dst: str, port: int = LISTEN_PORT) -> str:
+    argv = ["srun", "-w", node, "-N1", "-t", "2", "python3", "-c", _STEP_CONNECT]
+    return run_slurm([*argv, dst, str(port), str(CONNECT_TIMEOUT)], timeout=60).stdout.strip()
+
+
 def pdsh_hostname(cluster: sandbox.SandboxSpec, node: str) -> str:
     env = {**os.environ, "PDSH_SSH_ARGS_APPEND": f"-F {cluster.ssh_config} -o BatchMode=yes"}
     argv = ["pdsh", "-R", "ssh", "-S", "-t", "5", "-u", "20", "-w", node, "hostname"]
@@ -182,6 +202,11 @@ def test_net_down_leaves_slurm_srun_ssh_and_pdsh_working(
     with listener(cluster.node_addr(1)):
         assert connect(cluster.node_addr(3), cluster.node_addr(1)) == "timeout"  # it is on
     assert srun_hostname("node-3") == "node-3"
+    # a job step on node-3, bound to its node's address as a check binds, is cut off; the
+    # same step on node-2 reaches the same listener
+    with listener(cluster.node_addr(1)):
+        assert step_connects("node-3", cluster.node_addr(1)) == "timeout"
+        assert step_connects("node-2", cluster.node_addr(1)) == "ok"
     assert _ssh_hostname(cluster, "node-3") == "node-3"
     assert pdsh_hostname(cluster, "node-3") == "node-3: node-3"
     assert node_state("node-3") == "idle"
