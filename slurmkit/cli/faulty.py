@@ -8,7 +8,7 @@ and asks, and a run without a terminal needs ``--yes`` (otherwise it only report
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -43,7 +43,7 @@ def faulty_group() -> None:
     show_default=True,
     metavar="LIST",
     help="Comma-separated: python, cuda, gpu-count, gpu-mem, nccl, disk, dcgmi, gpu-health, "
-    "xid, cmd:COMMAND.",
+    "xid, cmd:COMMAND; across nodes: net, nccl-multi.",
 )
 @click.option(
     "--timeout",
@@ -77,6 +77,44 @@ def faulty_group() -> None:
     metavar="WHEN",
     help="xid: only Xid events since then: 7d, 12h, or a date (default: since boot).",
 )
+@click.option(
+    "--net-rounds",
+    metavar="N|all",
+    help="net/nccl-multi: rounds of pairs, each node meeting a new partner per round "
+    "[default: min(nodes-1, 3)].",
+)
+@click.option(
+    "--net-port",
+    type=click.IntRange(1024, 65000),
+    default=29600,
+    show_default=True,
+    metavar="PORT",
+    help="net/nccl-multi: port of a round's first pair (the next pairs: PORT+1, ...).",
+)
+@click.option(
+    "--net-size",
+    type=click.IntRange(1, 4096),
+    default=16,
+    show_default=True,
+    metavar="MB",
+    help="net/nccl-multi: MB each node of a pair sends per iteration.",
+)
+@click.option(
+    "--net-slow-ratio",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.5,
+    show_default=True,
+    metavar="R",
+    help="net/nccl-multi: a node whose median pair bandwidth is below R x the median of "
+    "all pairs is slow.",
+)
+@click.option(
+    "--net-timeout",
+    type=click.FloatRange(min=1),
+    metavar="S",
+    help="net/nccl-multi: seconds each pair may take [default: --timeout shared among the "
+    "rounds, at most 60].",
+)
 @state_option
 @click.option("--no-record", is_flag=True, help="Do not add failing nodes to the exclude list.")
 @click.option(
@@ -99,6 +137,11 @@ def scan_command(
     work_dir: Path,
     assignments: tuple[str, ...],
     xid_since: str | None,
+    net_rounds: str | None,
+    net_port: int,
+    net_size: int,
+    net_slow_ratio: float,
+    net_timeout: float | None,
     state: Path | None,
     no_record: bool,
     expire: str,
@@ -120,11 +163,20 @@ def scan_command(
     to the exclude list (see `faulty excluded`) for --expire, unless --no-record
     or --dry-run; train start and template render/submit then keep them out.
 
+    \b
+    net runs a 2-node TCP all-reduce over pairs of nodes (python3 standard
+    library), in rounds where each node meets a new partner; nccl-multi does the
+    same with torch's NCCL where torch has CUDA (skipped elsewhere). A node whose
+    pairs all fail while the others succeed is FAIL, naming its partners; one whose
+    median bandwidth is below --net-slow-ratio x the median is slow (excluded and
+    recorded, not drained). They need at least 2 nodes.
+
     Exit 0 every node passed every check, 1 some node did not, 2 error.
     """
     from slurmkit.faulty import ScanOptions, excluded, parse_checks, scan
     from slurmkit.faulty import drain as drainer
     from slurmkit.faulty.history import since
+    from slurmkit.faulty.scan import NetOptions
     from slurmkit.templating.values import parse_assignments
 
     ttl = _duration(expire, "--expire")
@@ -140,6 +192,13 @@ def scan_command(
         timeout=timeout,
         work_dir=work_dir,
         sets=parse_assignments(assignments),
+        net=NetOptions(
+            port=net_port,
+            size_mb=net_size,
+            rounds=_rounds(net_rounds),
+            slow_ratio=net_slow_ratio,
+            pair_timeout=net_timeout,
+        ),
     )
     if drain:  # before the scan: a run without a terminal says so up front
         dry_run = _confirm.unattended_dry_run(dry_run, yes, interactive=sys.stdin.isatty())
@@ -149,7 +208,7 @@ def scan_command(
     if drain:
         outcome = drainer.plan(report, dry_run)
         report.drain = drainer.execute(outcome, lambda o: _ask(o, yes))
-    failing = excluded.failures(report)
+    failing = excluded.failures(report) + report.slow_entries()
     if not no_record and failing:
         if dry_run:
             click.echo(f"slurmkit: dry run: would add to the exclude list {path}:", err=True)
@@ -163,6 +222,19 @@ def scan_command(
     else:
         _print_scan(report)
     exit_with(report.exit_code)
+
+
+def _rounds(text: str | None) -> int | None:
+    """``--net-rounds``: None (the default), 0 for ``all``, else a count of at least 1."""
+    from slurmkit.errors import UsageError
+
+    if text is None:
+        return None
+    if text.strip().lower() == "all":
+        return 0
+    if not text.strip().isdigit() or int(text) < 1:
+        raise UsageError(f"--net-rounds {text!r}: expected a number of rounds (1 or more) or all")
+    return int(text)
 
 
 def _warn_ignored(report: ScanReport) -> None:
@@ -193,16 +265,18 @@ def _print_scan(report: ScanReport) -> None:
     )
     click.echo(f"slurmkit: {state}; log {report.log}", err=True)
     if report.drain is not None:
-        _print_drain(report.drain)
+        _print_drain(report.drain, report.named("slow"))
     if report.exclude:
         click.echo(f"--exclude={report.exclude}")
     else:
         click.echo("slurmkit: no failing or unknown node: nothing to exclude", err=True)
 
 
-def _print_drain(outcome: DrainOutcome) -> None:
+def _print_drain(outcome: DrainOutcome, slow: Sequence[str] = ()) -> None:
     from slurmkit.hostlist import fold
 
+    if slow:
+        click.echo(f"slurmkit: not draining {fold(slow)}: slow, not broken (excluded)", err=True)
     for name, why in outcome.left_alone:
         click.echo(f"slurmkit: not draining {name}: {why}", err=True)
     if not outcome.groups:

@@ -1,11 +1,13 @@
-"""Per-node results of a scan: pass, FAIL, skipped, unknown, unavailable; the --exclude string.
+"""Per-node results of a scan: pass, FAIL, slow, skipped, unknown, unavailable; --exclude.
 
 A node's result is its worst check: FAIL if any check failed; unknown if a check
 printed no result line (the node died or the scan timed out: never taken as a
 pass) or its output could not be read (gpu-health on a driver we do not know);
-skipped if a check could not run there (a GPU check without a driver);
-pass only when every check passed. Nodes left out because they could not run a job
-are "unavailable". ``--exclude`` names failing and unknown nodes.
+slow if a network check found its bandwidth far below the others' (it works, but a
+training on it runs at its speed); skipped if a check could not run there (a GPU
+check without a driver); pass only when every check passed. Nodes left out because
+they could not run a job are "unavailable". ``--exclude`` names failing, slow and
+unknown nodes; only failing ones are drained (a slow node is not broken).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from slurmkit.faulty.checks import NET_CHECKS
 from slurmkit.hostlist import expand, fold
 from slurmkit.templating.results import CheckResult
 
@@ -21,7 +24,8 @@ FAIL = "FAIL"
 SKIPPED = "skipped"
 UNKNOWN = "unknown"
 UNAVAILABLE = "unavailable"
-_SHORT = {"pass": "pass", "fail": "FAIL", "skipped": "skip", "unknown": "?"}
+SLOW = "slow"
+_SHORT = {"pass": "pass", "fail": "FAIL", "skipped": "skip", "unknown": "?", "slow": "slow"}
 
 
 @dataclass
@@ -37,6 +41,10 @@ class NodeResult:
         return [name for name, r in self.checks.items() if r is not None and r.status == "fail"]
 
     @property
+    def slow_checks(self) -> list[str]:
+        return [name for name, r in self.checks.items() if r is not None and r.status == SLOW]
+
+    @property
     def detail(self) -> str:
         """Why the node is not a plain pass: failures first, then missing, then skips."""
         if self.note:
@@ -46,6 +54,9 @@ class NodeResult:
             for name, r in self.checks.items()
             if r is not None and r.status == "fail"
         ]
+        parts += [
+            f"{name}: {r.detail}" for name, r in self.checks.items() if r and r.status == SLOW
+        ]
         missing = [name for name, r in self.checks.items() if r is None]
         if missing:
             parts.append(f"no result for {', '.join(missing)}")
@@ -54,10 +65,12 @@ class NodeResult:
             for name, r in self.checks.items()
             if r is not None and r.status == UNKNOWN
         ]
-        parts += [  # a pass that carries a warning (an application's Xid, a slowdown)
+        parts += [  # a pass with a warning (an application's Xid, a slowdown) or a figure
             f"{name}: {r.detail}"
             for name, r in self.checks.items()
-            if r is not None and r.status == "pass" and r.detail.startswith("warning:")
+            if r is not None
+            and r.status == "pass"
+            and (r.detail.startswith("warning:") or name in NET_CHECKS)
         ]
         skipped = [(n, r.detail) for n, r in self.checks.items() if r and r.status == "skipped"]
         reasons = sorted({why for _, why in skipped})
@@ -136,10 +149,19 @@ class ScanReport:
     def failing(self) -> list[str]:
         return self.named(FAIL)
 
+    def slow_entries(self) -> list[tuple[str, str, str]]:
+        """(node, check, detail) per slow check: the exclude list keeps them like failures."""
+        return [
+            (n.node, c, r.detail)
+            for n in self.nodes
+            for c in n.slow_checks
+            if (r := n.checks[c]) is not None
+        ]
+
     @property
     def exclude(self) -> str:
-        """``node-[3,7]``: the failing and unknown nodes, for ``sbatch --exclude``."""
-        bad = self.failing + self.named(UNKNOWN)
+        """``node-[3,7]``: the failing, slow and unknown nodes, for ``sbatch --exclude``."""
+        bad = self.failing + self.named(SLOW) + self.named(UNKNOWN)
         return fold(bad) if bad else ""
 
     @property
@@ -164,6 +186,7 @@ class ScanReport:
             "nodes": [n.to_json() for n in self.nodes],
             "failing": fold(self.failing) if self.failing else "",
             "unknown": fold(self.named(UNKNOWN)) if self.named(UNKNOWN) else "",
+            "slow": fold(self.named(SLOW)) if self.named(SLOW) else "",
             "exclude": self.exclude,
             "drain": self.drain.to_json() if self.drain else None,
             "allocation": self.allocation,
@@ -222,6 +245,8 @@ def _verdict(node: NodeResult) -> str:
         return FAIL
     if any(r is None or r.status == UNKNOWN for r in found):
         return UNKNOWN
+    if any(r.status == SLOW for r in found if r is not None):
+        return SLOW
     if any(r.status == "skipped" for r in found if r is not None):
         return SKIPPED
     return PASS

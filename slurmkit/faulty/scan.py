@@ -5,6 +5,10 @@ nodes, sizes the job (GPUs per node only when a GPU check runs: the nodes' own c
 which must be the same on all of them), waits, reads the result lines and builds the
 per-node report. Everything the template takes can be overridden with
 ``sets`` (``--set KEY=VALUE``), e.g. ``disk_min_gb`` or ``python``.
+
+A scan with a network check (``net``, ``nccl-multi``) submits ``net-check``
+instead: the same per-node checks first, then pairs of nodes across the network,
+still one job; :mod:`.net` reads the pairs and names the bad node.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from datetime import datetime
 from pathlib import Path
 
 from slurmkit.errors import UsageError
-from slurmkit.faulty import captures, checkjob
-from slurmkit.faulty.checks import needs_gpus
+from slurmkit.faulty import captures, checkjob, net
+from slurmkit.faulty.checks import across_nodes, needs_gpus
 from slurmkit.faulty.history import SCAN_JOB_PREFIX
 from slurmkit.faulty.report import ScanReport, node_results, outside
 from slurmkit.faulty.targets import Targets, choose
@@ -30,6 +34,18 @@ DEFAULT_DIR = Path("slurmkit-checks")
 
 
 @dataclass(frozen=True)
+class NetOptions:
+    """The network checks' knobs; ``rounds`` None: min(n-1, 3), 0: all of them;
+    ``pair_timeout`` None: the scan's --timeout shared among the rounds (at most 60 s)."""
+
+    port: int = net.DEFAULT_PORT
+    size_mb: int = net.DEFAULT_SIZE_MB
+    rounds: int | None = None
+    slow_ratio: float = net.DEFAULT_SLOW_RATIO
+    pair_timeout: float | None = None
+
+
+@dataclass(frozen=True)
 class ScanOptions:
     checks: tuple[str, ...]
     partition: str | None = None
@@ -40,6 +56,7 @@ class ScanOptions:
     sets: Mapping[str, str] = field(default_factory=dict)
     poll: float = checkjob.MAX_POLL
     xid_since: datetime | None = None  # xid: only events from then on (None: since boot)
+    net: NetOptions = field(default_factory=NetOptions)
 
 
 def template_values(options: ScanOptions, targets: Targets) -> dict[str, object]:
@@ -60,15 +77,43 @@ def template_values(options: ScanOptions, targets: Targets) -> dict[str, object]
     }
     if options.partition:
         values["partition"] = options.partition
+    if across_nodes(options.checks):
+        values.update(net_values(options, targets))
     return values
+
+
+def net_values(options: ScanOptions, targets: Targets) -> dict[str, object]:
+    """The net-check template's own parameters."""
+    given = options.net
+    seconds = given.pair_timeout or net.pair_timeout(options.timeout, targets.count, given.rounds)
+    return {
+        "net_port": given.port,
+        "net_size": given.size_mb,
+        "net_rounds": net.DEFAULT_ROUNDS if given.rounds is None else given.rounds,
+        "pair_timeout": max(1, int(seconds)),
+    }
+
+
+def template_for(options: ScanOptions, targets: Targets) -> str:
+    """faulty-node-check, or net-check when a check runs across nodes (it needs 2 or more)."""
+    across = across_nodes(options.checks)
+    if not across:
+        return TEMPLATE
+    if targets.count < 2:
+        raise UsageError(
+            f"--checks {','.join(across)} needs at least 2 nodes (it runs across pairs of "
+            f"nodes); only {targets.count} can run a job now"
+        )
+    return net.TEMPLATE
 
 
 def scan(options: ScanOptions, progress: checkjob.Progress) -> ScanReport:
     trusted_folder(options.work_dir, "--dir")  # refused before any Slurm call (issue 14)
     targets = choose(options.partition, options.nodes, options.nodelist)
     extra = (f"--nodelist={targets.nodelist}",) if targets.nodelist else ()
+    template = template_for(options, targets)
     job = checkjob.submit_check(
-        TEMPLATE,
+        template,
         template_values(options, targets),
         options.work_dir,
         SCAN_JOB_PREFIX.rstrip("-"),
@@ -81,6 +126,7 @@ def scan(options: ScanOptions, progress: checkjob.Progress) -> ScanReport:
     allocation = expand(scanned) if scanned else []
     captured = captures.results(finished.log_text, options.xid_since)
     results = parse_check_lines(finished.log_text) + [r for r, _ in captured]
+    results += net.results(options.checks, allocation, finished.log_text, options.net.slow_ratio)
     nodes = node_results(options.checks, allocation, results, targets.unavailable)
     by_name = {n.node: n for n in nodes}
     for result, verdict in captured:
