@@ -7,6 +7,10 @@ NAME may be left out when only one train lives there. Commands that change a tra
 shown the plan and asked, and without a terminal they act only with --yes (otherwise a
 dry run that exits 1). ``start`` only submits the new array its arguments describe, like
 sbatch: it needs no --yes.
+
+Faults (issue 22): every command first settles what a killed or unanswered command left
+open in the train's journal (:mod:`slurmkit.train.reconcile`), saying so in one line on
+stderr; waits for the train's lock are bounded by --lock-wait.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,16 +49,76 @@ _yes_option = click.option(
     "-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal, e.g. from cron)."
 )
 _name_argument = click.argument("name", required=False)
+_lock_wait_option = click.option(
+    "--lock-wait",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for another command changing the same train, then give up.",
+)
 
 
 def _notify(message: str) -> None:
     click.echo(f"slurmkit: {message}", err=True)
 
 
-def _find(directory: Path | None, name: str | None) -> TrainDir:
-    from slurmkit.train import find, root_dir
+def _find(
+    directory: Path | None, name: str | None, lock_wait: float = 5.0, *, settle: bool = True
+) -> TrainDir:
+    """The train, after settling what killed or unanswered commands left open (one line each).
 
-    return find(root_dir(directory), name)
+    The lock is needed to settle (a command holding it is alive); when another command
+    holds it for longer than ``lock_wait``, the open intents wait for the next command.
+    """
+    from slurmkit.locks import LockBusy
+    from slurmkit.train import find, root_dir
+    from slurmkit.train.state import set_progress
+
+    set_progress(_notify)
+    train = replace(find(root_dir(directory), name), lock_wait=lock_wait)
+    if settle:
+        from slurmkit.train.reconcile import reconcile
+
+        try:
+            with train.locked():
+                lines = reconcile(train)
+        except LockBusy as exc:
+            lines = [f"open changes not checked now: {exc}"]
+        for line in lines:
+            _notify(line)
+    return train
+
+
+def _no_unsettled_submission(train: TrainDir) -> None:
+    """Extending while an earlier submission is unsettled could queue two extensions."""
+    from slurmkit.errors import EnvironmentProblem
+
+    for entry in train.journal.open_intents():
+        if entry.action in ("start", "extend"):
+            raise EnvironmentProblem(
+                f"train {train.name}: the `train {entry.action}` of {entry.time} may have queued "
+                "an array and Slurm cannot say yet: nothing submitted. "
+                f"`slurmkit train status {train.name}` settles it once slurmctld answers"
+            )
+
+
+def _must_exist(train: TrainDir) -> None:
+    """A folder left by a start that queued nothing (or is not settled yet) is no train."""
+    from slurmkit.errors import UsageError
+
+    if train.has_record():
+        return
+    open_starts = [e for e in train.journal.open_intents() if e.action == "start"]
+    if open_starts:
+        raise UsageError(
+            f"train {train.name}: its start of {open_starts[-1].time} is not settled yet "
+            "(Slurm has not answered whether the array was queued); ask again later"
+        )
+    raise UsageError(
+        f"train {train.name}: never started (its start queued nothing); start it again "
+        f"with `slurmkit train start SCRIPT --name {train.name}`"
+    )
 
 
 def _gated(
@@ -81,12 +146,19 @@ def _gated(
             exit_with(declined())
     report = action(rule.dry_run)
     _print_report(report, as_json)
-    exit_with(rule.exit_code(report.would_change))
+    exit_with(_exit_code(rule.exit_code(report.would_change), report))
+
+
+def _exit_code(code: int, report: Report) -> int:
+    """1 when the change was made but could not be recorded: done, with a finding."""
+    return max(code, 1) if report.unrecorded else code
 
 
 def _print_report(report: Report, as_json: bool) -> None:
     for notice in report.notices:
         _notify(f"note: {notice}")
+    for line in report.unrecorded:
+        _notify(f"not recorded: {line}")
     if as_json:
         print_json(report.to_json())
         return
@@ -131,6 +203,7 @@ def train_group() -> None:
 @no_exclude_option
 @state_option
 @_dir_option
+@_lock_wait_option
 @_dry_run_option
 @_json_option
 def start_command(
@@ -142,6 +215,7 @@ def start_command(
     no_exclude: bool,
     state: Path | None,
     directory: Path | None,
+    lock_wait: float,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -160,11 +234,16 @@ def start_command(
     The nodes of the faulty-node exclude list (`slurmkit faulty excluded`) join the
     array's --exclude, and each run adds those listed since to the runs still pending;
     --no-exclude leaves the list out.
+
+    Safe to retry: if an earlier start of the same name was killed or got no answer from
+    sbatch, its array is looked up by its token and adopted, never submitted twice.
     """
     from slurmkit.faulty import excluded
     from slurmkit.train import root_dir
+    from slurmkit.train.state import set_progress
     from slurmkit.train.submit import start
 
+    set_progress(_notify)
     exclude_list = None if no_exclude else (state or excluded.default_path())
     if exclude_list is not None:
         excluded.load(exclude_list)  # a corrupt list: one line, exit 2, before anything
@@ -178,6 +257,7 @@ def start_command(
         extra=list(extra),
         dry_run=dry_run,
         exclude_list=exclude_list,
+        lock_wait=lock_wait,
     )
     for notice in started.notices:
         _notify(f"note: {notice}")
@@ -190,11 +270,13 @@ def start_command(
         return
     array = started.state.arrays[0]
     if as_json:
-        print_json({"path": str(started.train.path), **started.state.to_json()})
+        print_json(
+            {"path": str(started.train.path), "adopted": started.adopted, **started.state.to_json()}
+        )
         return
-    waits = f", after job {after}" if after else ""
+    waits = f", after job {array.after}" if array.after else ""
     click.echo(
-        f"train {started.state.name}: array {array.job_id}, {runs} runs of "
+        f"train {started.state.name}: array {array.job_id}, {array.runs} runs of "
         f"{started.state.script}{waits}"
     )
     click.echo(f"train {started.state.name}: wrapper {started.train.wrapper}")
@@ -203,12 +285,21 @@ def start_command(
 @train_group.command("status")
 @_name_argument
 @_dir_option
+@_lock_wait_option
 @_json_option
-def status_command(name: str | None, directory: Path | None, as_json: bool) -> None:
-    """Where the train stands: running run, pending runs, next start, next script, failures."""
+def status_command(
+    name: str | None, directory: Path | None, lock_wait: float, as_json: bool
+) -> None:
+    """Where the train stands: running run, pending runs, next start, next script, failures.
+
+    It first settles what a killed or unanswered command left open (an array queued by
+    an interrupted start or extend is adopted), saying so on stderr.
+    """
     from slurmkit.train.status import gather
 
-    status = gather(_find(directory, name))
+    train = _find(directory, name, lock_wait)
+    _must_exist(train)
+    status = gather(train)
     for notice in status.notices:
         _notify(f"note: {notice}")
     if as_json:
@@ -254,7 +345,11 @@ def _print_status(status: TrainStatus) -> None:
         script += f"; set by {name} (uid {who['uid']}) at {status.current_changed_at}"
     switch = status.kill_switch
     failed = status.failed
-    finished = f"{len(status.finished)}"
+    finished = (
+        f"{len(status.finished)}"
+        if status.finished is not None
+        else "unknown (accounting unavailable)"
+    )
     if failed:
         shown = ", ".join(f"{r.id} {r.state} exit {r.exit_code}" for r in failed[:5])
         finished += f" ({len(failed)} failed: {shown}{', ...' if len(failed) > 5 else ''})"
@@ -297,11 +392,17 @@ def _print_status(status: TrainStatus) -> None:
 @train_group.command("hold")
 @_name_argument
 @_dir_option
+@_lock_wait_option
 @_dry_run_option
 @_yes_option
 @_json_option
 def hold_command(
-    name: str | None, directory: Path | None, dry_run: bool, yes: bool, as_json: bool
+    name: str | None,
+    directory: Path | None,
+    lock_wait: float,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
 ) -> None:
     """Hold the pending runs (scontrol hold ARRAY); the running run goes on. Idempotent.
 
@@ -309,18 +410,25 @@ def hold_command(
     """
     from slurmkit.train.control import hold
 
-    train = _find(directory, name)
+    train = _find(directory, name, lock_wait)
+    _must_exist(train)
     _gated(lambda dry: hold(train, dry), dry_run, yes, as_json, "Hold these runs?")
 
 
 @train_group.command("release")
 @_name_argument
 @_dir_option
+@_lock_wait_option
 @_dry_run_option
 @_yes_option
 @_json_option
 def release_command(
-    name: str | None, directory: Path | None, dry_run: bool, yes: bool, as_json: bool
+    name: str | None,
+    directory: Path | None,
+    lock_wait: float,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
 ) -> None:
     """Release held runs (scontrol release ARRAY). Idempotent.
 
@@ -328,7 +436,8 @@ def release_command(
     """
     from slurmkit.train.control import release
 
-    train = _find(directory, name)
+    train = _find(directory, name, lock_wait)
+    _must_exist(train)
     _gated(lambda dry: release(train, dry), dry_run, yes, as_json, "Release these runs?")
 
 
@@ -336,6 +445,7 @@ def release_command(
 @click.argument("new_script", metavar="NEWSCRIPT", type=click.Path(dir_okay=False, path_type=Path))
 @_name_argument
 @_dir_option
+@_lock_wait_option
 @_dry_run_option
 @_yes_option
 @_json_option
@@ -343,6 +453,7 @@ def switch_command(
     new_script: Path,
     name: str | None,
     directory: Path | None,
+    lock_wait: float,
     dry_run: bool,
     yes: bool,
     as_json: bool,
@@ -356,7 +467,8 @@ def switch_command(
     """
     from slurmkit.train.control import SwitchRefused, switch
 
-    train = _find(directory, name)
+    train = _find(directory, name, lock_wait)
+    _must_exist(train)
 
     def action(dry: bool) -> Report:
         try:
@@ -375,6 +487,7 @@ def switch_command(
 @no_exclude_option
 @state_option
 @_dir_option
+@_lock_wait_option
 @_dry_run_option
 @_yes_option
 @_json_option
@@ -384,6 +497,7 @@ def extend_command(
     no_exclude: bool,
     state: Path | None,
     directory: Path | None,
+    lock_wait: float,
     dry_run: bool,
     yes: bool,
     as_json: bool,
@@ -399,7 +513,9 @@ def extend_command(
     exclude_list = None if no_exclude else (state or excluded.default_path())
     if exclude_list is not None:
         excluded.load(exclude_list)
-    train = _find(directory, name)
+    train = _find(directory, name, lock_wait)
+    _must_exist(train)
+    _no_unsettled_submission(train)
     _gated(
         lambda dry: extend(train, runs, dry, exclude_list),
         dry_run,
@@ -413,6 +529,7 @@ def extend_command(
 @_name_argument
 @click.option("--now", is_flag=True, help="Cancel the running run too.")
 @_dir_option
+@_lock_wait_option
 @_dry_run_option
 @_yes_option
 @_json_option
@@ -420,6 +537,7 @@ def stop_command(
     name: str | None,
     now: bool,
     directory: Path | None,
+    lock_wait: float,
     dry_run: bool,
     yes: bool,
     as_json: bool,
@@ -431,7 +549,9 @@ def stop_command(
     from slurmkit.cli._confirm import declined, gate
     from slurmkit.train.control import plan_stop, stop
 
-    plan = plan_stop(_find(directory, name), now)
+    train = _find(directory, name, lock_wait)
+    _must_exist(train)
+    plan = plan_stop(train, now)
     rule = gate(dry_run, yes)
     if plan.live:
 
@@ -444,18 +564,31 @@ def stop_command(
             exit_with(declined())
     report = stop(plan, rule.dry_run)
     _print_report(report, as_json)
-    exit_with(rule.exit_code(report.would_change))
+    for entry in train.journal.open_intents():
+        if entry.action in ("start", "extend"):
+            _notify(
+                f"warning: the `train {entry.action}` of {entry.time} is not settled (Slurm did "
+                "not say whether it queued an array): run `slurmkit train stop` again later"
+            )
+    exit_with(_exit_code(rule.exit_code(report.would_change), report))
 
 
 @train_group.command("kill-switch")
 @click.argument("action", type=click.Choice(["on", "off", "status"]))
 @_name_argument
 @_dir_option
+@_lock_wait_option
 @_dry_run_option
 @_yes_option
 @_json_option
 def kill_switch_command(
-    action: str, name: str | None, directory: Path | None, dry_run: bool, yes: bool, as_json: bool
+    action: str,
+    name: str | None,
+    directory: Path | None,
+    lock_wait: float,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
 ) -> None:
     """Turn the kill switch on or off, or show it: with it on, every remaining run exits at once.
 
@@ -466,7 +599,11 @@ def kill_switch_command(
     from slurmkit.cli._confirm import declined, gate
     from slurmkit.train import killswitch
 
-    train = _find(directory, name)
+    # Never wait behind another command: the switch is for emergencies. Open changes
+    # are settled only if the lock is free at once; the note in train.json waits
+    # at most --lock-wait.
+    train = _find(directory, name, 0.0, settle=action != "status")
+    train = replace(train, lock_wait=lock_wait)
     if action == "status":
         state = killswitch.state(train)
         if as_json:

@@ -8,6 +8,13 @@ Hold and release act on the array id: Slurm then holds every task that has not
 started, while the running task keeps running. Slurm allows that only to the
 job's owner, operators and admins (jobs have no group ownership); the refusal is
 explained with the way out that works for teammates: the kill switch.
+
+Intent first (issue 22): under the train's lock, each change journals what it will do
+(:func:`slurmkit.train.reconcile.begin`; a journal that cannot take it means nothing is
+done), then acts, then records ``train.json`` and the outcome. A Slurm call that gets
+no answer is checked against the queue before the answer is given; a record that
+cannot be written after the change was made is reported as such (exit 1), never as a
+failure of the change.
 """
 
 from __future__ import annotations
@@ -17,9 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from slurmkit.errors import PermissionDenied, SlurmParseError, UsageError
+from slurmkit import faultpoint
+from slurmkit.errors import (
+    ControllerUnreachable,
+    EnvironmentProblem,
+    PermissionDenied,
+    SlurmError,
+    SlurmkitError,
+    SlurmParseError,
+    UsageError,
+)
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Job
+from slurmkit.train import reconcile
 from slurmkit.train import submit as train_submit
 from slurmkit.train.bashcheck import bash_syntax_error
 from slurmkit.train.compare import Difference, compare, unified
@@ -37,6 +54,8 @@ class Report:
     commands: list[list[str]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    # The change was made, but train.json or the journal could not say so (exit 1).
+    unrecorded: list[str] = field(default_factory=list)
 
     @property
     def would_change(self) -> bool:
@@ -51,6 +70,7 @@ class Report:
             "commands": self.commands,
             "effects": self.lines,
             "notices": self.notices,
+            "unrecorded": self.unrecorded,
         }
 
 
@@ -134,15 +154,67 @@ def _hold_or_release(train: TrainDir, dry_run: bool, action: str) -> Report:
         report.lines = [_effect(queue, a, action, would=True) for a in live]
         return report
     with train.locked():
+        token = reconcile.begin(train, action, arrays=live)
         for array in live:
             try:
                 result = call(array)
             except PermissionDenied as exc:
+                reconcile.finish(train, token, action, "failed", why=str(exc))
                 _explain_denied(exc, state, queue, array)
+            except ControllerUnreachable as exc:
+                _check_unanswered(train, token, action, live, exc, report)
+                result = query.ControlResult(tuple(build(array)))
             report.lines.append(_effect(queue, array, action, would=False, result=result))
-        state.note(action, f"arrays {', '.join(live)}")
-        train.save(state)
+        faultpoint.reached(f"train.{action}.done")
+        _record(train, token, action, f"arrays {', '.join(live)}", report)
     return report
+
+
+def _check_unanswered(
+    train: TrainDir,
+    token: str,
+    action: str,
+    arrays: list[str],
+    exc: ControllerUnreachable,
+    report: Report,
+    now: bool = False,
+) -> None:
+    """A hold, release or cancel that got no answer: the queue says whether it was done.
+
+    Done: a notice, and the command goes on as if answered. Not done: the original
+    error. The queue silent too: unknown, said so; the intent stays open for the
+    next command (``train status``) to settle.
+    """
+    try:
+        done = reconcile.queue_state(arrays, action, now)
+    except SlurmError as again:
+        raise EnvironmentProblem(
+            f"train {train.name}: {exc}; squeue does not answer either ({again}): whether "
+            f"the {action} was done is unknown. `slurmkit train status {train.name}` checks "
+            "again once slurmctld answers"
+        ) from None
+    if done is False:
+        reconcile.finish(train, token, action, "failed", why=str(exc))
+        raise exc
+    report.notices.append(
+        f"no answer from Slurm ({exc}), but the queue shows the {action} done "
+        f"(array {', '.join(arrays)})"
+    )
+
+
+def _record(train: TrainDir, token: str, action: str, detail: str, report: Report) -> None:
+    """Record a change that was made; failures become notices (the change stands, exit 1)."""
+    try:
+        state = train.load_trusted()
+        state.note(action, detail)
+        train.save(state)
+    except (OSError, SlurmkitError) as exc:
+        report.unrecorded.append(
+            f"the {action} was done, but not recorded in {train.state_file} ({exc})"
+        )
+    note = reconcile.finish(train, token, action, "done")
+    if note:
+        report.unrecorded.append(f"the {action} was done, but {note}")
 
 
 def _effect(
@@ -221,13 +293,19 @@ def stop(plan: StopPlan, dry_run: bool = False) -> Report:
     report.lines = plan.effects()
     if dry_run:
         return report
-    with plan.train.locked():
+    train = plan.train
+    with train.locked():
+        token = reconcile.begin(train, "stop", arrays=plan.live, now=plan.now)
         try:
             query.cancel(plan.live, pending_only=not plan.now)
         except PermissionDenied as exc:
+            reconcile.finish(train, token, "stop", "failed", why=str(exc))
             _explain_denied(exc, plan.state, plan.queue, plan.live[0])
-        plan.state.note("stop", f"arrays {', '.join(plan.live)}{' (--now)' if plan.now else ''}")
-        plan.train.save(plan.state)
+        except ControllerUnreachable as exc:
+            _check_unanswered(train, token, "stop", plan.live, exc, report, plan.now)
+        faultpoint.reached("train.stop.cancelled")
+        detail = f"arrays {', '.join(plan.live)}{' (--now)' if plan.now else ''}"
+        _record(train, token, "stop", detail, report)
     return report
 
 
@@ -251,7 +329,8 @@ def extend(
         )
         return report
     with train.locked():
-        done = train_submit.run_extension(ext, state)
+        done = train_submit.run_extension(ext, train.load_trusted())
+    report.notices.extend(done.notices)
     report.lines.append(f"submitted array {done.job_id}: {runs} more run(s) after array {live[-1]}")
     return report
 
@@ -302,8 +381,13 @@ def switch(train: TrainDir, new_script: Path, dry_run: bool = False) -> Report:
     if dry_run:
         return report
     with train.locked():
-        train.point_to(target)
-        state.note("switch", f"{old} -> {target}")
-        train.save(state)
+        token = reconcile.begin(train, "switch", old=old, new=str(target))
+        try:
+            train.point_to(target)
+        except EnvironmentProblem as exc:
+            reconcile.finish(train, token, "switch", "failed", why=str(exc))
+            raise
+        faultpoint.reached("train.switch.repointed")
+        _record(train, token, "switch", f"{old} -> {target}", report)
     report.lines.append("the next run sources it; the running one keeps its script")
     return report

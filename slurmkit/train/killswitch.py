@@ -5,6 +5,10 @@ shared train folder can be created by any teammate. The wrapper checks it before
 sourcing the training script, so queued runs exit at once (status 0, which
 burns through the rest of the array quickly); training loops check it between
 steps through ``$SLURMKIT_KILL_SWITCH`` or ``slurmkit train should-stop``.
+
+Turning it on or off never waits for the train's lock (a suspended command holding
+it must not delay an emergency stop): the change is journaled (intent, file, outcome)
+without it, and only the note in ``train.json`` waits, boundedly.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from slurmkit import faultpoint
 from slurmkit.errors import EnvironmentProblem, SlurmkitError
-from slurmkit.train.state import TrainDir, current_user, now_text
+from slurmkit.train.state import TrainDir, current_user, now_text, progress
 
 ENV_VAR = "SLURMKIT_KILL_SWITCH"
 
@@ -55,15 +60,47 @@ def turn_on(train: TrainDir, dry_run: bool = False) -> str:
         return f"kill switch already on: {path}"
     if dry_run:
         return f"would create {path}"
+    token = _begin(train, "kill-switch on")
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o664)
     except FileExistsError:
+        _finish(train, token, "kill-switch on", "done")
         return f"kill switch already on: {path}"
     except OSError as exc:
+        _finish(train, token, "kill-switch on", "failed")
         raise EnvironmentProblem(f"cannot create the kill switch {path}: {exc.strerror}") from None
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(f"set by {current_user()} at {now_text()}\n")
+    faultpoint.reached("train.kill-switch.on.done")
+    _finish(train, token, "kill-switch on", "done")
     return f"created {path}: every remaining run exits at once without training"
+
+
+def _begin(train: TrainDir, action: str) -> str | None:
+    """The intent, or None for a teammate who may create the switch but not write the journal.
+
+    A journal that cannot take the intent for lack of space, a read-only file system or
+    a missing folder stops the change (exit 2); a journal that is the owner's and not
+    writable by a teammate does not stop their emergency switch: the switch file itself
+    says who set it.
+    """
+    from slurmkit.train import reconcile  # the Slurm layer: not for should-stop's imports
+
+    journal = train.journal.path
+    if os.path.exists(journal) and not os.access(journal, os.W_OK):
+        train.journal.check_writable()  # space and a writable folder are still required
+        progress(f"note: {journal} is not yours to write; the switch file says who set it")
+        return None
+    return reconcile.begin(train, action)
+
+
+def _finish(train: TrainDir, token: str | None, action: str, result: str) -> None:
+    from slurmkit.train import reconcile
+
+    if token is not None:
+        note = reconcile.finish(train, token, action, result)
+        if note:
+            progress(f"note: {note}")
 
 
 def turn_off(train: TrainDir, dry_run: bool = False) -> str:
@@ -72,12 +109,16 @@ def turn_off(train: TrainDir, dry_run: bool = False) -> str:
         return f"kill switch already off: {path} does not exist"
     if dry_run:
         return f"would remove {path}"
+    token = _begin(train, "kill-switch off")
     try:
         path.unlink()
     except FileNotFoundError:
         pass
     except OSError as exc:
+        _finish(train, token, "kill-switch off", "failed")
         raise EnvironmentProblem(f"cannot remove the kill switch {path}: {exc.strerror}") from None
+    faultpoint.reached("train.kill-switch.off.done")
+    _finish(train, token, "kill-switch off", "done")
     return f"removed {path}: runs that start from now on train again"
 
 

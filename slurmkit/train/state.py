@@ -7,6 +7,8 @@ sharing a working directory shares its trains and their kill switches)::
     wrapper.slurm   the rendered array script (template train-wrapper)
     current         symlink to the script the next run sources
     kill-switch     exists while the kill switch is on
+    journal         intent/outcome lines of every change (:mod:`slurmkit.journal`): what a
+                    killed or unanswered command left open, reconciled by the next one
     .lock           flock'ed while a command changes the train
 
 Slurm is the truth about jobs; ``train.json`` only remembers which job ids belong
@@ -33,7 +35,7 @@ import pwd
 import re
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,7 +43,8 @@ from typing import Any
 
 from slurmkit.errors import EnvironmentProblem, UsageError
 from slurmkit.files import write_atomic
-from slurmkit.locks import hold
+from slurmkit.journal import Journal
+from slurmkit.locks import LockBusy, hold
 from slurmkit.trust import UntrustedPath, open_nofollow
 
 DEFAULT_DIR = Path(".slurmkit") / "trains"
@@ -50,14 +53,28 @@ WRAPPER_FILE = "wrapper.slurm"
 CURRENT_LINK = "current"
 KILL_SWITCH_FILE = "kill-switch"
 LOCK_FILE = ".lock"
+JOURNAL_FILE = "journal"
 FORMAT_VERSION = 1
 # How long a command waits for another one changing the same train (a suspended
-# holder must not block an emergency `train stop` for ever).
-LOCK_WAIT = 10.0
+# holder must not block an emergency `train stop` for ever); `--lock-wait` changes it.
+LOCK_WAIT = 5.0
 # train.json and wrapper.slurm: readable by the team, writable by the owner only,
 # whatever the umask (a group-writable record would be refused at the next change).
 FILE_MODE = 0o644
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+_progress: list[Callable[[str], None]] = []
+
+
+def set_progress(report: Callable[[str], None]) -> None:
+    """Where progress lines go (the CLI: stderr): what a train command is waiting for."""
+    _progress[:] = [report]
+
+
+def progress(line: str) -> None:
+    for report in _progress:
+        report(line)
 
 
 def now_text() -> str:
@@ -185,10 +202,19 @@ class TrainDir:
     """Paths of one train; the directory's name is the train's name."""
 
     path: Path
+    lock_wait: float = field(default=LOCK_WAIT, compare=False)
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    @property
+    def journal(self) -> Journal:
+        """The train's intent/outcome journal (``journal`` in its folder)."""
+        return Journal(self.path / JOURNAL_FILE)
+
+    def has_record(self) -> bool:
+        return os.path.lexists(self.state_file)
 
     @property
     def state_file(self) -> Path:
@@ -267,23 +293,70 @@ class TrainDir:
         The temporary link has an unpredictable name: teammates may write the folder.
         """
         tmp = self.path / f".{CURRENT_LINK}.{secrets.token_hex(8)}"
-        tmp.symlink_to(script)
+        try:
+            tmp.symlink_to(script)
+        except OSError as exc:  # no space or no free inode: nothing changed
+            raise EnvironmentProblem(
+                f"cannot point {self.current} to {script}: {exc.strerror or exc}; nothing changed"
+            ) from None
         try:
             os.replace(tmp, self.current)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 tmp.unlink()
+            if isinstance(exc, OSError):
+                raise EnvironmentProblem(
+                    f"cannot point {self.current} to {script}: {exc.strerror or exc}; "
+                    "nothing changed"
+                ) from None
             raise
 
     @contextlib.contextmanager
-    def locked(self, wait: float = LOCK_WAIT) -> Iterator[None]:
+    def locked(self, wait: float | None = None) -> Iterator[None]:
         """Serialise commands that change this train (two ``extend`` at once, a hold mid-stop).
 
-        Bounded (``LockBusy``, exit 2, after ``wait`` seconds), never following a
-        symlink at ``.lock``, and usable by a teammate on the owner's lock file.
+        Bounded (``LockBusy``, exit 2, after ``wait`` seconds, default ``--lock-wait``),
+        never following a symlink at ``.lock``, and usable by a teammate on the owner's
+        lock file. While it waits, progress names the command holding it (from the
+        journal: the lock file of a shared folder holds no pid).
         """
-        with hold(self.path / LOCK_FILE, wait=wait, what=f"train {self.name}", shared_file=True):
+        wait = self.lock_wait if wait is None else wait
+        path = self.path / LOCK_FILE
+        what = f"train {self.name}"
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(hold(path, wait=0, what=what, shared_file=True))
+        except LockBusy:
+            holder = self.holder()
+            if wait <= 0:
+                raise LockBusy(f"{what} is busy: {holder}; nothing was done") from None
+            progress(f"waiting up to {wait:g} s for train {self.name}: {holder}")
+            try:
+                stack.enter_context(hold(path, wait=wait, what=what, shared_file=True))
+            except LockBusy:
+                raise LockBusy(
+                    f"{what} is busy: {holder}, still after {wait:g} s (--lock-wait); "
+                    "nothing was done"
+                ) from None
+        with stack:
             yield
+
+    def holder(self) -> str:
+        """Who holds the lock, as far as the journal says (its newest open intent)."""
+        try:
+            open_intents = self.journal.open_intents()
+        except EnvironmentProblem:
+            open_intents = []
+        if not open_intents:
+            return f"another slurmkit command holds {self.path / LOCK_FILE}"
+        last = open_intents[-1]
+        who = last.details.get("user", "?")
+        pid = last.details.get("pid", "?")
+        host = last.details.get("host", "?")
+        return (
+            f"`train {last.action}` by {who} (pid {pid} on {host}, since {last.time}) holds "
+            f"{self.path / LOCK_FILE}"
+        )
 
 
 def read_trusted(path: Path, what: str) -> bytes:
@@ -328,10 +401,17 @@ def root_dir(directory: Path | str | None) -> Path:
 
 
 def train_names(root: Path) -> list[str]:
-    """Names of the trains under ``root`` (folders holding a record), sorted."""
+    """Names of the trains under ``root``, sorted.
+
+    A folder with a record, or with a journal only: a ``train start`` killed (or not
+    answered) after sbatch leaves no record yet, and the next command must find it to
+    reconcile it (adopt the array it may have queued).
+    """
     if not root.is_dir():
         return []
-    return sorted(p.name for p in root.iterdir() if (p / STATE_FILE).is_file())
+    return sorted(
+        p.name for p in root.iterdir() if (p / STATE_FILE).is_file() or (p / JOURNAL_FILE).is_file()
+    )
 
 
 def find(root: Path, name: str | None) -> TrainDir:

@@ -4,7 +4,9 @@ Three Slurm calls however long the train: ``squeue`` for the live tasks, ``squeu
 --start`` for the scheduler's expected start, ``sacct`` for finished runs (their
 state and exit code: a run whose script no longer parses shows here as FAILED
 with exit 2 while the train goes on). Accounting being down costs only the
-history, never the rest of the status.
+history, never the rest of the status: the finished runs are then *unknown*, never
+"0". A run still in the queue (a run requeued after its node failed, pending again)
+is counted there only, not also as a failed finished run.
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ class TrainStatus:
     next_script_exists: bool
     next_script_error: str | None
     kill_switch: killswitch.SwitchState
-    finished: list[Run] = field(default_factory=list)
+    # None when accounting did not answer: unknown, not "none finished".
+    finished: list[Run] | None = field(default_factory=list)
     never_ran: int = 0
     notices: list[str] = field(default_factory=list)
     last_event: str = ""
@@ -111,7 +114,11 @@ class TrainStatus:
 
     @property
     def failed(self) -> list[Run]:
-        return [r for r in self.finished if r.failed]
+        return [r for r in self.finished or [] if r.failed]
+
+    @property
+    def accounting(self) -> str:
+        return "unavailable" if self.finished is None else "ok"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -131,7 +138,8 @@ class TrainStatus:
             "next_script_exists": self.next_script_exists,
             "next_script_error": self.next_script_error,
             "kill_switch": self.kill_switch.to_json(),
-            "finished": [r.to_json() for r in self.finished],
+            "finished": None if self.finished is None else [r.to_json() for r in self.finished],
+            "accounting": self.accounting,
             "failed": [r.id for r in self.failed],
             "never_ran": self.never_ran,
             "notices": self.notices,
@@ -142,14 +150,25 @@ class TrainStatus:
         }
 
 
-def _finished_runs(state: TrainState, notices: list[str]) -> list[Run]:
+def _finished_runs(state: TrainState, queue: Queue, notices: list[str]) -> list[Run] | None:
+    """Finished runs from accounting; None (unknown) when accounting does not answer.
+
+    A run that is in the queue now (requeued after a node failure: accounting shows its
+    first attempt as NODE_FAIL or REQUEUED) is not finished: the queue counts it.
+    """
+    if not state.array_ids:
+        return []
     try:
         jobs = query.sacct_jobs(job_ids=state.array_ids)
     except SlurmError as exc:
-        notices.append(f"finished runs unknown: {exc}")
-        return []
+        notices.append(
+            f"accounting unavailable: finished runs unknown ({exc}); showing what squeue knows"
+        )
+        return None
+    queued = {j.display_id for j in queue.jobs} | {j.job_id for j in queue.jobs}
     runs = [Run.of(j) for j in jobs if j.is_finished and j.array_task_id]
     runs = [r for r in runs if r.task is not None and r.array in state.array_ids]
+    runs = [r for r in runs if r.id not in queued]
     return sorted(runs, key=lambda r: (state.array_ids.index(r.array), r.task or 0))
 
 
@@ -192,7 +211,7 @@ def gather(train: TrainDir) -> TrainStatus:
     reasons = sorted({j.reason for j in pending_jobs if j.reason})
     priorities = [j.priority for j in pending_jobs if j.priority is not None]
     notices: list[str] = []
-    finished = _finished_runs(state, notices)
+    finished = _finished_runs(state, queue, notices)
     next_start, note = _next_start(queue, live, running, held)
     total = sum(a.runs for a in state.arrays)
     target = train.target()
@@ -218,7 +237,9 @@ def gather(train: TrainDir) -> TrainStatus:
         next_script_error=bash_syntax_error(train.current) if exists and live else None,
         kill_switch=killswitch.state(train),
         finished=finished,
-        never_ran=max(total - len(finished) - len(running_jobs) - pending, 0) if not notices else 0,
+        never_ran=max(total - len(finished) - len(running_jobs) - pending, 0)
+        if finished is not None
+        else 0,
         notices=notices,
         last_event=_last_event(state),
         **_current_link(train, exists),

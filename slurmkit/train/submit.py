@@ -16,23 +16,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from slurmkit.errors import EnvironmentProblem, SlurmkitError, UsageError
+from slurmkit import faultpoint
+from slurmkit.errors import EnvironmentProblem, SlurmError, SlurmkitError, UsageError
 from slurmkit.faulty import excluded
 from slurmkit.files import write_atomic
+from slurmkit.journal import comment_for, new_token
 from slurmkit.slurm import query
 from slurmkit.templating.submit import sbatch_argv, submit_text
-from slurmkit.train import wrapper
+from slurmkit.train import reconcile, wrapper
 from slurmkit.train.bashcheck import bash_syntax_error
 from slurmkit.train.directives import Directive, Header, merged, parse_words, read_header
 from slurmkit.train.state import (
     FILE_MODE,
+    LOCK_WAIT,
     ArrayRecord,
     TrainDir,
     TrainState,
     check_name,
     now_text,
+    progress,
     read_trusted,
-    train_names,
 )
 from slurmkit.trust import UntrustedPath, check_trusted
 
@@ -57,6 +60,9 @@ class Started:
     notices: list[str] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
     dry_run: bool = False
+    # True when an earlier, interrupted `train start` had queued the array: nothing new
+    # was submitted, the array was adopted.
+    adopted: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,8 @@ class Extension:
     after: str
     runs: int
     job_id: str | None = None
+    token: str = ""
+    notices: tuple[str, ...] = ()
 
     @property
     def argv(self) -> list[str]:
@@ -159,8 +167,16 @@ def start(
     extra: Sequence[str] = (),
     dry_run: bool = False,
     exclude_list: Path | None = None,
+    lock_wait: float = LOCK_WAIT,
 ) -> Started:
     """Create the train's folder, render the wrapper, submit the array, record it.
+
+    Intent first: the train's journal gets the start (with a token) before sbatch runs,
+    and sbatch carries ``--comment=slurmkit:<token>``. sbatch failing or getting no
+    answer is then checked by that token before anything is decided: a queued array is
+    recorded as the train's; the folder is removed only when Slurm says nothing was
+    queued. A folder of the same name left by an interrupted start is reconciled, never
+    submitted twice (see :func:`_existing`).
 
     ``dry_run`` makes every check and renders the wrapper, then creates and submits
     nothing. ``exclude_list`` (a faulty-node exclude list file; None: none): its nodes
@@ -174,18 +190,16 @@ def start(
     if error:
         raise UsageError(f"{script} does not parse as bash: {error}")
     name = check_name(name or default_name(script))
-    if name in train_names(root):
-        raise UsageError(
-            f"train {name!r} already exists in {root}: pick another --name "
-            f"(or remove {root / name} once it has finished)"
-        )
+    train = TrainDir(root / name, lock_wait=lock_wait)
+    if os.path.lexists(train.path) and (dry_run or not _resumable(train)):
+        raise _clash(train, root)
     target = trusted_script(script)
     if after is not None:
         _check_after(after)
-    train = TrainDir(root / name)
     sbatch_extra = [f"--dependency=afterany:{after}"] if after else []
     sbatch_extra += keep_out(header.words, exclude_list)
     more = wrapper_values(header.words, exclude_list)
+    plan = _StartPlan(train, target, runs, header, extra_words, after, sbatch_extra, more, notices)
     if dry_run:
         wrapper.render(train, runs, header.words, more)  # a template fault shows here too
         state = TrainState(
@@ -196,29 +210,170 @@ def start(
             header=header.words,
             extra=extra_words,
         )
-        return Started(train, state, notices, sbatch_argv(None, sbatch_extra), dry_run=True)
+        argv = sbatch_argv(None, [*sbatch_extra, f"--comment={comment_for('TOKEN')}"])
+        return Started(train, state, notices, argv, dry_run=True)
+    if os.path.lexists(train.path):
+        return _existing(plan)
     try:
         train.path.mkdir(parents=True)
+    except FileExistsError:
+        raise _clash(train, root) from None
     except OSError as exc:
         raise EnvironmentProblem(f"cannot create {train.path}: {exc.strerror}") from None
-    try:  # until the array is queued, a failure leaves nothing behind
-        train.point_to(target)
-        text = wrapper.render(train, runs, header.words, more)
-        write_atomic(train.wrapper, text, mode=FILE_MODE)
-        job_id = submit_text(text, sbatch_extra)
-    except BaseException:
-        shutil.rmtree(train.path, ignore_errors=True)
-        raise
     try:
-        return _record_new(train, target, runs, header, extra_words, after, job_id, notices)
+        with train.locked():
+            return _submit_new(plan, created=True)
+    except BaseException:
+        # Only reached before sbatch was asked (or when Slurm said nothing was queued):
+        # _submit_new turns every later failure into a kept folder and a clear line.
+        if not train.has_record() and not _open_start(train):
+            shutil.rmtree(train.path, ignore_errors=True)
+        raise
+
+
+@dataclass(frozen=True)
+class _StartPlan:
+    train: TrainDir
+    target: Path
+    runs: int
+    header: Header
+    extra_words: list[str]
+    after: str | None
+    sbatch_extra: list[str]
+    more: dict[str, object]
+    notices: list[str]
+
+
+def _clash(train: TrainDir, root: Path) -> UsageError:
+    return UsageError(
+        f"train {train.name!r} already exists in {root}: pick another --name "
+        f"(or remove {train.path} once it has finished)"
+    )
+
+
+def _resumable(train: TrainDir) -> bool:
+    """A folder a start may go on with: a train's (record or journal), never anything else."""
+    return (
+        train.path.is_dir()
+        and not train.path.is_symlink()
+        and (train.has_record() or os.path.lexists(train.journal.path))
+    )
+
+
+def _open_start(train: TrainDir) -> bool:
+    try:
+        return any(e.action == "start" for e in train.journal.open_intents())
+    except EnvironmentProblem:
+        return True  # cannot tell: keep the folder
+
+
+def _existing(plan: _StartPlan) -> Started:
+    """The name's folder exists: settle what an earlier start left, never submit twice.
+
+    An earlier start whose array Slurm queued (found by its token) is adopted and
+    reported as the train; one Slurm cannot answer for yet is refused (nothing is
+    submitted); one that queued nothing lets this start go on in the same folder. A
+    train that exists for real is a name clash.
+    """
+    train = plan.train
+    with train.locked():
+        had_record = train.has_record()
+        lines = reconcile.reconcile(train)
+        if _open_start(train):
+            raise EnvironmentProblem(
+                f"train {train.name}: an earlier `train start` may have queued its array, and "
+                "Slurm cannot say yet: nothing submitted again. "
+                f"`slurmkit train status {train.name}` settles it once slurmctld answers"
+            )
+        if had_record:
+            raise _clash(train, train.path.parent)
+        if train.has_record():
+            state = train.load_trusted()
+            ids = ", ".join(state.array_ids)
+            note = (
+                f"the array of an earlier, interrupted `train start` is already queued: array "
+                f"{ids}; not submitting again (this start's options were not used)"
+            )
+            return Started(train, state, [*plan.notices, *lines, note], adopted=True)
+        started = _submit_new(plan, created=False)
+        return Started(train, started.state, [*lines, *started.notices])
+
+
+def _submit_new(plan: _StartPlan, *, created: bool) -> Started:
+    """Journal, render, submit with the token, record; the caller holds the train's lock."""
+    train = plan.train
+    name = train.name
+    token = reconcile.begin(
+        train,
+        "start",
+        runs=plan.runs,
+        after=plan.after,
+        script=str(plan.target),
+        header=plan.header.words,
+        extra=plan.extra_words,
+        workdir=os.getcwd(),
+    )
+    intent_time = now_text()
+    train.point_to(plan.target)
+    text = wrapper.render(train, plan.runs, plan.header.words, plan.more)
+    write_atomic(train.wrapper, text, mode=FILE_MODE)
+    notices = list(plan.notices)
+    try:
+        job_id = submit_text(text, [*plan.sbatch_extra, f"--comment={comment_for(token)}"])
+    except SlurmError as exc:
+        job_id = _checked_submission(train, token, intent_time, "start", exc, [])
+        notices.append(
+            f"array {job_id} was queued although sbatch did not answer ({exc}): found by "
+            f"its token --comment={comment_for(token)}"
+        )
+    faultpoint.reached("train.start.submitted")
+    try:
+        started = _record_new(
+            train, plan.target, plan.runs, plan.header, plan.extra_words, plan.after, job_id,
+            notices,
+        )  # fmt: skip
     except (OSError, SlurmkitError) as exc:
         # The array is queued and its runs need this folder (the current link, the kill
-        # switch): never remove it; say how to find and cancel what was submitted.
+        # switch): never remove it; the intent stays open, so the next command adopts it.
         raise EnvironmentProblem(
-            f"train {name}: array {job_id} ({runs} runs) is queued, but its record could not "
-            f"be written ({exc}); {train.path} is kept because the runs need it. "
+            f"train {name}: array {job_id} ({plan.runs} runs) is queued, but its record could "
+            f"not be written ({exc}); {train.path} is kept because the runs need it. "
             f"Cancel the array with: scancel {job_id}"
         ) from None
+    note = reconcile.finish(train, token, "start", "done", job_id=job_id)
+    if note:
+        started.notices.append(note)
+    return started
+
+
+def _checked_submission(
+    train: TrainDir,
+    token: str,
+    since: str,
+    action: str,
+    exc: SlurmError,
+    known: Sequence[str],
+) -> str:
+    """The job id of a submission whose sbatch failed, if Slurm queued it anyway.
+
+    Raises the sbatch error when Slurm says nothing carries the token (the intent is
+    closed as failed), and a clear "unknown" error, keeping the intent open, when
+    Slurm cannot say: the next command asks again, and never submits twice.
+    """
+    progress(f"sbatch failed ({exc}); looking for the array by its token before deciding")
+    found = reconcile.find_submission(train.name, token, since, known)
+    if found.job_ids:
+        return found.job_ids[0]
+    if found.answered:
+        reconcile.finish(train, token, action, "failed", why=str(exc))
+        raise exc
+    what = "the train's array" if action == "start" else "the extension"
+    raise EnvironmentProblem(
+        f"train {train.name}: sbatch got no answer ({exc}), and Slurm cannot say yet whether "
+        f"{what} was queued (it may have been queued); {train.path} is kept. "
+        f"`slurmkit train status {train.name}` finds it by its token and adopts it once "
+        "slurmctld answers; starting or extending again never submits twice"
+    )
 
 
 def keep_out(header: Sequence[str], exclude_list: Path | None) -> list[str]:
@@ -284,26 +439,45 @@ def extension(
     if not any(w.startswith("--chdir=") for w in state.header):
         options.append(f"--chdir={state.workdir}")
     options += keep_out(state.header, exclude_list)
-    return Extension(train, options, last_job, runs)
+    token = new_token()
+    options.append(f"--comment={comment_for(token)}")
+    return Extension(train, options, last_job, runs, token=token)
 
 
 def run_extension(ext: Extension, state: TrainState) -> Extension:
-    """Submit the extension and record the new array.
+    """Journal, submit and record the extension; the caller holds the train's lock.
 
     The wrapper goes to sbatch on stdin, read through one checked descriptor: in a
-    folder teammates can write, ``wrapper.slurm`` must still be the caller's.
+    folder teammates can write, ``wrapper.slurm`` must still be the caller's. A failed
+    or unanswered sbatch is checked by its token before anything is decided.
     """
     text = read_trusted(ext.train.wrapper, "train wrapper").decode("utf-8", errors="replace")
-    job_id = submit_text(text, ext.options)
+    train = ext.train
+    token = reconcile.begin(train, "extend", ext.token, runs=ext.runs, after=ext.after)
+    intent_time = now_text()
+    notices: list[str] = []
+    try:
+        job_id = submit_text(text, ext.options)
+    except SlurmError as exc:
+        job_id = _checked_submission(train, token, intent_time, "extend", exc, state.array_ids)
+        notices.append(
+            f"array {job_id} was queued although sbatch did not answer ({exc}): found by "
+            f"its token --comment={comment_for(token)}"
+        )
+    faultpoint.reached("train.extend.submitted")
     state.arrays.append(
         ArrayRecord(job_id=job_id, runs=ext.runs, submitted=now_text(), after=ext.after)
     )
     state.note("extend", f"array {job_id}, {ext.runs} runs after {ext.after}")
     try:
-        ext.train.save(state)
+        train.save(state)
     except (OSError, SlurmkitError) as exc:
         raise EnvironmentProblem(
             f"train {state.name}: array {job_id} ({ext.runs} runs) is queued, but the record "
-            f"could not be updated ({exc}); cancel it with: scancel {job_id}"
+            f"could not be updated ({exc}); the next `slurmkit train status {state.name}` "
+            f"adopts it, or cancel it with: scancel {job_id}"
         ) from None
-    return Extension(ext.train, ext.options, ext.after, ext.runs, job_id)
+    note = reconcile.finish(train, token, "extend", "done", job_id=job_id)
+    if note:
+        notices.append(note)
+    return Extension(train, ext.options, ext.after, ext.runs, job_id, token, tuple(notices))

@@ -23,6 +23,13 @@ def _listed(*nodes: str) -> Path:
     return path
 
 
+def _sbatch(fake: FakeCluster) -> list[tuple[str, ...]]:
+    """sbatch calls without the journal token every train submission ends with (issue 22)."""
+    calls = fake.slurm_calls("sbatch")
+    assert all(c[-1].startswith("--comment=slurmkit:") for c in calls)
+    return [c[:-1] for c in calls]
+
+
 def _start(run_cli, tmp_path: Path, *extra: str, text: str = GOOD) -> Path:
     run_cli("train", "start", script(tmp_path, text), "--runs", "5", "--name", "tr", *extra)
     return tmp_path / ".slurmkit" / "trains" / "tr"
@@ -31,7 +38,7 @@ def _start(run_cli, tmp_path: Path, *extra: str, text: str = GOOD) -> Path:
 def test_train_start_puts_the_list_on_the_array(run_cli, cluster: FakeCluster, tmp_path) -> None:  # noqa: F811
     path = _listed("node-3")
     folder = _start(run_cli, tmp_path)
-    (sbatch,) = cluster.slurm_calls("sbatch")
+    (sbatch,) = _sbatch(cluster)
     assert sbatch == ("sbatch", "--parsable", "--exclude=node-3")
     wrapper = (folder / "wrapper.slurm").read_text()
     assert f"exclude_list={path}" in wrapper  # each run re-reads it for the pending runs
@@ -41,17 +48,17 @@ def test_train_start_merges_the_scripts_own_exclude(run_cli, cluster, tmp_path) 
     _listed("node-3")
     text = GOOD.replace("#SBATCH", "#SBATCH --exclude=node-1\n#SBATCH", 1)
     folder = _start(run_cli, tmp_path, text=text)
-    (sbatch,) = cluster.slurm_calls("sbatch")
+    (sbatch,) = _sbatch(cluster)
     assert sbatch[-1] == "--exclude=node-[1,3]"
     assert "exclude_given=node-1\n" in (folder / "wrapper.slurm").read_text()
 
 
 def test_train_start_no_exclude_and_empty_list(run_cli, cluster, tmp_path) -> None:  # noqa: F811
     _start(run_cli, tmp_path)  # no list yet: nothing added
-    assert cluster.slurm_calls("sbatch")[-1] == ("sbatch", "--parsable")
+    assert _sbatch(cluster)[-1] == ("sbatch", "--parsable")
     _listed("node-3")
     run_cli("train", "start", script(tmp_path, GOOD, "b.slurm"), "--name", "t2", "--no-exclude")
-    assert cluster.slurm_calls("sbatch")[-1] == ("sbatch", "--parsable")
+    assert _sbatch(cluster)[-1] == ("sbatch", "--parsable")
     assert "exclude_list=''" in (tmp_path / ".slurmkit/trains/t2/wrapper.slurm").read_text()
 
 
@@ -68,7 +75,7 @@ def test_train_extend_adds_the_current_list(run_cli, cluster, tmp_path) -> None:
     cluster.queue = running_and_pending()
     _listed("node-4")  # found after the start
     run_cli("train", "extend", "--runs", "2", "--yes")
-    assert cluster.slurm_calls("sbatch")[-1][-1] == "--exclude=node-4"
+    assert _sbatch(cluster)[-1][-1] == "--exclude=node-4"
     run_cli("train", "extend", "--runs", "2", "--yes", "--no-exclude")
     assert not any(w.startswith("--exclude") for w in cluster.slurm_calls("sbatch")[-1])
 

@@ -75,10 +75,11 @@ class FakeCluster:
         self.calls.append(key)
         if key[0] == "sbatch" and input is not None:
             self.inputs.append(input)
-        if key in self.answers:
-            rc, out, err = self.answers[key]
-            return _proc.Completed(key, rc, out, err, 0.0)
         program = key[0]
+        answer = self.answers.get(key) or self.answers.get((program,))
+        if answer is not None:
+            rc, out, err = answer
+            return _proc.Completed(key, rc, out, err, 0.0)
         if program == "sbatch":
             return _proc.Completed(key, 0, self.next_ids.pop(0) + "\n", "", 0.0)
         if program == "squeue" and "--start" in key:
@@ -127,8 +128,9 @@ def test_start_submits_the_rendered_wrapper(
     run_cli: Run, cluster: FakeCluster, tmp_path: Path
 ) -> None:
     folder = started(run_cli, tmp_path, "--", "--partition", "cpu")
-    (sbatch,) = cluster.slurm_calls("sbatch")
-    assert sbatch == ("sbatch", "--parsable")  # the wrapper goes on stdin: nothing to swap
+    ((*sbatch, comment),) = cluster.slurm_calls("sbatch")
+    assert sbatch == ["sbatch", "--parsable"]  # the wrapper goes on stdin: nothing to swap
+    assert comment.startswith("--comment=slurmkit:")  # its token (issue 22)
     wrapper = (folder / "wrapper.slurm").read_text()
     assert cluster.inputs == [wrapper]
     assert (folder / "wrapper.slurm").stat().st_mode & 0o777 == 0o644
@@ -208,7 +210,7 @@ def test_failed_submission_leaves_no_train(
     run_cli: Run, cluster: FakeCluster, tmp_path: Path
 ) -> None:
     folder = tmp_path / ".slurmkit" / "trains" / "tr"
-    cluster.answers[("sbatch", "--parsable")] = (
+    cluster.answers[("sbatch",)] = (
         1,
         "",
         "sbatch: error: Batch job submission failed: Invalid partition name specified\n",
@@ -395,11 +397,12 @@ def test_extend_submits_a_dependent_array(
     expected = shlex.join(
         ["sbatch", "--parsable", "--array=1-3%1", "--dependency=afterany:115", chdir]
     )
-    assert f"would run: {expected}" in out
+    assert f"would run: {expected} --comment=slurmkit:" in out
     assert f"{folder / 'wrapper.slurm'} on sbatch's stdin" in out
     assert len(cluster.slurm_calls("sbatch")) == 1
     run_cli("train", "extend", "--runs", "3", "--yes")
-    assert shlex.join(cluster.slurm_calls("sbatch")[-1]) == expected
+    *argv, comment = cluster.slurm_calls("sbatch")[-1]
+    assert shlex.join(argv) == expected and comment.startswith("--comment=slurmkit:")
     assert cluster.inputs[-1] == (folder / "wrapper.slurm").read_text()
     arrays = json.loads((folder / "train.json").read_text())["arrays"]
     assert [(a["job_id"], a["runs"], a["after"]) for a in arrays] == [

@@ -1,0 +1,294 @@
+"""What a killed or unanswered train command left open, found out and recorded.
+
+Every change to a train writes an intent to the train's journal first (what it will
+do, with a token), then acts, then writes the outcome (:mod:`slurmkit.journal`). A
+``kill -9``, cron's SIGTERM or a hung slurmctld between "acted" and "recorded" leaves
+an intent without an outcome. Before anything else, every train command (and
+``train status``) asks Slurm what really happened to each open intent and records
+it here:
+
+- ``start``/``extend``: is a job carrying ``--comment=slurmkit:<token>`` queued (squeue,
+  then accounting)? Then its array is adopted into ``train.json``, so ``status`` shows
+  it and ``stop`` cancels it; an orphan is never left running unseen.
+- ``hold``/``release``/``stop``: the arrays' state in the queue says whether it was done.
+- ``switch``: where ``current`` points now; ``kill-switch``: whether the file exists.
+
+An intent Slurm cannot answer for (the controller still hung) stays open, and the
+next command asks again. The caller holds the train's lock: a command holding it is
+alive, so an open intent seen under the lock was left by one that died (the kill
+switch, which never waits for the lock, is the exception: its live pid is skipped).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from slurmkit.errors import SlurmError, SlurmkitError
+from slurmkit.journal import Entry, JournalProblem, comment_for
+from slurmkit.slurm import query
+from slurmkit.train.state import (
+    ArrayRecord,
+    TrainDir,
+    TrainState,
+    current_user,
+    progress,
+)
+
+# A job stays in squeue (finished ones too, with --states=all) for MinJobAge after it
+# ends (300 s by default), so for an intent younger than this an empty squeue answer
+# is the whole truth; an older one is looked up in accounting too.
+SQUEUE_REMEMBERS = 60.0
+# sacct's Submit may be a little before the intent's whole-second timestamp.
+_SUBMIT_SLACK = timedelta(seconds=2)
+
+
+def begin(train: TrainDir, action: str, token: str | None = None, **details: object) -> str:
+    """Journal the intent of ``action`` before acting; returns its token.
+
+    Raises :class:`JournalProblem` (exit 2) when the journal could not take it (full,
+    read-only, missing folder): the caller must then do nothing at all.
+    """
+    journal = train.journal
+    journal.check_writable()
+    return journal.intent(
+        action,
+        token,
+        user=current_user(),
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        **details,
+    )
+
+
+def finish(train: TrainDir, token: str, action: str, result: str, **details: object) -> str | None:
+    """Journal the outcome; a notice (not an error) if that fails, since the change is made.
+
+    The intent stays open then, and the next command reconciles it from Slurm's answer.
+    """
+    try:
+        train.journal.outcome(token, action, result, **details)
+    except JournalProblem as exc:
+        return f"the outcome was not journaled ({exc}); the next train command checks it again"
+    return None
+
+
+# ---------------------------------------------------------------- finding a submission
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The arrays carrying a token; ``answered`` False: Slurm could not say (``why``)."""
+
+    job_ids: tuple[str, ...]
+    answered: bool
+    why: str = ""
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def find_submission(name: str, token: str, since: str, known: Sequence[str] = ()) -> Lookup:
+    """The arrays of ``name`` (the caller's) that carry ``token``'s comment.
+
+    squeue first (it keeps finished jobs for MinJobAge); accounting when squeue has
+    none and the intent is older than that. A cluster that does not store comments in
+    accounting (no ``AccountingStoreFlags=job_comment``): an array of the train's name
+    submitted since the intent and not yet in the record is taken for it.
+    """
+    comment = comment_for(token)
+    user = str(os.getuid())
+    progress(f"asking squeue for a job of train {name} with --comment={comment}")
+    try:
+        jobs = query.commented_jobs(name, user)
+    except SlurmError as exc:
+        return Lookup((), False, f"{exc}")
+    ids = tuple(dict.fromkeys(j.job_id for j in jobs if j.comment == comment))
+    if ids:
+        return Lookup(ids, True)
+    when = _parse_time(since)
+    if when is not None and (datetime.now(when.tzinfo) - when).total_seconds() < SQUEUE_REMEMBERS:
+        return Lookup((), True)
+    progress(f"asking sacct for a job of train {name} with --comment={comment}")
+    start = (when - timedelta(minutes=1)) if when else since
+    try:
+        history = query.commented_history(name, user, start)
+    except SlurmError as exc:
+        return Lookup((), False, f"{exc}")
+    ids = tuple(dict.fromkeys(h.job_id for h in history if h.comment == comment))
+    if not ids and when is not None and not any(h.comment for h in history):
+        ids = tuple(
+            dict.fromkeys(
+                h.job_id
+                for h in history
+                if h.job_id not in known and h.submit_time and h.submit_time >= when - _SUBMIT_SLACK
+            )
+        )
+    return Lookup(ids, True)
+
+
+# ---------------------------------------------------------------- reconcile
+
+
+def reconcile(train: TrainDir) -> list[str]:
+    """Settle every open intent of ``train`` from Slurm's answer; one line per intent.
+
+    The caller holds the train's lock. An intent that cannot be settled now stays open.
+    """
+    lines: list[str] = []
+    for entry in train.journal.open_intents():
+        handler = _HANDLERS.get(entry.action)
+        if handler is None or (entry.action.startswith("kill-switch") and _alive(entry)):
+            continue
+        what = f"`train {entry.action}` of {entry.time} (killed or unanswered)"
+        try:
+            lines.append(f"train {train.name}: {handler(train, entry, what)}")
+        except SlurmkitError as exc:
+            lines.append(f"train {train.name}: could not settle the {what}: {exc}")
+    return lines
+
+
+def _alive(entry: Entry) -> bool:
+    """Whether the command that wrote ``entry`` still runs (same host, pid still slurmkit's)."""
+    pid = entry.details.get("pid")
+    if entry.details.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    try:
+        return b"slurmkit" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _submission(train: TrainDir, entry: Entry, what: str) -> str:
+    state = train.load_trusted() if train.has_record() else None
+    known = state.array_ids if state else []
+    found = find_submission(train.name, entry.token, entry.time, known)
+    comment = comment_for(entry.token)
+    if not found.answered:
+        return (
+            f"the {what} may have queued an array (--comment={comment}), and Slurm does not "
+            f"answer ({found.why}); run `slurmkit train status {train.name}` again once it does"
+        )
+    if not found.job_ids:
+        _close(train, entry, "failed", why="no job carries its token")
+        return f"the {what} queued nothing (no job carries --comment={comment}): nothing to adopt"
+    new = [j for j in found.job_ids if j not in known]
+    if new:
+        adopt(train, state, entry, new)
+    _close(train, entry, "done", job_id=found.job_ids[0], adopted=bool(new))
+    if not new:
+        return f"the {what} was done: array {found.job_ids[0]} is already in the record"
+    return (
+        f"array {', '.join(new)} of the {what} was queued: adopted into {train.state_file} "
+        f"(`slurmkit train stop {train.name}` stops it like the rest)"
+    )
+
+
+def adopt(train: TrainDir, state: TrainState | None, entry: Entry, job_ids: Sequence[str]) -> None:
+    """Record arrays an interrupted start/extend queued, so every command sees them."""
+    d = entry.details
+    runs = d.get("runs") if isinstance(d.get("runs"), int) else 0
+    after = d.get("after") if isinstance(d.get("after"), str) else None
+    if state is None:
+        state = TrainState(
+            name=train.name,
+            created=entry.time,
+            workdir=str(d.get("workdir", "")),
+            script=str(d.get("script", "")),
+            header=[str(w) for w in d.get("header", [])],
+            extra=[str(w) for w in d.get("extra", [])],
+        )
+    for job_id in job_ids:
+        state.arrays.append(
+            ArrayRecord(job_id=job_id, runs=int(runs or 0), submitted=entry.time, after=after)
+        )
+        state.note(
+            "adopt", f"array {job_id}, {runs} runs, queued by the {entry.action} of {entry.time}"
+        )
+    train.save(state)
+
+
+def _close(train: TrainDir, entry: Entry, result: str, **details: object) -> None:
+    train.journal.outcome(entry.token, entry.action, result, reconciled=True, **details)
+
+
+def _note(train: TrainDir, what: str, detail: str) -> None:
+    state = train.load_trusted()
+    state.note(what, detail)
+    train.save(state)
+
+
+def _switch(train: TrainDir, entry: Entry, what: str) -> str:
+    new, old = entry.details.get("new"), entry.details.get("old")
+    target = train.target()
+    if target == new:
+        _note(train, "switch", f"{old} -> {new} (recorded after the command was interrupted)")
+        _close(train, entry, "done")
+        return f"the {what} was done: {train.current} -> {new}; now recorded"
+    _close(train, entry, "failed", current=target)
+    return f"the {what} was not done: {train.current} -> {target or 'missing'}"
+
+
+def queue_state(arrays: Sequence[str], action: str, now: bool = False) -> bool | None:
+    """Whether the queue shows ``action`` (hold, release, stop) done on ``arrays``.
+
+    None: nothing left to judge by (no pending run any more). Raises SlurmError when
+    squeue does not answer.
+    """
+    jobs = query.jobs(job_ids=list(arrays)) if arrays else []
+    if action == "stop":
+        running = [j for j in jobs if j.is_running or j.state == "COMPLETING"]
+        return not [j for j in jobs if j.is_pending] and not (now and running)
+    pending = [j for j in jobs if j.is_pending]
+    if not pending:
+        return None
+    held = all(j.held for j in pending)
+    return held if action == "hold" else not any(j.held for j in pending)
+
+
+def _queue_action(train: TrainDir, entry: Entry, what: str) -> str:
+    arrays = [str(a) for a in entry.details.get("arrays", [])]
+    try:
+        done = queue_state(arrays, entry.action, bool(entry.details.get("now")))
+    except SlurmError as exc:
+        return f"the {what} is unknown: squeue does not answer ({exc}); asked again next time"
+    if done is None:
+        _close(train, entry, "moot")
+        return f"the {what} no longer matters: no run of array {', '.join(arrays)} is pending"
+    if done:
+        _note(train, entry.action, f"arrays {', '.join(arrays)} (recorded after an interruption)")
+        _close(train, entry, "done")
+        return f"the {what} was done (array {', '.join(arrays)}); now recorded"
+    _close(train, entry, "failed")
+    return (
+        f"the {what} was not done (array {', '.join(arrays)}): run "
+        f"`slurmkit train {entry.action} {train.name}` again"
+    )
+
+
+def _kill_switch(train: TrainDir, entry: Entry, what: str) -> str:
+    on = train.kill_switch.exists()
+    wanted = entry.action.endswith(" on")
+    done = on == wanted
+    _close(train, entry, "done" if done else "failed")
+    return f"the {what} was {'done' if done else 'not done'}: the switch is {'on' if on else 'off'}"
+
+
+_HANDLERS: dict[str, Callable[[TrainDir, Entry, str], str]] = {
+    "start": _submission,
+    "extend": _submission,
+    "switch": _switch,
+    "hold": _queue_action,
+    "release": _queue_action,
+    "stop": _queue_action,
+    "kill-switch on": _kill_switch,
+    "kill-switch off": _kill_switch,
+}

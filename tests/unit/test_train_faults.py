@@ -1,0 +1,454 @@
+"""Trains survive faults (issue 22): intent first, then act, then outcome; nothing orphaned,
+doubled or misreported. Slurm is faked at the argv seam (see ``test_train_cli``); a fake
+sbatch can "time out" and still queue the array, as a hung slurmctld does once it wakes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from slurmkit import _proc, faultpoint
+from slurmkit.slurm.parse_text import DELIMITER
+from tests.unit.test_train_cli import (
+    GOOD,
+    FakeCluster,
+    Run,
+    running_and_pending,
+    sacct_row,
+    script,
+    squeue_row,
+)
+
+
+class Killed(BaseException):
+    """Stands for ``kill -9`` at a faultpoint: nothing after it runs, no cleanup is owed."""
+
+
+class TokenCluster(FakeCluster):
+    """The fake cluster, plus jobs found by their ``--comment`` and a controller that hangs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commented: list[tuple[str, str]] = []  # (array id, comment)
+        self.sbatch_silent = False  # sbatch gets no answer, but the array is queued
+        self.sbatch_lost = False  # sbatch gets no answer, and nothing is queued
+        self.squeue_down = False
+        self.sacct_down = False
+
+    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
+        key = tuple(argv)
+        program = key[0]
+        silent = _proc.Completed(key, -9, "", "", 60.0, timed_out=True)
+        if program == "squeue" and self.squeue_down:
+            self.calls.append(key)
+            return silent
+        if program == "sacct" and self.sacct_down:
+            self.calls.append(key)
+            return _proc.Completed(key, 1, "", "sacct: error: Problem talking to the database\n", 0)
+        if program == "squeue" and any("%k" in word for word in key):
+            self.calls.append(key)
+            rows = "".join(
+                DELIMITER.join([job, job, "tr", "PENDING", comment]) + "\n"
+                for job, comment in self.commented
+            )
+            return _proc.Completed(key, 0, rows, "", 0.0)
+        if program == "sacct" and any("Comment" in word for word in key):
+            self.calls.append(key)
+            return _proc.Completed(key, 0, "", "", 0.0)
+        if program == "sbatch" and key not in self.answers and (program,) not in self.answers:
+            comment = next(w.split("=", 1)[1] for w in key if w.startswith("--comment="))
+            if self.sbatch_lost:
+                self.calls.append(key)
+                return silent
+            result = super().__call__(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+            self.commented.append((result.stdout.strip(), comment))
+            return silent if self.sbatch_silent else result
+        return super().__call__(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[TokenCluster]:
+    fake = TokenCluster()
+    monkeypatch.setattr(_proc, "runner", fake)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
+    yield fake
+
+
+FOLDER = Path(".slurmkit") / "trains" / "tr"
+
+
+def start(run_cli: Run, tmp_path: Path, *extra: str, exit_code: int = 0):
+    return run_cli(
+        "train", "start", script(tmp_path), "--runs", "5", "--name", "tr", *extra,
+        exit_code=exit_code,
+    )  # fmt: skip
+
+
+def journal(tmp_path: Path) -> list[dict]:
+    path = tmp_path / FOLDER / "journal"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def open_intents(tmp_path: Path) -> list[dict]:
+    entries = journal(tmp_path)
+    closed = {e["token"] for e in entries if e["kind"] == "outcome"}
+    return [e for e in entries if e["kind"] == "intent" and e["token"] not in closed]
+
+
+def arrays(tmp_path: Path) -> list[str]:
+    record = json.loads((tmp_path / FOLDER / "train.json").read_text())
+    return [a["job_id"] for a in record["arrays"]]
+
+
+def kill_at(monkeypatch: pytest.MonkeyPatch, point: str) -> list[str]:
+    reached: list[str] = []
+
+    def fake(name: str) -> None:
+        reached.append(name)
+        if name == point:
+            raise Killed(name)
+
+    monkeypatch.setattr(faultpoint, "reached", fake)
+    return reached
+
+
+# ---------------------------------------------------------------- 1. the journal
+
+
+def test_every_sbatch_carries_its_journal_token(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    run_cli("train", "extend", "--runs", "2", "--yes")
+    tokens = [e["token"] for e in journal(tmp_path) if e["kind"] == "intent"]
+    comments = [w for c in cluster.slurm_calls("sbatch") for w in c if w.startswith("--comment")]
+    assert comments == [f"--comment=slurmkit:{t}" for t in tokens]
+    assert [e["action"] for e in journal(tmp_path)] == ["start", "start", "extend", "extend"]
+    assert open_intents(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "acted"),
+    [
+        (("hold", "--yes"), ("scontrol", "hold", "115")),
+        (("release", "--yes"), ("scontrol", "release", "115")),
+        (("stop", "--yes"), ("scancel", "--state=PENDING", "115")),
+        (("extend", "--runs", "2", "--yes"), ("sbatch",)),
+        (("switch", "b.slurm", "--yes"), None),
+        (("kill-switch", "on", "--yes"), None),
+    ],
+)
+def test_a_journal_that_cannot_take_the_intent_means_nothing_is_done(
+    run_cli: Run,
+    cluster: TokenCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: tuple[str, ...],
+    acted: tuple[str, ...] | None,
+) -> None:
+    start(run_cli, tmp_path)
+    script(tmp_path, GOOD.replace("echo train", "echo two"), "b.slurm")
+    cluster.queue = running_and_pending()
+    before = list(cluster.calls)
+
+    class Full:
+        f_bavail, f_frsize, f_files, f_favail = 0, 4096, 100, 0
+
+    monkeypatch.setattr("slurmkit.journal.os.statvfs", lambda path: Full())
+    result = run_cli("train", *args, exit_code=2)
+    assert "no space left" in result.stderr and "nothing was done" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+    if acted:
+        assert [c for c in cluster.calls[len(before) :] if c[: len(acted)] == acted] == []
+    assert (tmp_path / FOLDER / "current").readlink() == tmp_path / "a.slurm"
+    assert not (tmp_path / FOLDER / "kill-switch").exists()
+
+
+def test_start_with_an_unwritable_trains_folder_submits_nothing(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Full:
+        f_bavail, f_frsize, f_files, f_favail = 0, 4096, 100, 0
+
+    monkeypatch.setattr("slurmkit.journal.os.statvfs", lambda path: Full())
+    result = start(run_cli, tmp_path, exit_code=2)
+    assert "nothing was done" in result.stderr and "Traceback" not in result.stderr
+    assert cluster.slurm_calls("sbatch") == []
+
+
+# ---------------------------------------------------------------- 2. no answer is not "not done"
+
+
+def test_sbatch_without_an_answer_but_accepted_is_recorded_as_the_train(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    cluster.sbatch_silent = True
+    result = start(run_cli, tmp_path)
+    assert arrays(tmp_path) == ["115"]
+    assert "queued although sbatch did not answer" in result.stderr
+    assert "array 115" in result.stdout
+    assert open_intents(tmp_path) == []
+
+
+def test_sbatch_refused_leaves_no_train(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    err = "sbatch: error: Batch job submission failed: Invalid partition name specified\n"
+    cluster.answers[("sbatch",)] = (1, "", err)
+    result = start(run_cli, tmp_path, exit_code=2)
+    assert "Invalid partition name" in result.stderr
+    assert len(cluster.slurm_calls("squeue")) == 1  # looked up by its token first
+    assert not (tmp_path / FOLDER).exists()
+
+
+def test_sbatch_and_squeue_silent_keeps_the_folder_and_a_retry_never_doubles(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    """The issue's hung slurmctld: start failed, folder deleted, array ran; a retry made two."""
+    cluster.sbatch_silent = True
+    cluster.squeue_down = True
+    result = start(run_cli, tmp_path, exit_code=2)
+    assert "Traceback" not in result.stderr
+    assert "may have been queued" in result.stderr and "train status tr" in result.stderr
+    assert (tmp_path / FOLDER / "current").is_symlink()  # the queued runs need it
+    assert [e["action"] for e in open_intents(tmp_path)] == ["start"]
+    # slurmctld wakes up: the retry finds the first array by its token, submits nothing
+    cluster.squeue_down = False
+    cluster.sbatch_silent = False
+    result = start(run_cli, tmp_path)
+    assert len(cluster.slurm_calls("sbatch")) == 1
+    assert arrays(tmp_path) == ["115"]
+    assert "already queued" in result.stderr
+    assert open_intents(tmp_path) == []
+    # a third start with the name is a clash, in one line
+    result = start(run_cli, tmp_path, exit_code=2)
+    assert "already exists" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_start_nothing_queued_for_can_be_retried(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    cluster.sbatch_lost = True
+    cluster.squeue_down = True
+    start(run_cli, tmp_path, exit_code=2)
+    cluster.sbatch_lost = cluster.squeue_down = False
+    status = run_cli("train", "status", "tr", exit_code=2)
+    assert "queued nothing" in status.stderr
+    start(run_cli, tmp_path)
+    assert arrays(tmp_path) == ["115"] and len(cluster.slurm_calls("sbatch")) == 2
+
+
+def test_a_name_taken_by_something_else_is_one_line(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    (tmp_path / FOLDER).mkdir(parents=True)
+    (tmp_path / FOLDER / "notes.txt").write_text("mine\n")
+    result = start(run_cli, tmp_path, exit_code=2)
+    assert "already exists" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert cluster.slurm_calls("sbatch") == []
+
+
+# ---------------------------------------------------------------- 3. reconcile after a kill
+
+
+@pytest.mark.parametrize("command", ["start", "extend"])
+def test_killed_after_sbatch_the_next_status_adopts_and_stop_stops_it(
+    run_cli: Run,
+    cluster: TokenCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    if command == "extend":
+        start(run_cli, tmp_path)
+        cluster.queue = running_and_pending()
+    reached = kill_at(monkeypatch, f"train.{command}.submitted")
+    with pytest.raises(Killed):
+        if command == "start":
+            start(run_cli, tmp_path)
+        else:
+            run_cli("train", "extend", "--runs", "2", "--yes")
+    assert reached[-1] == f"train.{command}.submitted"
+    orphan = cluster.commented[-1][0]
+    assert [e["action"] for e in open_intents(tmp_path)] == [command]
+    kill_at(monkeypatch, "none")
+    cluster.queue += squeue_row(
+        job_id=orphan, array_job_id=orphan, array_task_id="1-2%1", name="tr", user="root",
+        state="PENDING", reason="Dependency", time_limit="5:00",
+    )  # fmt: skip
+    result = run_cli("train", "status", "tr")
+    assert f"array {orphan}" in result.stderr and "adopted" in result.stderr
+    assert orphan in arrays(tmp_path)
+    assert open_intents(tmp_path) == []
+    run_cli("train", "stop", "--now", "--yes")
+    (cancel,) = cluster.slurm_calls("scancel")
+    assert orphan in cancel
+
+
+def test_killed_after_switch_repointed_is_recorded_next_time(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    new = script(tmp_path, GOOD.replace("echo train", "echo two"), "b.slurm")
+    kill_at(monkeypatch, "train.switch.repointed")
+    with pytest.raises(Killed):
+        run_cli("train", "switch", new, "--yes")
+    kill_at(monkeypatch, "none")
+    result = run_cli("train", "status", "tr")
+    assert "switch" in result.stderr and "was done" in result.stderr
+    events = json.loads((tmp_path / FOLDER / "train.json").read_text())["events"]
+    assert events[-1]["what"] == "switch"
+    assert open_intents(tmp_path) == []
+
+
+def test_killed_after_hold_is_checked_against_the_queue(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    kill_at(monkeypatch, "train.hold.done")
+    with pytest.raises(Killed):
+        run_cli("train", "hold", "--yes")
+    kill_at(monkeypatch, "none")
+    cluster.queue = running_and_pending(held=True)
+    result = run_cli("train", "status", "tr")
+    assert "hold" in result.stderr and "was done" in result.stderr
+    (outcome,) = [e for e in journal(tmp_path) if e["kind"] == "outcome" and e["action"] == "hold"]
+    assert outcome["result"] == "done"
+
+
+# ---------------------------------------------------------------- 4. bounded waits
+
+
+def test_a_held_lock_is_a_bounded_wait_naming_the_holder(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    lock = os.open(tmp_path / FOLDER / ".lock", os.O_RDONLY)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        result = run_cli("train", "hold", "--yes", "--lock-wait", "0.3", exit_code=2)
+        assert "busy" in result.stderr and "0.3 s" in result.stderr
+        assert "waiting" in result.stderr  # progress says what it waits for
+        assert cluster.slurm_calls("scontrol") == []
+        # the kill switch never waits behind it
+        result = run_cli("train", "kill-switch", "on", "--yes", "--lock-wait", "0.3")
+        assert (tmp_path / FOLDER / "kill-switch").exists()
+    finally:
+        os.close(lock)
+
+
+# ---------------------------------------------------------------- 5. answers match what was done
+
+
+@pytest.mark.parametrize("command", ["switch", "hold"])
+def test_a_record_that_fails_after_the_change_is_reported_as_done(
+    run_cli: Run,
+    cluster: TokenCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    from slurmkit.errors import EnvironmentProblem
+    from slurmkit.train.state import TrainDir
+
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    new = script(tmp_path, GOOD.replace("echo train", "echo two"), "b.slurm")
+
+    def full(self: TrainDir, state: object) -> None:
+        raise EnvironmentProblem(f"cannot write {self.state_file}: No space left on device")
+
+    monkeypatch.setattr(TrainDir, "save", full)
+    args = ("switch", new) if command == "switch" else ("hold",)
+    result = run_cli("train", *args, "--yes", exit_code=1)
+    assert ("pointed" if command == "switch" else "held array 115") in result.stdout
+    assert "not recorded" in result.stderr and "Traceback" not in result.stderr
+    if command == "switch":
+        assert (tmp_path / FOLDER / "current").readlink() == tmp_path / "b.slurm"
+
+
+def test_no_free_inodes_for_the_switch_link_is_one_line(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    new = script(tmp_path, GOOD.replace("echo train", "echo two"), "b.slurm")
+
+    def no_inode(self: Path, target: object, target_is_directory: bool = False) -> None:
+        raise OSError(28, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "symlink_to", no_inode)
+    result = run_cli("train", "switch", new, "--yes", exit_code=2)
+    assert "No space left on device" in result.stderr and "Traceback" not in result.stderr
+    assert (tmp_path / FOLDER / "current").readlink() == tmp_path / "a.slurm"
+
+
+def test_hold_without_an_answer_is_checked_in_the_queue(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    cluster.answers[("scontrol", "hold", "115")] = (1, "", "scontrol: error: Socket timed out\n")
+
+    def held_meanwhile(argv, *, timeout, input, env, cwd):
+        result = TokenCluster.__call__(
+            cluster, argv, timeout=timeout, input=input, env=env, cwd=cwd
+        )
+        if tuple(argv) == ("scontrol", "hold", "115"):
+            cluster.queue = running_and_pending(held=True)
+        return result
+
+    _proc.runner = held_meanwhile
+    result = run_cli("train", "hold", "--yes")
+    assert "held array 115" in result.stdout and "no answer" in result.stderr
+
+
+# ---------------------------------------------------------------- 6. status tells the truth
+
+
+def test_a_requeued_run_pending_again_is_counted_once(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    start(run_cli, tmp_path)
+    cluster.queue = squeue_row(
+        job_id="118", array_job_id="115", array_task_id="2", name="tr", user="root",
+        state="PENDING", reason="BeginTime", time_limit="5:00",
+    ) + squeue_row(
+        job_id="115", array_job_id="115", array_task_id="3-5%1", name="tr", user="root",
+        state="PENDING", reason="JobArrayTaskLimit", time_limit="5:00",
+    )  # fmt: skip
+    cluster.sacct = sacct_row(
+        job_id="116", display_id="115_1", state="COMPLETED", exit_code="0:0"
+    ) + sacct_row(job_id="118", display_id="115_2", state="NODE_FAIL", exit_code="0:0")
+    status = json.loads(run_cli("train", "status", "--json").stdout)
+    assert status["failed"] == [] and status["pending"] == 4
+    assert [r["id"] for r in status["finished"]] == ["115_1"]
+
+
+def test_status_with_accounting_down_does_not_claim_zero_finished(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    cluster.sacct_down = True
+    result = run_cli("train", "status")
+    assert "accounting" in result.stderr and "unavailable" in result.stderr
+    finished = [line for line in result.stdout.splitlines() if line.startswith("finished")]
+    assert finished and "0" not in finished[0].split()[1:2]
+    assert "unknown" in finished[0]
+    assert "115_2 on node-1" in result.stdout
+    status = json.loads(run_cli("train", "status", "--json").stdout)
+    assert status["finished"] is None and status["accounting"] == "unavailable"
