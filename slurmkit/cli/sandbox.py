@@ -53,11 +53,25 @@ def sandbox_group() -> None:
     "slurm",
     default="",
     metavar="VERSION",
-    help="Slurm version: 22.05, 24.11 or 26.05 (default: the host's packages, 22.05 on "
-    "Debian 12). Another version runs from a Debian root built on first use and cached "
-    "in /var/cache/slurmkit/roots/VERSION.",
+    help="Slurm version: 22.05, 24.11, 25.11 or 26.05 (default: the host's packages, 22.05 on "
+    "Debian 12). 24.11/26.05 run from a Debian root built on first use and cached "
+    "in /var/cache/slurmkit/roots/VERSION; 25.11 is built from source (see 'sandbox build').",
 )
 @click.option("--no-install", is_flag=True, help="Do not apt-get install missing packages.")
+@click.option(
+    "--slurm-source",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="TARBALL",
+    help="Source tarball for a version built from source (25.11); else $SLURMKIT_SLURM_SOURCE, "
+    "else ../shared/vendor/ beside the repository.",
+)
+@click.option(
+    "--virtual-nodes",
+    default=0,
+    show_default=True,
+    help="Extra nodes vnode-[1-N] defined but never started (down), for benchmarks.",
+)
 def sandbox_up(
     directory: Path,
     nodes: int,
@@ -66,6 +80,8 @@ def sandbox_up(
     port_base: int,
     slurm: str,
     no_install: bool,
+    slurm_source: str | None,
+    virtual_nodes: int,
 ) -> None:
     """Start the cluster (idempotent: a healthy sandbox is left as it is).
 
@@ -77,18 +93,53 @@ def sandbox_up(
     from slurmkit import sandbox
 
     spec = sandbox.SandboxSpec(
-        dir=directory, nodes=nodes, cpus=cpus, gpus=gpus, port_base=port_base, slurm=slurm
+        dir=directory,
+        nodes=nodes,
+        cpus=cpus,
+        gpus=gpus,
+        port_base=port_base,
+        slurm=slurm,
+        virtual_nodes=virtual_nodes,
     )
-    report = sandbox.up(spec, install=not no_install, progress=_progress)
+    report = sandbox.up(spec, install=not no_install, progress=_progress, slurm_source=slurm_source)
     where = f"Slurm {report.spec.slurm}, {report.spec.nodelist} in {report.spec.dir}"
     if report.already_up:
         _progress(f"already up: {where}")
     else:
         if report.root_seconds:
-            _progress(f"built the Slurm {report.spec.slurm} root in {report.root_seconds:.0f} s")
+            what = "" if report.spec.prefix else " root"
+            _progress(f"built Slurm {report.spec.slurm}{what} in {report.root_seconds:.0f} s")
         _progress(f"up in {report.seconds:.1f} s: {where}")
         quoted = shlex.quote(str(report.spec.dir))
         _progress(f'use it with: eval "$(slurmkit sandbox env --dir {quoted})"')
+
+
+@sandbox_group.command("build")
+@click.option("--slurm", "slurm", required=True, metavar="VERSION", help="The series: 25.11.")
+@click.option(
+    "--slurm-source",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="TARBALL",
+    help="slurm-VERSION.N.tar.bz2 from https://download.schedmd.com/slurm/ (else "
+    "$SLURMKIT_SLURM_SOURCE, else ../shared/vendor/ beside the repository).",
+)
+def sandbox_build(slurm: str, slurm_source: str | None) -> None:
+    """Build a Slurm version no Debian ships into /opt/slurmkit/slurm-VERSION, once.
+
+    A finished build is stamped with the tarball's sha256 and reused; a half build is
+    redone. 'sandbox up --slurm VERSION' builds it implicitly. About 5-15 min on 2 cores.
+    """
+    from slurmkit.errors import UsageError
+    from slurmkit.sandbox import build, versions
+
+    if not versions.offered(slurm).from_source:
+        raise UsageError(f"Slurm {slurm} is not built from source; 'sandbox up --slurm {slurm}'")
+    prefix, seconds = build.ensure_built(slurm, slurm_source, progress=_progress)
+    if seconds:
+        _progress(f"built Slurm {slurm} into {prefix} in {seconds:.0f} s")
+    else:
+        _progress(f"Slurm {slurm} is already built in {prefix} ({build.stamp_of(slurm)[:12]})")
 
 
 @sandbox_group.command("down")

@@ -27,7 +27,7 @@ from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem, SlurmError, UsageError
 from slurmkit.files import write_atomic
 from slurmkit.locks import default_lock_dir, default_lock_path, hold
-from slurmkit.sandbox import configs, netfault, rootfs, versions
+from slurmkit.sandbox import build, configs, netfault, rootfs, versions
 from slurmkit.sandbox.daemons import (
     Daemon,
     children_of,
@@ -147,7 +147,7 @@ def _record(spec: SandboxSpec, daemon: Daemon) -> None:
 
 def _slurm_env(spec: SandboxSpec) -> dict[str, str]:
     env = {"SLURM_CONF": str(spec.slurm_conf)}
-    if spec.root:  # the version's clients are the wrappers that enter its root
+    if spec.root or spec.prefix:  # the version's clients are the wrappers in <dir>/bin
         env["PATH"] = f"{spec.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
     return env
 
@@ -174,7 +174,11 @@ def _check_dir(directory: Path) -> None:
 
 # --------------------------------------------------------------------------- up
 def up(
-    spec: SandboxSpec | None = None, *, install: bool = True, progress: Progress = _quiet
+    spec: SandboxSpec | None = None,
+    *,
+    install: bool = True,
+    progress: Progress = _quiet,
+    slurm_source: str | None = None,
 ) -> UpReport:
     """Start (or confirm) a sandbox cluster; returns how long it took.
 
@@ -191,12 +195,16 @@ def up(
         raise UsageError(f"{spec.dir} exists and is not a slurmkit sandbox; choose another --dir")
     _refuse_if_another_runs(spec)  # before building a root that could not run anyway
     host = host_series()
-    use_root = bool(spec.slurm) and spec.slurm != host
+    built = bool(spec.slurm) and versions.offered(spec.slurm).from_source  # issue 18
+    use_root = bool(spec.slurm) and spec.slurm != host and not built
     installed: list[str] = []
     if install:
         installed = ensure_installed(ROOT_MODE_PROGRAMS if use_root else None)
     root_seconds = 0.0
-    if use_root:
+    if built:  # a version built from source: daemons and clients run from its prefix
+        prefix, root_seconds = build.ensure_built(spec.slurm, slurm_source, progress)
+        spec = dataclasses.replace(spec, prefix=str(prefix), root="")
+    elif use_root:
         root, root_seconds = rootfs.ensure_root(versions.offered(spec.slurm), progress)
         spec = dataclasses.replace(spec, root=str(root))
     else:
@@ -233,8 +241,8 @@ def _up_locked(
 ) -> UpReport:
     existing = SandboxSpec.load(spec.dir)
     if existing is not None and status(existing.dir).up:
-        theirs = (existing.nodes, existing.port_base, existing.slurm)
-        if theirs != (spec.nodes, spec.port_base, spec.slurm):
+        theirs = (existing.nodes, existing.port_base, existing.slurm, existing.virtual_nodes)
+        if theirs != (spec.nodes, spec.port_base, spec.slurm, spec.virtual_nodes):
             raise UsageError(
                 f"a Slurm {existing.slurm} sandbox with {existing.nodes} nodes is already up in "
                 f"{spec.dir}; run 'slurmkit sandbox down --dir {spec.dir}' first"
@@ -326,6 +334,8 @@ def _start_all(spec: SandboxSpec, progress: Progress) -> None:
         progress(f"entering the Slurm {spec.slurm} root {spec.root}")
         where.world = _start_world(spec)
         _write_wrappers(spec, where)
+    elif spec.prefix:  # issue 18: clients of a version built from source
+        build.write_wrappers(Path(spec.prefix), spec.slurm, spec.bin_dir, spec.slurm_conf, CLIENTS)
     db_password = secrets.token_hex(12)
     _write_configs(spec, db_password)
     progress("starting munged")
@@ -351,6 +361,8 @@ class _Where:
     world: int | None = None
 
     def program(self, name: str) -> str:
+        if self.spec.prefix:  # issue 18: the build's daemons, the host's munged/sshd/tini
+            return build.program(Path(self.spec.prefix), name) or find_program(name) or name
         if not self.spec.root:
             return find_program(name) or name
         root = Path(self.spec.root)
@@ -992,6 +1004,6 @@ def env_lines(directory: Path | str = DEFAULT_DIR) -> list[str]:
     if spec is None:
         raise UsageError(f"no sandbox in {directory}: run 'slurmkit sandbox up' first")
     lines = [f"export SLURM_CONF={shlex.quote(str(spec.slurm_conf))}"]
-    if spec.root:
+    if spec.root or spec.prefix:
         lines.append(f'export PATH={shlex.quote(str(spec.bin_dir))}:"$PATH"')
     return lines

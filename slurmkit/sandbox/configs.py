@@ -19,6 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from slurmkit.sandbox import virtual
 from slurmkit.sandbox.spec import SandboxSpec
 
 DB_USER = "slurm"
@@ -92,6 +93,7 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         )
     lines.append(f"PartitionName=gpu Nodes={spec.nodelist} Default=YES MaxTime=INFINITE State=UP")
     lines.append(f"PartitionName=cpu Nodes={spec.nodelist} MaxTime=INFINITE State=UP")
+    lines.extend(virtual.slurm_conf_lines(spec))  # --virtual-nodes N (issue 18)
     return "\n".join(lines) + "\n"
 
 
@@ -135,7 +137,7 @@ def cgroup_conf(spec: SandboxSpec) -> str:
     from slurmkit.sandbox.versions import OFFERED
 
     version = OFFERED.get(spec.slurm)
-    if not spec.root or version is None or not version.cgroup_disabled:
+    if not (spec.root or spec.prefix) or version is None or not version.cgroup_disabled:
         return ""
     return "CgroupPlugin=disabled\n"
 

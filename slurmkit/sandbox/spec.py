@@ -17,6 +17,7 @@ from slurmkit.trust import UntrustedPath, check_trusted, open_nofollow
 DEFAULT_DIR = Path("/tmp/slurmkit-sandbox")
 MAX_NODES = 200  # 127.0.1.1 .. 127.0.1.200 and one slurmd port each
 MARKER = ".slurmkit-sandbox"
+MAX_VIRTUAL_NODES = 20000
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,18 @@ class SandboxSpec:
     # file system its packages run from ("" = the host's packages)
     slurm: str = ""
     root: str = ""
+    # a version built from source (slurmkit.sandbox.build): the prefix its daemons and
+    # clients run from, on the host ("" = not such a version)
+    prefix: str = ""
+    # nodes defined in slurm.conf but never started (they show down): node queries over
+    # thousands of nodes for the backend benchmark, without thousands of slurmd
+    virtual_nodes: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= MAX_NODES:
             raise UsageError(f"--nodes must be between 1 and {MAX_NODES}, got {self.nodes}")
+        if not 0 <= self.virtual_nodes <= MAX_VIRTUAL_NODES:
+            raise UsageError(f"--virtual-nodes must be between 0 and {MAX_VIRTUAL_NODES}")
         if self.cpus < 1 or self.gpus < 0:
             raise UsageError("--cpus must be at least 1 and --gpus at least 0")
         if not 1024 <= self.port_base <= 65535 - 100 - MAX_NODES:

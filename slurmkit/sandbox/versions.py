@@ -37,11 +37,17 @@ class SlurmVersion:
     slurmdbd_env: dict[str, str] = field(default_factory=dict)
     # a package to take from another suite: (suite, package, directory to unpack it into)
     borrowed: tuple[str, str, str] | None = None
+    # built from SchedMD's source into a cached prefix on the host (no Debian ships it;
+    # see slurmkit.sandbox.build) instead of a Debian root: ``suite`` is then ""
+    from_source: bool = False
 
 
 OFFERED: dict[str, SlurmVersion] = {
     "22.05": SlurmVersion("22.05", "bookworm", cgroup_disabled=False),
     "24.11": SlurmVersion("24.11", "trixie", cgroup_disabled=True),
+    # The one series pyslurm exists for on the package registry (the pyslurm backend);
+    # its slurmd on the host, without systemd/dbus, must be told there are no cgroups.
+    "25.11": SlurmVersion("25.11", "", cgroup_disabled=True, from_source=True),
     "26.05": SlurmVersion(
         "26.05",
         "sid",

@@ -17,7 +17,8 @@ from slurmkit.sandbox.spec import SandboxSpec
 def test_a_version_not_offered_is_one_line_listing_the_offered_ones(run_cli, tmp_path) -> None:
     result = run_cli("sandbox", "up", "--slurm", "23.02", "--dir", str(tmp_path / "x"), exit_code=2)
     assert result.stderr.strip().splitlines() == [
-        "slurmkit: Slurm 23.02 is not offered by the sandbox; choose one of: 22.05, 24.11, 26.05"
+        "slurmkit: Slurm 23.02 is not offered by the sandbox; "
+        "choose one of: 22.05, 24.11, 25.11, 26.05"
     ]
     assert not (tmp_path / "x").exists()
 
