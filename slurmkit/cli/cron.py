@@ -151,13 +151,24 @@ def start_command(
     a second chain. The first run starts now; daily with --at starts at that time.
     Needs no --yes, even without a terminal: it only submits the chains you name and
     changes nothing that exists (so a crontab may run it to restart a lost chain).
+    Each start is written to DIR/journal first; one that got no answer is settled
+    here, by `cron stop` or by `cron status`.
     """
     import shlex
 
+    from slurmkit.cron import journaling
     from slurmkit.cron.chain import start_chains
 
     cron, config = _load(cron_dir)
-    outcomes = start_chains(cron, config, config.select(periods), dry_run=dry_run)
+    chosen = config.select(periods)
+    if dry_run:
+        outcomes = start_chains(cron, config, chosen, dry_run=True)
+    else:
+        journal = journaling.journal_of(cron)
+        with journaling.locked(cron):
+            journaling.reconcile(cron, _notify)
+            journal.check_writable()  # no record, no submission
+            outcomes = start_chains(cron, config, chosen, journal=journal, notify=_notify)
     if as_json:
         print_json([o.to_json() for o in outcomes])
         return
@@ -188,21 +199,29 @@ def stop_command(
     queuing its successor is followed up). Jobs the schedulers already submitted are
     not touched. Exit 0 stopped, 1 dry run or something left, 2 error.
     """
+    from slurmkit.cron import journaling
     from slurmkit.cron.chain import stop_chains, stop_plan
 
-    _, config = _load(cron_dir)
+    cron, config = _load(cron_dir)
     dry_run, forced = _unattended(dry_run, yes)
-    plan = stop_plan(config, config.select(periods))
-    todo = any(o.jobs for o in plan)
-    if dry_run or not todo:
+    if dry_run:
+        plan = stop_plan(config, config.select(periods))
         _show_stop(plan, as_json, dry_run)
-        exit_with(1 if forced and todo else 0)
-    if not yes:
-        print_table([(o.chain, ", ".join(o.jobs) or "-") for o in plan], ["JOB NAME", "JOBS"])
-        if not click.confirm("Cancel these jobs?", default=False, err=True):
-            _notify("nothing cancelled")
-            exit_with(1)
-    outcomes = stop_chains(plan)
+        exit_with(1 if forced and any(o.jobs for o in plan) else 0)
+    journal = journaling.journal_of(cron)
+    with journaling.locked(cron):
+        journaling.reconcile(cron, _notify)
+        plan = stop_plan(config, config.select(periods))
+        if not any(o.jobs for o in plan):
+            _show_stop(plan, as_json, False)
+            exit_with(0)
+        if not yes:
+            print_table([(o.chain, ", ".join(o.jobs) or "-") for o in plan], ["JOB NAME", "JOBS"])
+            if not click.confirm("Cancel these jobs?", default=False, err=True):
+                _notify("nothing cancelled")
+                exit_with(1)
+        journal.check_writable()
+        outcomes = stop_chains(plan, journal=journal, notify=_notify)
     _show_stop(outcomes, as_json, False)
     left = [j for o in outcomes for j in o.left]
     if left:
@@ -245,11 +264,17 @@ def status_command(
     dependency), error (folder missing), late, failed (sbatch refused a job).
     Exit 0 all ok, 1 otherwise.
     """
-    from slurmkit.cron import parse_duration
+    from slurmkit.cron import journaling, parse_duration
     from slurmkit.cron.status import chain_statuses
+    from slurmkit.locks import LockBusy
 
     cron, config = _load(cron_dir)
     grace_seconds = parse_duration(grace, "--grace", minimum=0) if grace else None
+    try:  # settle what a killed or unanswered start/stop left open; never wait for a lock
+        with journaling.locked(cron, wait=0):
+            journaling.reconcile(cron, _notify)
+    except LockBusy:
+        _notify("another cron command is running on this dir: open intents not settled now")
     statuses = chain_statuses(cron, config, config.select(periods), grace=grace_seconds)
     if as_json:
         print_json({"dir": str(cron.root), "chains": [s.to_json() for s in statuses]})

@@ -7,6 +7,11 @@ sees another run of its chain pending queues nothing) and ``--dependency=singlet
 still leave one. ``stop`` cancels by name and user and then watches the queue until
 nothing of the chain is left: a run that was between its ``squeue`` and its ``sbatch``
 when cancelled can still queue a next run, which is cancelled too.
+
+Both write their intent to the cron dir's journal first and the outcome after
+(:mod:`.journaling`); the first run of a chain carries ``--comment=slurmkit:<token>``.
+An sbatch or scancel that gets no answer is "unknown, checked again": the queue is
+read again (bounded, :mod:`slurmkit.slurm.recheck`) and the checked answer is given.
 """
 
 from __future__ import annotations
@@ -17,12 +22,21 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
+from slurmkit import faultpoint
 from slurmkit.cron.layout import CronConfig, CronDir
 from slurmkit.cron.period import Period, begin_value, next_at
-from slurmkit.errors import UsageError
-from slurmkit.slurm import query
+from slurmkit.errors import ControllerUnreachable, SlurmError, UsageError
+from slurmkit.journal import Journal, comment_for
+from slurmkit.slurm import query, recheck
 from slurmkit.slurm.records import Job
+
+Notify = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    """The default ``notify``: library callers that want no progress lines."""
 
 
 def current_user() -> str:
@@ -57,6 +71,8 @@ class StartOutcome:
     existing: list[str] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
     begin: str | None = None
+    token: str | None = None
+    checked: bool = False  # sbatch gave no answer; the job was found in the queue afterwards
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -77,9 +93,14 @@ def start_chains(
     *,
     dry_run: bool = False,
     now: datetime | None = None,
+    journal: Journal | None = None,
+    notify: Notify = _quiet,
 ) -> list[StartOutcome]:
-    """Submit the scheduler of each period that has no live chain."""
-    from slurmkit.templating.submit import sbatch_argv, submit
+    """Submit the scheduler of each period that has no live chain.
+
+    With ``journal``: intent before each sbatch, outcome after (see the module doc).
+    """
+    from slurmkit.templating.submit import sbatch_argv
 
     moment = now or datetime.now()
     user = current_user()
@@ -99,10 +120,57 @@ def start_chains(
             outcome.action = "running"
             outcome.existing = [j.job_id for j in live[chain]]
         elif not dry_run:
-            outcome.job_id = submit(script, extra)
-            outcome.action = "submitted"
+            _submit_chain(outcome, script, extra, user, journal, notify)
         outcomes.append(outcome)
     return outcomes
+
+
+def _submit_chain(
+    outcome: StartOutcome,
+    script: Path,
+    extra: list[str],
+    user: str,
+    journal: Journal | None,
+    notify: Notify,
+) -> None:
+    """One first run: intent, sbatch with the token, outcome; no answer: look in the queue."""
+    from slurmkit.templating.submit import submit
+
+    chain = outcome.chain
+    if journal is not None:
+        outcome.token = journal.intent("cron-start", chain=chain, period=outcome.period)
+        extra = [*extra, f"--comment={comment_for(outcome.token)}"]
+    try:
+        outcome.job_id = submit(script, extra)
+    except SlurmError as exc:
+        if not recheck.no_answer(exc):
+            _close(journal, outcome.token, "cron-start", "failed", error=str(exc))
+            raise
+        jobs, error = recheck.read_again(
+            lambda: chain_jobs([chain], user)[chain], what=f"the queue for {chain}", notify=notify
+        )
+        if jobs is None:
+            raise ControllerUnreachable(
+                f"sbatch of {chain} got no answer and Slurm still does not answer ({error}): "
+                "the chain may have been queued; `slurmkit cron status` (or start) tells, and "
+                "records it in the journal"
+            ) from None
+        if not jobs:
+            _close(journal, outcome.token, "cron-start", "not-queued", error=str(exc))
+            raise SlurmError(
+                f"sbatch of {chain} got no answer ({exc}) and the chain is not in the queue: "
+                "nothing was started; run `slurmkit cron start` again"
+            ) from None
+        outcome.job_id, outcome.checked = jobs[0].job_id, True
+        notify(f"{chain}: sbatch got no answer, but job {outcome.job_id} of the chain is queued")
+    faultpoint.reached("cron.after-submit")
+    outcome.action = "submitted"
+    _close(journal, outcome.token, "cron-start", "done", jobs=[outcome.job_id])
+
+
+def _close(journal: Journal | None, token: str | None, action: str, result: str, **kw) -> None:
+    if journal is not None and token is not None:
+        journal.outcome(token, action, result, **kw)
 
 
 @dataclass
@@ -133,26 +201,64 @@ def stop_chains(
     *,
     timeout: float = 60.0,
     sleep: Callable[[float], None] = time.sleep,
+    journal: Journal | None = None,
+    notify: Notify = _quiet,
 ) -> list[StopOutcome]:
     """Cancel each chain of the plan by name and user; cancel again whatever it queues meanwhile.
 
     Returns with ``left`` empty for every chain once nothing of it is pending or
-    running, or with the ids still there after ``timeout`` seconds.
+    running, or with the ids still there after ``timeout`` seconds. A scancel that
+    gets no answer is followed by the same look at the queue; when the queue cannot
+    be read either, the intents stay open and ControllerUnreachable says so.
     """
     user = current_user()
     todo = [o for o in plan if o.jobs]
+    tokens = {
+        o.chain: journal.intent("cron-stop", chain=o.chain, period=o.period, jobs=o.jobs)
+        for o in (todo if journal is not None else ())
+    }
     for outcome in todo:
-        query.cancel_by_name(outcome.chain, user)
+        _cancel(outcome.chain, user)
         outcome.cancelled = True
+    faultpoint.reached("cron.after-cancel")
     deadline = time.monotonic() + timeout
     while todo:
-        live = chain_jobs([o.chain for o in todo], user)
+        names = [o.chain for o in todo]
+        live, error = recheck.read_again(
+            lambda names=names: chain_jobs(names, user),  # type: ignore[misc]
+            what="the queue",
+            notify=None,
+            within=max(0.0, min(recheck.DEFAULT_WITHIN, deadline - time.monotonic())),
+        )
+        if live is None and error is not None and not recheck.no_answer(error):
+            raise error
+        if live is None:
+            raise ControllerUnreachable(
+                f"cancelled {', '.join(o.chain for o in todo)}, but Slurm does not answer "
+                f"({error}): whether they stopped is unknown; `slurmkit cron status` tells"
+            )
         for outcome in todo:
             outcome.left = [j.job_id for j in live[outcome.chain]]
             if any(j.is_pending for j in live[outcome.chain]):
-                query.cancel_by_name(outcome.chain, user)
+                _cancel(outcome.chain, user)
+        for outcome in todo:
+            if not outcome.left and outcome.chain in tokens:
+                _close(journal, tokens.pop(outcome.chain), "cron-stop", "done")
         todo = [o for o in todo if o.left]
         if not todo or time.monotonic() > deadline:
             break
+        notify(f"waiting for {', '.join(o.chain for o in todo)} to leave the queue")
         sleep(0.5)
+    for outcome in todo:
+        token = tokens.pop(outcome.chain, None)
+        _close(journal, token, "cron-stop", "incomplete", jobs=outcome.left)
     return list(plan)
+
+
+def _cancel(chain: str, user: str) -> None:
+    """scancel by name; no answer is no error here: the queue read after it decides."""
+    try:
+        query.cancel_by_name(chain, user)
+    except SlurmError as exc:
+        if not recheck.no_answer(exc):
+            raise

@@ -51,7 +51,7 @@ def read_again(
     *,
     what: str,
     notify: Notify | None = None,
-    within: float = DEFAULT_WITHIN,
+    within: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[T | None, SlurmError | None]:
@@ -61,6 +61,7 @@ def read_again(
     another Slurm error (e.g. NotFound) is returned at once, since asking again would
     get the same answer. ``notify`` gets one line saying what is awaited.
     """
+    within = DEFAULT_WITHIN if within is None else within
     if notify is not None:
         notify(f"no answer from Slurm: reading {what} again to see what was done (<= {within:g} s)")
     deadline = clock() + within
