@@ -119,9 +119,17 @@ def template_values(options: CpusOptions) -> dict[str, object]:
     return values
 
 
-def check(options: CpusOptions, progress: checkjob.Progress) -> CpusReport:
+def check(
+    options: CpusOptions, progress: checkjob.Progress, notify: checkjob.Progress | None = None
+) -> CpusReport:
+    """Submit the test job, wait, read the verdict; ``notify``: notices always shown."""
     job = checkjob.submit_check(
-        TEMPLATE, template_values(options), options.work_dir, "slurmkit-cpus", sets=options.sets
+        TEMPLATE,
+        template_values(options),
+        options.work_dir,
+        "slurmkit-cpus",
+        sets=options.sets,
+        notify=notify,
     )
     progress(f"slurmkit: submitted cpus-per-task test job {job.job_id}, log {job.log}")
     finished = checkjob.wait(job, options.timeout, progress, options.poll)

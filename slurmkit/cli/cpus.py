@@ -80,7 +80,9 @@ def check_command(
         timeout=timeout,
         work_dir=work_dir,
     )
-    report = check(options, progress)
+    from slurmkit.cli._confirm import notify
+
+    report = check(options, progress, notify)
     if as_json:
         print_json(report.to_json())
     else:

@@ -9,6 +9,14 @@ its partial log read, so the nodes that had not reported show up as unknown.
 sbatch reads the script on stdin; a copy and the log go to ``work_dir`` (absolute),
 which must be on a file system the nodes share with this machine (the batch host
 writes the log there) and must belong to the caller or root, writable by nobody else.
+
+"No answer" is not "not done" (issue 22): each job carries a unique name and
+``--comment=slurmkit:<token>``. An sbatch that times out on a hung slurmctld may still
+have queued the job, so the queue is asked for that name (bounded): a job found is
+the job of this check; with no answer either, the error names the job and the
+commands that find and remove it. A controller that stops answering while the job
+waits or runs gets one ``scancel`` and the error says whether the job may still be
+queued, never a plain failure that hides it.
 """
 
 from __future__ import annotations
@@ -21,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slurmkit.errors import SlurmError, SlurmkitError
-from slurmkit.slurm import query
+from slurmkit.errors import ControllerUnreachable, SlurmError, SlurmkitError
+from slurmkit.journal import comment_for, new_token
+from slurmkit.slurm import query, recheck
 from slurmkit.slurm.records import Job
 
 Progress = Callable[[str], None]
@@ -70,25 +79,58 @@ def submit_check(
     prefix: str,
     extra_sbatch: tuple[str, ...] = (),
     sets: Mapping[str, str] | None = None,
+    notify: Progress | None = None,
 ) -> CheckJob:
     """Render ``template`` (site config < ``values`` < ``sets``) and submit it on sbatch's stdin.
 
     ``work_dir`` gets the job's log, which we read back, and a copy of the script: it
-    must be ours and writable by nobody else (see :func:`submit_rendered`).
+    must be ours and writable by nobody else (see :func:`submit_rendered`). An sbatch
+    that gets no answer is resolved by looking the job's unique name up in the queue;
+    ``notify`` (always shown, unlike progress) says what is awaited and what was found.
     """
     from slurmkit.templating import config, render_template
-    from slurmkit.templating.submit import submit_rendered, trusted_folder
+    from slurmkit.templating.submit import prepare, send, trusted_folder
 
     folder = trusted_folder(work_dir, "--dir")
     name = f"{prefix}-{secrets.token_hex(3)}"
     overrides = {**values, **(sets or {}), "job_name": name, "log_dir": str(folder)}
     rendered = render_template(template, overrides=overrides, site=config.load())
-    job_id, submission = submit_rendered(
-        rendered.text, folder, rendered.template.name, extra_sbatch, "--dir"
-    )
+    token = new_token()
+    extra = (*extra_sbatch, f"--comment={comment_for(token)}")
+    submission = prepare(rendered.text, folder, rendered.template.name, extra, "--dir")
+    try:
+        job_id = send(submission)
+    except SlurmError as exc:
+        if not recheck.no_answer(exc):
+            raise
+        job_id = _find_submitted(name, token, exc, notify)
     return CheckJob(
         job_id=job_id, name=name, script=submission.record, log=folder / f"{name}-{job_id}.out"
     )
+
+
+def _find_submitted(name: str, token: str, exc: SlurmError, notify: Progress | None) -> str:
+    """The id of the job an unanswered sbatch may have queued, found by its unique name."""
+    from slurmkit.cron.chain import current_user
+
+    user = current_user()
+    found, error = recheck.read_again(
+        lambda: query.jobs(name=name, user=user, states="all"),
+        what=f"the queue for job {name}",
+        notify=notify,
+    )
+    if found:
+        job_id = found[0].job_id
+        if notify is not None:
+            notify(f"sbatch got no answer, but job {job_id} ({name}) is queued: using it")
+        return job_id
+    if found is None:
+        raise ControllerUnreachable(
+            f"sbatch of check job {name} got no answer and Slurm still does not answer "
+            f"({error}): the job may be queued (comment {comment_for(token)}); find it with "
+            f"`squeue --name={name}`, remove it with `scancel --name={name} --user={user}`"
+        ) from None
+    raise SlurmError(f"{exc}; the queue has no job {name}: nothing was submitted") from None
 
 
 def wait(job: CheckJob, timeout: float, progress: Progress, poll: float = MAX_POLL) -> Finished:
@@ -104,7 +146,7 @@ def wait(job: CheckJob, timeout: float, progress: Progress, poll: float = MAX_PO
     shown = ("", -PROGRESS_EVERY)
     timed_out = False
     while True:
-        row = _row(job.job_id)
+        row = _row_or_cancel(job)
         elapsed = time.monotonic() - start
         if row is None or row.is_finished:
             break
@@ -139,6 +181,33 @@ def cancel(job_id: str) -> None:
     """scancel our own job; a job already gone is fine."""
     with contextlib.suppress(SlurmError):
         query.cancel(job_id)
+
+
+def _row_or_cancel(job: CheckJob) -> Job | None:
+    """The job's row; when Slurm stops answering, one scancel and an error naming the job."""
+    try:
+        return _row(job.job_id)
+    except SlurmError as exc:
+        if not recheck.no_answer(exc):
+            raise
+        rows, error = recheck.read_again(
+            lambda: query.jobs(job_ids=job.job_id, states="all"), what=f"job {job.job_id}"
+        )
+        if rows is not None:
+            return rows[0] if rows else None
+        try:
+            query.cancel(job.job_id)
+        except SlurmError as cancel_error:
+            fate = (
+                f"cancelling it got no answer either ({cancel_error}): it may still be "
+                f"queued; remove it with `scancel {job.job_id}`"
+            )
+        else:
+            fate = "cancelled it"
+        raise ControllerUnreachable(
+            f"Slurm stopped answering while check job {job.job_id} was queued or running "
+            f"({error}); {fate}"
+        ) from None
 
 
 def _row(job_id: str) -> Job | None:

@@ -1,0 +1,77 @@
+"""``cpus check`` (and the check job behind ``faulty scan``) on a controller that does not
+answer (issue 22): a job that sits in the queue is found and named, never hidden behind a
+plain failure. Each test failed before its fix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from slurmkit import _proc
+from slurmkit.slurm import recheck
+from tests.unit.test_cpus_check import LOG_22_05
+from tests.unit.test_faulty_scan import FakeSlurm
+
+SBATCH_TIMED_OUT = (
+    "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation\n"
+)
+SQUEUE_TIMED_OUT = "squeue: error: slurm_receive_msg: Socket timed out on send/recv operation\n"
+
+
+class HungSlurm(FakeSlurm):
+    """sbatch queues the job but answers with a timeout; squeue is silent ``silent_polls``."""
+
+    silent_sbatch: bool = True
+    silent_polls: int = 0
+    silent_from_poll: int = 0
+
+    def _answer(self, argv: list[str]) -> tuple[int, str, str]:
+        if argv[0] == "sbatch" and self.silent_sbatch:
+            super()._answer(argv)
+            return 1, "", SBATCH_TIMED_OUT
+        if argv[0] == "squeue":
+            polls = sum(1 for c in self.calls if c[0] == "squeue")
+            if polls > self.silent_from_poll and self.silent_polls > 0:
+                self.silent_polls -= 1
+                return 1, "", SQUEUE_TIMED_OUT
+        return super()._answer(argv)
+
+
+@pytest.fixture
+def slurm(monkeypatch, tmp_path) -> Iterator[HungSlurm]:
+    fake = HungSlurm(log_lines=LOG_22_05.splitlines())
+    monkeypatch.setattr(_proc, "runner", fake)
+    monkeypatch.setattr(recheck, "_PAUSE", 0.0)
+    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 0.0)
+    monkeypatch.chdir(tmp_path)
+    yield fake
+
+
+def test_a_timed_out_sbatch_whose_job_was_queued_goes_on_with_that_job(run_cli, slurm) -> None:
+    result = run_cli("cpus", "check", "--dir", "work", "-c", "2", exit_code=1)
+    assert "Slurm 22.05.8: affected" in result.stdout
+    assert "sbatch got no answer, but job 42" in result.stderr
+    (sbatch,) = slurm.slurm_calls("sbatch")
+    assert any(a.startswith("--comment=slurmkit:") for a in sbatch)
+    lookup = next(c for c in slurm.calls if c[0] == "squeue")
+    assert any(a.startswith("--name=slurmkit-cpus-") for a in lookup)
+
+
+def test_no_answer_at_all_names_the_job_to_look_for(run_cli, slurm) -> None:
+    slurm.silent_polls = 100
+    result = run_cli("cpus", "check", "--dir", "work", "-c", "2", exit_code=2)
+    (line,) = result.stderr.strip().splitlines()[-1:]
+    assert line.startswith("slurmkit: sbatch of check job slurmkit-cpus-")
+    assert "may be queued" in line and "squeue --name=slurmkit-cpus-" in line
+    assert "scancel --name=slurmkit-cpus-" in line and "Traceback" not in result.stderr
+
+
+def test_a_controller_that_hangs_while_the_job_runs_cancels_it_and_says_so(run_cli, slurm) -> None:
+    slurm.silent_sbatch = False
+    slurm.silent_from_poll = 1
+    slurm.silent_polls = 100
+    result = run_cli("cpus", "check", "--dir", "work", "-c", "2", exit_code=2)
+    last = result.stderr.strip().splitlines()[-1]
+    assert "job 42" in last and "cancel" in last
+    assert slurm.slurm_calls("scancel")  # it was asked to leave the queue
