@@ -1,0 +1,310 @@
+"""Trains survive real faults on the sandbox (issue 22): nothing orphaned, doubled or misreported.
+
+- slurmkit killed with ``-9`` at each faultpoint of start/extend/switch/hold/stop (between
+  "Slurm changed" and "recorded"): the next ``train status`` settles it (adopts the array),
+  and ``train stop --now --yes`` really leaves nothing of the train in the queue.
+- slurmctld hung (SIGSTOP) during ``train start``: sbatch gets no answer, yet the array is
+  queued once slurmctld wakes; the start and its retries end with exactly one array.
+- the train folder on a small tmpfs, filled (bytes, then inodes) or remounted read-only:
+  ``switch`` and ``hold`` refuse before changing anything, and say so truthfully.
+
+Each run waits for a ``go`` file that no test creates, so runs never finish on their own;
+every train is cancelled in ``finally``. slurmctld is always resumed (SIGCONT in ``finally``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import signal
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from slurmkit import _proc, sandbox
+from slurmkit.slurm._exec import run_slurm
+from tests.integration.conftest import poll
+
+VENV = Path(__file__).resolve().parents[2] / ".venv" / "bin"
+SLURMKIT = VENV / "slurmkit"
+
+
+def training_script(work: Path) -> str:
+    """One node, one CPU; waits (at most 3 min, its time limit) for a file nobody creates."""
+    return (
+        "#!/bin/bash\n"
+        "#SBATCH --nodes=1 --ntasks=1 --cpus-per-task=1 --time=3\n"
+        "#SBATCH --output=/dev/null\n"
+        f"for _ in $(seq 1800); do [[ -e {work}/go ]] && break; sleep 0.1; done\n"
+    )
+
+
+@dataclass
+class Train:
+    name: str
+    work: Path
+    trains: Path
+
+    @property
+    def folder(self) -> Path:
+        return self.trains / self.name
+
+    def cli(
+        self, *args: str, point: str | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        """``slurmkit train ARGS --dir TRAINS`` as its own process (so it can be killed)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURMKIT_FAULT")}
+        if point:
+            env["SLURMKIT_FAULT_POINT"] = point
+        return subprocess.run(
+            [str(SLURMKIT), "train", *args, "--dir", str(self.trains)],
+            cwd=self.work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def ok(self, *args: str) -> subprocess.CompletedProcess[str]:
+        result = self.cli(*args)
+        assert result.returncode == 0, f"{args}: {result.returncode}\n{result.stderr}"
+        return result
+
+    def record(self) -> dict:
+        return json.loads((self.folder / "train.json").read_text())
+
+    @property
+    def arrays(self) -> list[str]:
+        return [a["job_id"] for a in self.record()["arrays"]]
+
+    def in_queue(self) -> list[tuple[str, str, str]]:
+        """(array id, state, reason) of every job of the train's name in the queue now."""
+        out = run_slurm(["squeue", "--noheader", f"--name={self.name}", "--format=%F|%T|%r"]).stdout
+        return [tuple(line.split("|")) for line in out.splitlines() if line.strip()]  # type: ignore[misc]
+
+    def journal_open(self) -> list[str]:
+        entries = [json.loads(line) for line in (self.folder / "journal").read_text().splitlines()]
+        closed = {e["token"] for e in entries if e["kind"] == "outcome"}
+        return [e["action"] for e in entries if e["kind"] == "intent" and e["token"] not in closed]
+
+    def stop_everything(self) -> None:
+        """``train stop --now --yes``, then the queue must hold nothing of the train."""
+        result = self.cli("stop", self.name, "--now", "--yes")
+        assert result.returncode == 0, result.stderr
+        poll(lambda: not self.in_queue(), 60, f"nothing of {self.name} in the queue")
+
+
+@pytest.fixture
+def make_train(cluster: sandbox.SandboxSpec, tmp_path: Path) -> Iterator:
+    made: list[Train] = []
+
+    def make(label: str, trains: Path | None = None) -> Train:
+        name = f"sk-fault-{label}-{uuid.uuid4().hex[:6]}"
+        train = Train(name, tmp_path, trains or tmp_path / "trains")
+        (tmp_path / "a.slurm").write_text(training_script(tmp_path))
+        (tmp_path / "b.slurm").write_text(training_script(tmp_path) + "echo two\n")
+        made.append(train)
+        return train
+
+    try:
+        yield make
+    finally:
+        for train in made:  # whatever a failed assertion left: cancel by name
+            run_slurm(["scancel", f"--name={train.name}"], check=False)
+
+
+def started(train: Train, runs: int = 3) -> str:
+    train.ok("start", str(train.work / "a.slurm"), "--runs", str(runs), "--name", train.name)
+    (array,) = train.arrays
+    return array
+
+
+# ---------------------------------------------------------------- kill -9 at each faultpoint
+
+
+@pytest.mark.parametrize(
+    ("command", "point"),
+    [
+        ("start", "train.start.submitted"),
+        ("extend", "train.extend.submitted"),
+        ("switch", "train.switch.repointed"),
+        ("hold", "train.hold.done"),
+        ("stop", "train.stop.cancelled"),
+    ],
+)
+def test_killed_at_a_faultpoint_is_settled_and_stop_stops_everything(
+    make_train, command: str, point: str
+) -> None:
+    train = make_train(command)
+    if command == "start":
+        args = ["start", str(train.work / "a.slurm"), "--runs", "3", "--name", train.name]
+    else:
+        started(train)
+        args = {
+            "extend": ["extend", train.name, "--runs", "2", "--yes"],
+            "switch": ["switch", str(train.work / "b.slurm"), train.name, "--yes"],
+            "hold": ["hold", train.name, "--yes"],
+            "stop": ["stop", train.name, "--yes"],
+        }[command]
+    killed = train.cli(*args, point=point)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert train.journal_open() == [command]  # the intent was written before acting
+
+    status = train.cli("status", train.name, "--json")
+    assert status.returncode == 0, status.stderr
+    assert f"`train {command}`" in status.stderr  # one line says what was settled
+    assert train.journal_open() == []
+    queued = {array for array, _, _ in train.in_queue()}
+    if command in ("start", "extend"):
+        assert "adopted" in status.stderr
+        assert queued <= set(train.arrays) and len(train.arrays) == (1 if command == "start" else 2)
+        assert len(queued) == len(train.arrays)  # the orphan is in the queue, now in the record
+    if command == "switch":
+        assert (train.folder / "current").readlink() == train.work / "b.slurm"
+        assert train.record()["events"][-1]["what"] == "switch"
+    if command == "hold":
+        assert train.record()["events"][-1]["what"] == "hold"
+        pending = [r for _, s, r in train.in_queue() if s == "PENDING"]
+        assert pending and all(r.startswith("JobHeld") for r in pending)  # Admin for root
+    if command == "stop":
+        assert train.record()["events"][-1]["what"] == "stop"
+        assert not [s for _, s, _ in train.in_queue() if s == "PENDING"]
+    train.stop_everything()
+
+
+# ---------------------------------------------------------------- a hung slurmctld
+
+
+def _slurmctld_pid() -> int:
+    out = _proc.run([str(SLURMKIT), "sandbox", "status", "--json"], timeout=60).stdout
+    (pid,) = [d["pid"] for d in json.loads(out)["daemons"] if d["name"] == "slurmctld"]
+    return int(pid)
+
+
+def _answers() -> bool:
+    return run_slurm(["squeue", "--noheader"], check=False, timeout=30).returncode == 0
+
+
+def test_a_hung_slurmctld_during_start_leaves_exactly_one_array(make_train) -> None:
+    """The issue: sbatch timed out, start deleted the folder, the array ran; a retry made two."""
+    train = make_train("hung")
+    args = ["start", str(train.work / "a.slurm"), "--runs", "2", "--name", train.name]
+    pid = _slurmctld_pid()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        first = train.cli(*args)
+        retry = train.cli(*args)  # still hung: must not submit again
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    poll(_answers, 60, "slurmctld to answer again")
+    assert first.returncode == 2 and "Traceback" not in first.stderr
+    assert "may have been queued" in first.stderr, first.stderr
+    assert (train.folder / "current").is_symlink()  # kept: the array needs it
+    assert retry.returncode == 2 and "nothing submitted again" in retry.stderr, retry.stderr
+    poll(lambda: train.in_queue(), 30, "the array sbatch got no answer for to be queued")
+    again = train.cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert "already queued" in again.stderr
+    arrays = {array for array, _, _ in train.in_queue()}
+    assert len(arrays) == 1 and train.arrays == sorted(arrays)
+    assert train.journal_open() == []
+    train.stop_everything()
+
+
+# ---------------------------------------------------------------- a full or read-only folder
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, inodes: int = 200) -> Iterator[Path]:
+    """A 1 MiB tmpfs at ``where``; unmounted (lazily, whatever happens) at the end."""
+    where.mkdir()
+    _proc.run(
+        [
+            "mount",
+            "-t",
+            "tmpfs",
+            "-o",
+            f"size=1m,nr_inodes={inodes},mode=0755",
+            "tmpfs",
+            str(where),
+        ],
+        timeout=30,
+    )
+    try:
+        assert os.path.ismount(where)
+        yield where
+    finally:
+        _proc.run(["umount", "-l", str(where)], timeout=30)
+
+
+def _fill_bytes(folder: Path) -> Path:
+    filler = folder / "filler"
+    with filler.open("wb") as handle, contextlib.suppress(OSError):
+        while True:
+            handle.write(b"\0" * 65536)
+            handle.flush()
+    return filler
+
+
+def _fill_inodes(folder: Path) -> list[Path]:
+    made = []
+    for i in range(10_000):
+        path = folder / f"i{i}"
+        try:
+            path.touch()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+            return made
+        made.append(path)
+    pytest.fail("the tmpfs never ran out of inodes")
+
+
+def _held(train: Train) -> bool:
+    return any(r.startswith("JobHeld") for _, s, r in train.in_queue() if s == "PENDING")
+
+
+@pytest.mark.parametrize("fault", ["full", "no-inodes", "read-only"])
+def test_switch_and_hold_on_a_full_or_read_only_folder_change_nothing(
+    make_train, tmp_path: Path, fault: str
+) -> None:
+    with small_tmpfs(tmp_path / "mnt") as mnt:
+        train = make_train(fault, mnt / "trains")
+        try:
+            started(train)
+            poll(lambda: [s for _, s, _ in train.in_queue() if s == "PENDING"], 30, "pending runs")
+            before = (train.folder / "current").readlink()
+            record = (train.folder / "train.json").read_bytes()
+            filled: list[Path] = []
+            if fault == "full":
+                filled = [_fill_bytes(mnt)]
+            elif fault == "no-inodes":
+                filled = _fill_inodes(mnt)
+            else:
+                _proc.run(["mount", "-o", "remount,ro", str(mnt)], timeout=30)
+            try:
+                switch = train.cli("switch", str(train.work / "b.slurm"), train.name, "--yes")
+                hold = train.cli("hold", train.name, "--yes")
+            finally:
+                if fault == "read-only":
+                    _proc.run(["mount", "-o", "remount,rw", str(mnt)], timeout=30)
+                for path in filled:
+                    path.unlink()
+            for result in (switch, hold):
+                assert result.returncode == 2, result.stderr
+                assert "nothing was done" in result.stderr and "Traceback" not in result.stderr
+                assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+            assert (train.folder / "current").readlink() == before  # not repointed
+            assert not _held(train)  # not held
+            assert (train.folder / "train.json").read_bytes() == record
+            # with room again, the same commands work and say so
+            train.ok("hold", train.name, "--yes")
+            assert _held(train)
+        finally:
+            train.stop_everything()
