@@ -1,0 +1,100 @@
+"""``faulty scan --checks net`` on the real 4-node sandbox (issue 16 item 1, "Done means").
+
+The fault is real: ``slurmkit sandbox fault NODE net-down|net-slow`` drops or polices
+the node's data traffic with nftables while its slurmd and ssh stay up. The scan must
+name exactly that node out of 4 (with ``--exclude=``), and flag a slowed node slow with
+its figure. Every fault is cleared by the fixture's finalizer, whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from slurmkit import sandbox
+from slurmkit.faulty import excluded
+from slurmkit.sandbox import netfault
+from slurmkit.slurm import query
+from tests.integration.conftest import poll
+
+NODES = ["node-1", "node-2", "node-3", "node-4"]
+
+
+def _all_can_run() -> bool:
+    return all(
+        n.state in ("IDLE", "MIXED") and not n.flags & {"DRAIN", "NOT_RESPONDING"}
+        for n in query.nodes("node-[1-4]")
+    )
+
+
+@pytest.fixture
+def fault(cluster: sandbox.SandboxSpec, run_cli) -> Iterator[Callable[[str, str], None]]:
+    """``fault(node, kind)`` breaks a node's network; every broken node is cleared after."""
+    poll(_all_can_run, 300, "node-[1-4] to accept jobs")
+    broken: list[str] = []
+
+    def apply(node: str, kind: str) -> None:
+        broken.append(node)
+        run_cli("sandbox", "fault", "--dir", str(cluster.dir), node, kind)
+
+    try:
+        yield apply
+    finally:
+        for node in broken:
+            run_cli("sandbox", "fault", "--dir", str(cluster.dir), node, "clear")
+        left = [f for f in netfault.active(cluster) if f.node in broken]
+        assert not left, f"faults still in force: {left}"
+
+
+def _scan(run_cli, tmp_path: Path, *extra: str, exit_code: int) -> str:
+    return run_cli(
+        "faulty", "scan", "-w", "node-[1-4]", "--checks", "net", "--dir", str(tmp_path),
+        "--timeout", "300", "--net-timeout", "15", *extra, exit_code=exit_code,
+    ).stdout  # fmt: skip
+
+
+def test_healthy_nodes_all_pass_with_bandwidth_figures(run_cli, tmp_path, fault) -> None:
+    data = json.loads(_scan(run_cli, tmp_path, "--json", exit_code=0))
+    assert data["job_state"] == "COMPLETED" and data["exclude"] == ""
+    for node in data["nodes"]:
+        (check,) = node["checks"]
+        assert node["result"] == "pass" and check["status"] == "pass", node
+        found = re.fullmatch(r"median ([0-9.]+) MB/s over 3 pair\(s\)", check["detail"])
+        assert found and float(found.group(1)) > 0, check
+    log = Path(data["log"]).read_text()
+    assert log.count("SLURMKIT_NET kind=pair check=net") == 6  # 3 rounds of 2 pairs
+    assert "status=fail" not in log and "status=timeout" not in log
+
+
+def test_a_node_whose_network_is_down_is_named_alone(run_cli, tmp_path, fault) -> None:
+    fault("node-3", "net-down")
+    out = _scan(run_cli, tmp_path, exit_code=1)
+    lines = out.splitlines()
+    assert lines[-1] == "--exclude=node-3"
+    rows = {line.split()[0]: line.split()[1] for line in lines[2:-1]}
+    assert rows == {"node-1": "pass", "node-2": "pass", "node-3": "FAIL", "node-4": "pass"}
+    assert "net: all 3 pairs failed, with node-[1-2,4]: " in out
+    assert "from 127.0.1.3: timed out" in out or "to 127.0.1.3 port" in out
+    entries = excluded.load(excluded.default_path())
+    assert [(e.node, e.check) for e in entries] == [("node-3", "net")]
+
+
+def test_a_slowed_node_is_flagged_slow_with_its_figure(run_cli, tmp_path, fault) -> None:
+    fault("node-2", "net-slow")
+    data = json.loads(_scan(run_cli, tmp_path, "--net-size", "4", "--json", exit_code=1))
+    results = {n["node"]: n for n in data["nodes"]}
+    assert {name: n["result"] for name, n in results.items()} == {
+        "node-1": "pass", "node-2": "slow", "node-3": "pass", "node-4": "pass",
+    }  # fmt: skip
+    detail = results["node-2"]["checks"][0]["detail"]
+    found = re.fullmatch(
+        r"slow: median ([0-9.]+) MB/s over 3 pair\(s\), below 0\.5 x the median of all pairs "
+        r"\(([0-9.]+) MB/s\)",
+        detail,
+    )
+    assert found and float(found.group(1)) < 0.5 * float(found.group(2)), detail
+    assert data["slow"] == "node-2" and data["exclude"] == "node-2" and data["failing"] == ""
