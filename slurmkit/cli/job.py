@@ -2,7 +2,9 @@
 
 Thin over :mod:`slurmkit.jobenv.timelimit`. ``extend`` changes cluster state:
 it shows the change and asks on a terminal, needs ``--yes`` without one (or
-only reports), and ``--dry-run`` changes nothing.
+only reports), and ``--dry-run`` changes nothing. Each change is journaled
+(:func:`slurmkit.jobenv.timelimit.journal_path`) and an earlier one left open is
+settled first, in one line on stderr.
 """
 
 from __future__ import annotations
@@ -84,9 +86,11 @@ def extend_command(jobid: str, time: str, dry_run: bool, yes: bool) -> None:
     from slurmkit.slurm import query
 
     change = timelimit.parse_change(time)
+    rule = gate(dry_run, yes)
+    journal = timelimit.open_journal()
+    timelimit.settle(journal, notify, record=not rule.dry_run)  # what a killed run left open
     plan = timelimit.plan_extend(query.job(jobid.strip()), change)
     command = shlex.join(plan.argv)
-    rule = gate(dry_run, yes)
     if rule.dry_run:
         click.echo(f"{plan.describe()}\nwould run: {command}")
         exit_with(rule.exit_code(True))
@@ -96,7 +100,7 @@ def extend_command(jobid: str, time: str, dry_run: bool, yes: bool) -> None:
 
     if not rule.approve(show_plan):
         exit_with(declined())
-    job = timelimit.apply_extend(plan)
+    job = timelimit.apply_extend(plan, journal, notify)
     now = timelimit.format_duration(job.time_limit)
     if job.time_limit != plan.after:
         notify(

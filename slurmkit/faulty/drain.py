@@ -4,23 +4,51 @@ One ``scontrol update nodename=<folded> state=drain reason=...`` per distinct
 reason (nodes that failed the same checks share one call), then one read-back.
 Nodes already drained or down keep their state and the reason an admin gave them:
 they are left alone and listed. Unknown nodes (no result) are never drained.
+
+Intent first (issue 22): the drain is written, with a token, to a journal beside the
+default exclude list (``$XDG_STATE_HOME/slurmkit/faulty-drain.journal``, see
+:func:`journal_path`) and fsynced before any update; the outcome follows the
+read-back. An update that gets no answer is "unknown, checked again": the nodes are
+read again (bounded) and the states found are the answer. A run killed in between,
+or one that never got an answer, is settled by the next ``faulty scan --drain``
+(:func:`reconcile`), in one line on stderr.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
+from slurmkit import faultpoint
+from slurmkit.errors import ControllerUnreachable, SlurmError
 from slurmkit.faulty.report import DrainOutcome, ScanReport
-from slurmkit.hostlist import fold
-from slurmkit.slurm import query
+from slurmkit.hostlist import expand, fold
+from slurmkit.journal import Journal
+from slurmkit.slurm import query, recheck
 
 REASON_LIMIT = 200
+JOURNAL_NAME = "faulty-drain.journal"
+DRAIN = "drain"
 Confirm = Callable[[DrainOutcome], bool]
+Notify = Callable[[str], None]
 
 
 def reason_for(checks: list[str]) -> str:
     reason = f"slurmkit: {','.join(checks)} failed"
     return reason if len(reason) <= REASON_LIMIT else reason[: REASON_LIMIT - 1] + "…"
+
+
+def journal_path() -> Path:
+    """Beside the default exclude list: the state a scan already keeps for its user."""
+    from slurmkit.faulty import excluded
+
+    return excluded.default_path().with_name(JOURNAL_NAME)
+
+
+def _stderr(message: str) -> None:
+    """The default notice channel: one ``slurmkit: ...`` line on stderr."""
+    print(f"slurmkit: {message}", file=sys.stderr, flush=True)
 
 
 def plan(report: ScanReport, dry_run: bool) -> DrainOutcome:
@@ -39,15 +67,92 @@ def plan(report: ScanReport, dry_run: bool) -> DrainOutcome:
     return outcome
 
 
-def execute(outcome: DrainOutcome, confirm: Confirm) -> DrainOutcome:
+def _open_journal() -> Journal:
+    from slurmkit.trust import private_dir
+
+    path = journal_path()
+    private_dir(path.parent, what="state directory")
+    return Journal(path)
+
+
+def reconcile(journal: Journal, notify: Notify = _stderr) -> list[str]:
+    """Settle drains an earlier run left open: read the nodes, record and say what is true.
+
+    A node now drained counts as drained (by that run or anyone); without an answer
+    from Slurm the intent stays open.
+    """
+    texts: list[str] = []
+    for entry in (e for e in journal.open_intents() if e.action == DRAIN):
+        names = str(entry.details.get("nodes", ""))
+        if not names:
+            continue
+        try:
+            found = {n.name: n for n in query.nodes(names)}
+        except SlurmError as exc:
+            texts.append(f"{names}: the earlier drain is still unknown ({exc})")
+            continue
+        drained = [n for n in expand(names) if n in found and "DRAIN" in found[n].flags]
+        missed = [n for n in expand(names) if n not in drained]
+        parts = [f"{fold(drained)} drained"] if drained else []
+        parts += [f"{fold(missed)} not drained"] if missed else []
+        result = "done" if not missed else ("not-applied" if not drained else "partial")
+        journal.outcome(
+            entry.token,
+            DRAIN,
+            result,
+            states={n: found[n].state_text for n in found},
+            reconciled=True,
+        )
+        texts.append(", ".join(parts))
+    if texts:
+        notify(f"{journal.path}: settled what an earlier drain left open: {'; '.join(texts)}")
+    return texts
+
+
+def execute(
+    outcome: DrainOutcome,
+    confirm: Confirm,
+    *,
+    journal: Journal | None = None,
+    notify: Notify = _stderr,
+) -> DrainOutcome:
     """Drain the planned nodes unless dry run or declined; read their states back."""
     if outcome.dry_run or not outcome.groups:
         return outcome
     if not confirm(outcome):
         outcome.declined = True
         return outcome
+    journal = journal if journal is not None else _open_journal()
+    reconcile(journal, notify)
+    journal.check_writable()  # no record, no drain
+    groups = {reason: fold(nodes) for reason, nodes in outcome.groups.items()}
+    token = journal.intent(DRAIN, nodes=fold(outcome.nodes), groups=groups)
+    silent: SlurmError | None = None
     for reason, nodes in outcome.groups.items():
-        query.update_node_state(fold(nodes), "drain", reason)
+        try:
+            query.update_node_state(fold(nodes), "drain", reason)
+        except SlurmError as exc:
+            if not recheck.no_answer(exc):
+                journal.outcome(token, DRAIN, "failed", error=str(exc))
+                raise
+            silent = exc
+    faultpoint.reached("faulty-drain.after-update")
     outcome.done = True
-    outcome.states = {n.name: n.state_text for n in query.nodes(fold(outcome.nodes))}
+    names = fold(outcome.nodes)
+    if silent is None:
+        found = query.nodes(names)
+    else:
+        answer, error = recheck.read_again(
+            lambda: query.nodes(names), what=f"the state of {names}", notify=notify
+        )
+        if answer is None:
+            outcome.states = {n: "unknown" for n in outcome.nodes}
+            raise ControllerUnreachable(
+                f"scontrol update (drain {names}) got no answer and Slurm still does not answer "
+                f"({error}): whether they were drained is unknown; the next `faulty scan "
+                f"--drain` settles it ({journal.path})"
+            )
+        found = answer
+    outcome.states = {n.name: n.state_text for n in found}
+    journal.outcome(token, DRAIN, "done", states=outcome.states)
     return outcome

@@ -23,17 +23,41 @@ On Slurm 22.05 (checked on 22.05.8) ``scontrol update JobId=N TimeLimit+=M``
 for steps) both add M minutes; ``JobId=`` must come first. Only operators,
 administrators and root may *raise* a running job's limit; users may lower
 it, and may change a pending job's limit within the partition's.
+
+``job extend`` writes its intent (job, limit before and after, token) to a journal
+beside the user's other state (:func:`journal_path`) before the update and the
+outcome after (issue 22). An update that gets no answer is "unknown, checked
+again": the job is read back (bounded) and the limit found decides. A run killed in
+between, or one that never got an answer, is settled by the next ``job extend``:
+one line on stderr says whether the earlier change went through, so a retried
+``+2h`` is seen for what it is.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from slurmkit.errors import PermissionDenied, SlurmkitError, UsageError
+from slurmkit import faultpoint
+from slurmkit.errors import (
+    ControllerUnreachable,
+    PermissionDenied,
+    SlurmError,
+    SlurmkitError,
+    UsageError,
+)
+from slurmkit.journal import Journal
+from slurmkit.slurm import recheck
 from slurmkit.slurm.records import Job
+
+JOURNAL_NAME = "job-extend.journal"
+EXTEND = "job-extend"
+Notify = Callable[[str], None]
 
 UNLIMITED_SECONDS = 2**31 - 1  # 68 years: "no limit" as an integer every shell can compare
 
@@ -265,13 +289,115 @@ def plan_extend(job: Job, change: LimitChange) -> ExtendPlan:
     return ExtendPlan(job.job_id, change, job.time_limit, change.new_limit(job.time_limit))
 
 
-def apply_extend(plan: ExtendPlan) -> Job:
-    """Run the ``scontrol update`` and return the job as Slurm reports it afterwards."""
+def journal_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/slurmkit/job-extend.journal`` (a relative XDG_STATE_HOME is ignored)."""
+    env = os.environ if env is None else env
+    state = env.get("XDG_STATE_HOME", "")
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "slurmkit" / JOURNAL_NAME
+
+
+def open_journal() -> Journal:
+    """The journal, its folder created private to the caller when missing."""
+    from slurmkit.trust import private_dir
+
+    path = journal_path()
+    private_dir(path.parent, what="state directory")
+    return Journal(path)
+
+
+def _verdict(entry_after: Any, entry_before: Any, now: int | None) -> str:
+    if now == entry_after:
+        return "done"
+    if now == entry_before:
+        return "not-applied"
+    return "changed-otherwise"
+
+
+def settle(journal: Journal, notify: Notify, *, record: bool = True) -> list[str]:
+    """Settle the extends an earlier run left open: read each job, say and record the result.
+
+    ``record=False`` (a dry run) only says. A job Slurm no longer knows is ``job-gone``;
+    without an answer the intent stays open.
+    """
+    from slurmkit.errors import NotFound
     from slurmkit.slurm import query
 
+    texts: list[str] = []
+    for entry in (e for e in journal.open_intents() if e.action == EXTEND):
+        job_id = str(entry.details.get("job", ""))
+        before, after = entry.details.get("before"), entry.details.get("after")
+        change = f"{format_duration(before)} -> {format_duration(after)}"
+        try:
+            limit = query.job(job_id).time_limit
+        except NotFound:
+            result, text = "job-gone", f"job {job_id}: the earlier extend {change}: job is gone"
+        except SlurmError as exc:
+            texts.append(f"job {job_id}: the earlier extend {change} is still unknown ({exc})")
+            continue
+        else:
+            result = _verdict(after, before, limit)
+            what = {
+                "done": "went through",
+                "not-applied": "was not applied",
+                "changed-otherwise": f"left the limit at {format_duration(limit)}",
+            }[result]
+            text = f"job {job_id}: the earlier extend {change} {what}"
+        if record:
+            journal.outcome(entry.token, EXTEND, result, reconciled=True)
+        texts.append(text)
+    if texts:
+        notify("; ".join(texts))
+    return texts
+
+
+def apply_extend(
+    plan: ExtendPlan, journal: Journal | None = None, notify: Notify | None = None
+) -> Job:
+    """Run the ``scontrol update`` and return the job as Slurm reports it afterwards.
+
+    With ``journal``: intent first (nothing is done when it cannot be written), outcome
+    after; an update without an answer is checked by reading the job again.
+    """
+    from slurmkit.slurm import query
+
+    token = None
+    if journal is not None:
+        journal.check_writable()
+        token = journal.intent(EXTEND, job=plan.job_id, before=plan.before, after=plan.after)
     try:
         query.update_job(plan.job_id, plan.change.assignment)
-    except PermissionDenied as exc:
+    except SlurmError as exc:
+        if not recheck.no_answer(exc):
+            _close(journal, token, "failed", error=str(exc))
+            _refused(plan, exc)
+            raise
+        job, error = recheck.read_again(
+            lambda: query.job(plan.job_id), what=f"job {plan.job_id}", notify=notify
+        )
+        if job is None:
+            raise ControllerUnreachable(
+                f"scontrol update of job {plan.job_id} got no answer and Slurm still does not "
+                f"answer ({error}): whether its limit changed is unknown; the next "
+                "`slurmkit job extend` says (and records it)"
+            ) from None
+        faultpoint.reached("job-extend.after-update")
+        _close(journal, token, _verdict(plan.after, plan.before, job.time_limit), checked=True)
+        return job
+    faultpoint.reached("job-extend.after-update")
+    job = query.job(plan.job_id)
+    _close(journal, token, _verdict(plan.after, plan.before, job.time_limit))
+    return job
+
+
+def _close(journal: Journal | None, token: str | None, result: str, **details: Any) -> None:
+    if journal is not None and token is not None:
+        journal.outcome(token, EXTEND, result, **details)
+
+
+def _refused(plan: ExtendPlan, exc: SlurmError) -> None:
+    """A refusal of a raise gets the explanation of who may raise a limit."""
+    if isinstance(exc, PermissionDenied):
         raise PermissionDenied(
             f"Slurm refused to change the time limit of job {plan.job_id} ({exc}): only Slurm "
             "operators, administrators and root can raise a running job's limit; ask one to "
@@ -280,4 +406,3 @@ def apply_extend(plan: ExtendPlan) -> Job:
             exc.returncode,
             exc.stderr,
         ) from exc
-    return query.job(plan.job_id)

@@ -1,0 +1,185 @@
+"""``job extend`` and ``faulty scan --drain`` when slurmctld does not answer or slurmkit is
+killed between the change and its record (issue 22). Each test failed before its fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from slurmkit import _proc, faultpoint
+from slurmkit.errors import ControllerUnreachable
+from slurmkit.faulty import drain
+from slurmkit.faulty.report import DrainOutcome
+from slurmkit.jobenv import timelimit
+from slurmkit.journal import Journal, read
+from slurmkit.slurm import recheck
+from tests.unit.test_cli_job import SHOW3, UPDATE, FakeSlurm, _limited
+from tests.unit.test_faulty_scan import FakeSlurm as ScanSlurm
+
+TIMED_OUT = "slurm_update error: Socket timed out on send/recv operation\n"
+SHOW_TIMED_OUT = "slurm_load_jobs error: Socket timed out on send/recv operation\n"
+
+
+@pytest.fixture(autouse=True)
+def _no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recheck, "_PAUSE", 0.0)
+    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 0.0)
+
+
+class HungJobSlurm(FakeSlurm):
+    """The update is applied but answered with a timeout; then ``silent_shows`` silent reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.silent_shows = 0
+
+    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
+        key = tuple(argv)
+        if key[:2] == ("scontrol", "update"):
+            self.calls.append(key)
+            return _proc.Completed(key, 1, "", TIMED_OUT, 0.0)
+        if key == SHOW3 and UPDATE in self.calls and self.silent_shows > 0:
+            self.calls.append(key)
+            self.silent_shows -= 1
+            return _proc.Completed(key, 1, "", SHOW_TIMED_OUT, 0.0)
+        return super().__call__(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+
+
+@pytest.fixture
+def job_slurm(monkeypatch: pytest.MonkeyPatch) -> HungJobSlurm:
+    for name in list(os.environ):
+        if name.startswith("SLURM_"):
+            monkeypatch.delenv(name)
+    fake = HungJobSlurm()
+    monkeypatch.setattr(_proc, "runner", fake)
+    return fake
+
+
+def _journal_entries(path: Path) -> list[tuple[str, str]]:
+    return [(e.kind, str(e.details.get("result", ""))) for e in read(path).entries]
+
+
+def test_extend_that_timed_out_but_went_through_says_so(run_cli, job_slurm: HungJobSlurm) -> None:
+    job_slurm.shows["3"] = [_limited("00:05:00"), _limited("00:07:00")]
+    result = run_cli("job", "extend", "3", "+2m", "--yes")
+    assert result.stdout == "job 3: time limit 00:05:00 -> 00:07:00\n"
+    assert "no answer" in result.stderr
+    assert _journal_entries(timelimit.journal_path()) == [("intent", ""), ("outcome", "done")]
+
+
+def test_extend_without_any_answer_is_unknown_and_the_next_extend_settles_it(
+    run_cli, job_slurm: HungJobSlurm
+) -> None:
+    job_slurm.shows["3"] = [_limited("00:05:00"), _limited("00:07:00")]
+    job_slurm.silent_shows = 100
+    result = run_cli("job", "extend", "3", "+2m", "--yes", exit_code=2)
+    (line,) = result.stderr.strip().splitlines()[-1:]
+    assert "unknown" in line and "job 3" in line and "Traceback" not in result.stderr
+    assert _journal_entries(timelimit.journal_path()) == [("intent", "")]
+    job_slurm.silent_shows = 0
+    job_slurm.shows["3"] = [_limited("00:07:00")]
+    result = run_cli("job", "extend", "3", "+2m", "--dry-run")
+    assert "would run" in result.stdout and "00:07:00 -> 00:09:00" in result.stdout
+    assert "job 3: the earlier extend 00:05:00 -> 00:07:00 went through" in result.stderr
+    assert _journal_entries(timelimit.journal_path()) == [("intent", "")]  # a dry run records not
+    job_slurm.shows["3"] = [_limited("00:07:00"), _limited("00:07:00"), _limited("00:09:00")]
+    result = run_cli("job", "extend", "3", "+2m", "--yes")
+    assert "went through" in result.stderr
+    assert result.stdout == "job 3: time limit 00:07:00 -> 00:09:00\n"
+    assert [r for _, r in _journal_entries(timelimit.journal_path())] == ["", "done", "", "done"]
+
+
+def test_extend_killed_after_the_update_is_settled_next_time(
+    run_cli, job_slurm: HungJobSlurm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_slurm.shows["3"] = [_limited("00:05:00"), _limited("00:07:00")]
+
+    def die(name: str) -> None:
+        if name == "job-extend.after-update":
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(faultpoint, "reached", die)
+    run_cli("job", "extend", "3", "+2m", "--yes", exit_code=130)
+    assert _journal_entries(timelimit.journal_path()) == [("intent", "")]
+    monkeypatch.setattr(faultpoint, "reached", lambda name: None)
+    job_slurm.shows["3"] = [_limited("00:07:00"), _limited("00:07:00"), _limited("00:08:00")]
+    result = run_cli("job", "extend", "3", "+1m", "--yes")
+    assert "the earlier extend 00:05:00 -> 00:07:00 went through" in result.stderr
+    assert _journal_entries(timelimit.journal_path())[1] == ("outcome", "done")
+
+
+def test_extend_with_a_journal_that_cannot_be_written_changes_nothing(
+    run_cli, job_slurm: HungJobSlurm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_slurm.shows["3"] = [_limited("00:05:00")]
+    real = os.statvfs
+
+    def full(path):
+        st = real(path)
+        return os.statvfs_result((st.f_bsize, st.f_frsize, st.f_blocks, 0, 0, *st[5:]))
+
+    monkeypatch.setattr(os, "statvfs", full)
+    result = run_cli("job", "extend", "3", "+2m", "--yes", exit_code=2)
+    assert "cannot write journal" in result.stderr and len(result.stderr.splitlines()) == 1
+    assert UPDATE not in job_slurm.calls
+
+
+# ---------------------------------------------------------------- faulty scan --drain
+
+
+class HungScanSlurm(ScanSlurm):
+    silent_reads: int = 0
+
+    def _answer(self, argv: list[str]) -> tuple[int, str, str]:
+        if argv[:2] == ["scontrol", "update"]:
+            super()._answer(argv)
+            return 1, "", TIMED_OUT
+        updated = any(c[:2] == ["scontrol", "update"] for c in self.calls)
+        if argv[:2] == ["scontrol", "--all"] and self.silent_reads > 0 and updated:
+            self.silent_reads -= 1
+            return 1, "", "scontrol: error: Socket timed out on send/recv operation\n"
+        return super()._answer(argv)
+
+
+@pytest.fixture
+def scan_slurm(monkeypatch: pytest.MonkeyPatch) -> HungScanSlurm:
+    fake = HungScanSlurm()
+    monkeypatch.setattr(_proc, "runner", fake)
+    return fake
+
+
+def _plan() -> DrainOutcome:
+    outcome = DrainOutcome(dry_run=False)
+    outcome.groups["slurmkit: python failed"] = ["node-2", "node-3"]
+    return outcome
+
+
+def test_a_drain_that_timed_out_but_went_through_is_reported_drained(
+    scan_slurm: HungScanSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 5.0)  # (no pause: asked again at once)
+    scan_slurm.silent_reads = 1
+    journal = Journal(tmp_path / "drain.journal")
+    notes: list[str] = []
+    done = drain.execute(_plan(), lambda o: True, journal=journal, notify=notes.append)
+    assert done.done and done.states == {"node-2": "IDLE+DRAIN", "node-3": "IDLE+DRAIN"}
+    assert _journal_entries(journal.path) == [("intent", ""), ("outcome", "done")]
+    assert any("no answer" in n for n in notes)
+
+
+def test_a_drain_without_any_answer_stays_open_and_the_next_drain_settles_it(
+    scan_slurm: HungScanSlurm, tmp_path: Path
+) -> None:
+    scan_slurm.silent_reads = 100
+    journal = Journal(tmp_path / "drain.journal")
+    with pytest.raises(ControllerUnreachable, match="unknown"):
+        drain.execute(_plan(), lambda o: True, journal=journal, notify=lambda n: None)
+    assert _journal_entries(journal.path) == [("intent", "")]
+    scan_slurm.silent_reads = 0
+    notes: list[str] = []
+    settled = drain.reconcile(journal, notes.append)
+    assert settled == ["node-[2-3] drained"]
+    assert _journal_entries(journal.path)[-1] == ("outcome", "done")
+    assert len(notes) == 1
