@@ -12,6 +12,12 @@ The node runs the interpreter undrain runs under (``sys.executable``: a shared i
 or the same image puts slurmkit at the same path everywhere) with the health config
 ``$SLURMKIT_HEALTH_CONFIG`` of undrain's environment, else the default
 ``/etc/slurmkit/health.toml`` (on the node; it must pass the node's trust check there).
+Root runs that interpreter on the node, so the script first checks there, as ``pyspy``
+does for its python, that only root can change it: the interpreter path, its real path
+and the ``slurmkit`` package directory (found without importing it), with every
+directory above them, are root's and writable by nobody else (a sticky ``/tmp``-style
+directory above is allowed). Otherwise the node is kept out, with the reason. The
+interpreter then runs isolated (``-I``: no PYTHONPATH, no user site, no current dir).
 """
 
 from __future__ import annotations
@@ -32,10 +38,37 @@ CONFIG_ENV = "SLURMKIT_HEALTH_CONFIG"
 DEFAULT_CONFIG = "/etc/slurmkit/health.toml"
 
 
-def health_argv(config: str | None = None) -> list[str]:
-    """What runs on the node: this interpreter's slurmkit, checks only, JSON out."""
+# The trust check on the node, then the health run. Paths arrive as positional
+# parameters ($1 interpreter, $2 config), never spliced into the script's text.
+_SCRIPT = r"""
+bad() { echo "slurmkit: refusing to run $1 as root on this node: $2" >&2; exit 3; }
+ok() {
+  s=$(stat -L -c '%u %a' -- "$1" 2>/dev/null) || bad "$1" "it does not exist"
+  u=${s%% *}; m=0${s#* }
+  [ "$u" = 0 ] || bad "$1" "owned by uid $u, not root"
+  if [ $((m & 022)) -ne 0 ]; then
+    { [ "$2" = dir ] && [ $((m & 01000)) -ne 0 ]; } || bad "$1" "writable by group or others"
+  fi
+}
+chain() {
+  ok "$1" leaf; d=$(dirname -- "$1")
+  while :; do ok "$d" dir; [ "$d" = / ] && break; d=$(dirname -- "$d"); done
+}
+py=$1; config=$2
+chain "$py"; chain "$(readlink -f -- "$py")"
+code='import importlib.util as u'
+code="$code; print(u.find_spec('slurmkit').submodule_search_locations[0])"
+pkg=$("$py" -I -c "$code") || bad "$py" "it cannot find the slurmkit package"
+chain "$pkg"
+exec "$py" -I -m slurmkit health --no-drain --json --config "$config"
+"""
+
+
+def health_argv(config: str | None = None, python: str | None = None) -> list[str]:
+    """What runs on the node: the trust check, then this interpreter's ``slurmkit health
+    --no-drain --json``. One argv; the transports quote it word by word."""
     path = config or os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG
-    return [sys.executable, "-m", "slurmkit", "health", "--no-drain", "--json", "--config", path]
+    return ["sh", "-c", _SCRIPT, "sh", python or sys.executable, path]
 
 
 def gate(outcomes: Sequence[NodeOutcome], via: str, options: RemoteOptions) -> None:

@@ -146,8 +146,9 @@ def test_slurm_drains_the_broken_node_by_itself_and_resumes_it_once_fixed(
     poll(lambda: "DRAIN" not in _node(NODE).flags, DRAIN_WITHIN, f"{NODE} resumed by itself")
 
 
+@pytest.mark.parametrize("via", ["pdsh", "ssh"])
 def test_undrain_returns_a_health_drain_only_once_its_check_passes(
-    health: Health, run_cli, monkeypatch: pytest.MonkeyPatch
+    health: Health, run_cli, monkeypatch: pytest.MonkeyPatch, via: str
 ) -> None:
     health.break_node(NODE)
     health.enable()
@@ -155,6 +156,7 @@ def test_undrain_returns_a_health_drain_only_once_its_check_passes(
     health.disable()  # Slurm stops checking: only undrain can return the node now
     monkeypatch.setenv("SLURMKIT_HEALTH_CONFIG", str(health.gate_config()))
     args = ("undrain", "--nodes", NODE, "--reason", "slurmkit health", "--yes", "--json")
+    args = (*args, "--via", via)
     refused = json.loads(run_cli(*args, exit_code=1).stdout)
     (outcome,) = refused["nodes"]
     assert outcome["action"] == "skipped"

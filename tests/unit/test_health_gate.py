@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from slurmkit import remote
+from slurmkit import _proc, remote
 from slurmkit.remote import RemoteOptions, RunOutcome
 from slurmkit.remote.result import NodeResult, from_exit_code
 from slurmkit.undrain import healthgate
@@ -55,11 +57,34 @@ def test_gate_runs_health_only_on_its_own_drains(monkeypatch: pytest.MonkeyPatch
     ours = outcome("node-3", "slurmkit health: cmd: 'test ! -e /m' exited 1")
     kill_task = outcome("node-1", "Kill task failed")
     healthgate.gate([ours, kill_task], "ssh", RemoteOptions(5.0))
-    assert asked == [
-        (
-            ["node-3"],
-            [sys.executable, "-m", "slurmkit", "health", "--no-drain", "--json", *CONFIG],
-        )
-    ]
+    ((nodes, argv),) = asked
+    assert nodes == ["node-3"]
+    assert argv[:2] == ["sh", "-c"] and argv[3:] == ["sh", sys.executable, CONFIG[1]]
+    assert "-I -m slurmkit health --no-drain --json" in argv[2]
     assert ours.action == "skipped" and "still fails" in ours.why
     assert kill_task.action == WOULD_RETURN
+
+
+def test_the_node_script_runs_health_isolated(tmp_path: Path) -> None:
+    config = tmp_path / "health.toml"
+    config.write_text("[[check]]\ntype = 'cmd'\nargv = ['false']\n")
+    os.chmod(tmp_path, 0o755)
+    done = _proc.run(healthgate.health_argv(str(config)), timeout=60)
+    assert done.returncode == 1, done.stderr
+    result = from_exit_code("node-3", done.returncode, done.stdout, done.stderr, 0.1)
+    assert healthgate.verdict(result) == "slurmkit health still fails: cmd: fail: 'false' exited 1"
+
+
+def test_the_node_script_refuses_an_interpreter_others_can_change(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    (shared / "python").symlink_to(sys.executable)
+    done = _proc.run(healthgate.health_argv("/dev/null", str(shared / "python")), timeout=60)
+    assert (done.returncode, done.stdout) == (3, "")
+    assert f"refusing to run {shared} as root on this node: writable by group or others" in (
+        done.stderr
+    )
+    assert "could not be run on the node (failed)" in healthgate.verdict(
+        from_exit_code("node-3", 3, done.stdout, done.stderr, 0.1)
+    )
