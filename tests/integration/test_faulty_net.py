@@ -98,3 +98,17 @@ def test_a_slowed_node_is_flagged_slow_with_its_figure(run_cli, tmp_path, fault)
     )
     assert found and float(found.group(1)) < 0.5 * float(found.group(2)), detail
     assert data["slow"] == "node-2" and data["exclude"] == "node-2" and data["failing"] == ""
+
+
+def test_nccl_multi_without_torch_cuda_is_skipped_on_every_node(run_cli, tmp_path, fault) -> None:
+    out = run_cli(
+        "faulty", "scan", "-w", "node-[1-4]", "--checks", "nccl-multi", "--dir", str(tmp_path),
+        "--timeout", "300", "--json", exit_code=1,
+    ).stdout  # fmt: skip
+    data = json.loads(out)
+    assert data["exclude"] == "" and data["recorded"] == []
+    for node in data["nodes"]:
+        (check,) = node["checks"]
+        assert node["result"] == "skipped" and check["status"] == "skipped", node
+        assert re.match(r"torch (is not importable by |.*torch\.cuda\.is_available\(\) is False)",
+                        check["detail"]), check  # fmt: skip

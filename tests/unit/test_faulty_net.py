@@ -402,3 +402,12 @@ def test_the_probe_says_skipped_without_torch_cuda_never_ok() -> None:
 
 def test_the_driver_module_is_the_shipped_file() -> None:
     assert Path(driver.__file__) == DRIVER_PATH
+
+
+def test_a_step_past_its_time_is_killed_and_marked_timed_out() -> None:
+    """The driver's bound on a hung pair: the step is ended, the round goes on."""
+    hung = driver.Step([sys.executable, "-c", "import time; time.sleep(600)"], 0.5)
+    quick = driver.Step([sys.executable, "-c", "print('SLURMKIT_RANK rank=0 status=ok')"], 60)
+    driver.run_all([hung, quick])
+    assert hung.timed_out and hung.proc.returncode is not None
+    assert not quick.timed_out and quick.text()[0].startswith("SLURMKIT_RANK rank=0")
