@@ -64,12 +64,19 @@ def _notify(message: str) -> None:
 
 
 def _find(
-    directory: Path | None, name: str | None, lock_wait: float = 5.0, *, settle: bool = True
+    directory: Path | None,
+    name: str | None,
+    lock_wait: float = 5.0,
+    *,
+    settle: bool = True,
+    busy_ok: bool = False,
 ) -> TrainDir:
     """The train, after settling what killed or unanswered commands left open (one line each).
 
-    The lock is needed to settle (a command holding it is alive); when another command
-    holds it for longer than ``lock_wait``, the open intents wait for the next command.
+    The lock is needed to settle (a command holding it is alive). When another command
+    holds it for longer than ``lock_wait``, a command that changes the train stops there
+    (exit 2: it could not act either); with ``busy_ok`` (status, the kill switch) the
+    open intents are left for the next command and this one goes on.
     """
     from slurmkit.locks import LockBusy
     from slurmkit.train import find, root_dir
@@ -84,6 +91,8 @@ def _find(
             with train.locked():
                 lines = reconcile(train)
         except LockBusy as exc:
+            if not busy_ok:
+                raise
             lines = [f"open changes not checked now: {exc}"]
         for line in lines:
             _notify(line)
@@ -297,7 +306,7 @@ def status_command(
     """
     from slurmkit.train.status import gather
 
-    train = _find(directory, name, lock_wait)
+    train = _find(directory, name, lock_wait, busy_ok=True)
     _must_exist(train)
     status = gather(train)
     for notice in status.notices:
@@ -602,7 +611,7 @@ def kill_switch_command(
     # Never wait behind another command: the switch is for emergencies. Open changes
     # are settled only if the lock is free at once; the note in train.json waits
     # at most --lock-wait.
-    train = _find(directory, name, 0.0, settle=action != "status")
+    train = _find(directory, name, 0.0, settle=action != "status", busy_ok=True)
     train = replace(train, lock_wait=lock_wait)
     if action == "status":
         state = killswitch.state(train)
