@@ -26,6 +26,11 @@ RECORDED = (
 ).read_text()
 
 
+# Recorded on the sandbox (Slurm 22.05.8, 2026-11-25): `scontrol --all show node node-3`
+# with a slurm.conf whose SlurmctldPort nobody listens on; exit 1, nothing on stdout.
+CONTROLLER_DOWN = "slurm_load_node error: Unable to contact slurm controller (connect failure)\n"
+
+
 def show_node(state: str = "IDLE", reason: str | None = None) -> str:
     text = RECORDED.replace("NodeName=node-2", "NodeName=node-3")
     text = text.replace("State=IDLE+DRAIN", f"State={state}")
@@ -132,12 +137,7 @@ def test_own_drain_is_resumed_once_every_check_passes(env: Path, monkeypatch) ->
 @pytest.mark.parametrize(
     ("fake", "says"),
     [
-        (
-            FakeSlurm(
-                show_rc=1, stderr="slurm_load_node error: Unable to contact slurm controller"
-            ),
-            "cannot reach slurmctld",
-        ),
+        (FakeSlurm(show_rc=1, stderr=CONTROLLER_DOWN), "cannot reach slurmctld"),
         (FakeSlurm(hang=True), "did not answer within 4 s"),
     ],
 )
