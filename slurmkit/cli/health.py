@@ -127,7 +127,7 @@ def _stderr(report: HealthReport) -> None:
         if r.status == UNKNOWN:
             _note(f"{report.node}: {r.label}: unknown: {printable(r.detail)}")
     if report.error:
-        _note(f"{report.node}: Slurm did not answer, nothing changed: {report.error}")
+        _note(f"{report.node}: scontrol failed, this node left as it was: {report.error}")
     elif report.mode == "drain" and report.action == nd.DRAIN:
         _note(f"{report.node}: drained: {report.reason}")
     elif report.mode == "drain" and report.action == nd.RESUME:

@@ -147,7 +147,7 @@ def test_scontrol_failing_or_hanging_is_a_stderr_line_and_exit_0(
     result = invoke(monkeypatch, fake, "--config", str(config(env, True)))
     assert (result.exit_code, result.stdout) == (0, "")
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and says in lines[0] and "nothing changed" in lines[0]
+    assert len(lines) == 1 and says in lines[0] and "this node left as it was" in lines[0]
     assert fake.updates == [] and fake.timeouts == [4.0]
 
 
