@@ -105,6 +105,23 @@ def throughput(src: str, dst: str, size: int = 16 * MB, port: int = LISTEN_PORT)
     return size / seconds
 
 
+def udp_arrives(src: str, dst: str, port: int = LISTEN_PORT) -> bool:
+    """True when a datagram from ``src`` reaches a socket on ``dst:port`` (waited for briefly)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rx:
+        rx.bind((dst, port))
+        rx.settimeout(CONNECT_TIMEOUT)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as tx:
+            tx.bind((src, 0))
+            try:
+                tx.sendto(b"ping", (dst, port))
+            except PermissionError:  # a datagram dropped on output fails the send itself
+                return False
+        try:
+            return rx.recv(16) == b"ping"
+        except TimeoutError:
+            return False
+
+
 def status_json(run_cli: Any, cluster: sandbox.SandboxSpec) -> dict[str, Any]:
     return json.loads(run_cli("sandbox", "status", "--json", "--dir", str(cluster.dir)).stdout)
 
@@ -183,6 +200,8 @@ def test_net_down_breaks_the_nodes_data_network_both_ways(
         assert connect(n2, n1) == "ok", "node-2 lost node-1 too: the fault is not node-3's alone"
     with listener(n3):
         assert connect(n2, n3) == "timeout", "node-3's listener is reachable under net-down"
+    assert not udp_arrives(n3, n1) and not udp_arrives(n1, n3), "UDP passes under net-down"
+    assert udp_arrives(n2, n1)
     assert status_json(run_cli, cluster)["faults"] == [
         {"node": "node-3", "fault": "net-down", "rate": ""}
     ]
