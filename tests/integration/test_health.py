@@ -14,6 +14,7 @@ import json
 import os
 import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -198,3 +199,29 @@ def test_a_really_full_disk_drains_only_that_node(
     assert [n.name for n in _ours()] == [NODE]
     _node_mount(cluster, "rm", "-f", f"{disk}/fill")
     poll(lambda: "DRAIN" not in _node(NODE).flags, DRAIN_WITHIN, f"{NODE} resumed by itself")
+
+
+def test_a_controller_that_does_not_answer_is_one_stderr_line_and_exit_0(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    """The real scontrol against a SlurmctldPort nobody listens on, as slurmd would run it."""
+    os.chmod(tmp_path, 0o755)
+    conf = tmp_path / "slurm.conf"
+    text = cluster.slurm_conf.read_text()
+    conf.write_text(
+        "\n".join(
+            "SlurmctldPort=1" if line.startswith("SlurmctldPort=") else line
+            for line in text.splitlines()
+        )
+        + "\n"
+    )
+    config = tmp_path / "health.toml"
+    config.write_text("scontrol_timeout = 20\n[[check]]\ntype = 'cmd'\nargv = ['false']\n")
+    os.chmod(config, 0o644)
+    env = {**os.environ, "SLURM_CONF": str(conf), "SLURMD_NODENAME": NODE}
+    argv = [sys.executable, "-m", "slurmkit", "health", "--config", str(config)]
+    done = _proc.run(argv, env=env, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"slurmkit: health: {NODE}: scontrol failed, this node left as it was: ")
+    assert "cannot reach slurmctld" in line
