@@ -364,6 +364,59 @@ def test_known_nasty_inputs(world: Path, args: list[str]) -> None:
         assert outcome.stderr.count("\n") == 1, outcome.stderr  # one line, as promised
 
 
+# Issue 21 item 6: the three node-list runaways, with what each must answer (the
+# timings are in benchmarks/bench_runaway.py; here only results and refusals).
+LONG_NAME = "n" + "7" * 40_000 + "a1b"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a[1-200]b[1-200]c[1-2]",  # 40,000 entries, 80,000 names
+        "a[1-2000]b[1-2000]c[1-2]",  # 4,000,000 entries: took 42 s and 1 GiB
+        "a[1-200]b[1-200]c[1-2]x",  # text after the last bracket: every name listed
+        "a[1-20]b[1-20]c[1-2],a[1-20]b[1-20]c[1-2],a[1-20]b[1-20]c[1-2]",  # 1200 in three
+    ],
+)
+def test_keep_order_fold_is_refused_past_max(world: Path, text: str) -> None:
+    outcome = check(["nodes", "fold", "--keep-order", "--max", "1000", text])
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert outcome.stderr.startswith("slurmkit: too many names") and "limit 1000" in outcome.stderr
+    sorted_fold = check(["nodes", "fold", "--max", "1000", text])
+    assert (sorted_fold.code, sorted_fold.stdout) == (2, "")  # the same answer as sorted
+
+
+def test_keep_order_fold_under_max_still_folds(world: Path) -> None:
+    outcome = check(["nodes", "fold", "--keep-order", "--max", "1000", "a[1-20]b[1-20]c[1-2]"])
+    assert outcome.code == 0
+    assert outcome.stdout.startswith("a1b1c[1-2],a2b1c[1-2],") and outcome.stdout.count(",") == 399
+
+
+@pytest.mark.parametrize("order", [[], ["--keep-order"]])
+def test_a_40000_character_name_folds_to_itself(world: Path, order: list[str]) -> None:
+    outcome = check(["nodes", "fold", *order, LONG_NAME])
+    assert (outcome.code, outcome.stdout) == (0, LONG_NAME + "\n")
+
+
+def test_multi_dim_refuses_the_40000_digit_inner_number_in_one_line(world: Path) -> None:
+    """--multi-dim folds every number, so the inner 40,000-digit one must be read: refused."""
+    outcome = check(["nodes", "fold", "--multi-dim", LONG_NAME])
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert "longer than 4000 digits" in outcome.stderr and outcome.stderr.count("\n") == 1
+
+
+def test_a_40000_digit_name_past_the_digit_limit_is_refused_in_one_line(world: Path) -> None:
+    outcome = check(["nodes", "fold", "n" + "7" * 40_000])
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert "longer than 4000 digits" in outcome.stderr and outcome.stderr.count("\n") == 1
+
+
+def test_limit_error_names_the_copy_that_crossed_it(world: Path) -> None:
+    outcome = check(["nodes", "expand", "--max", "2", "a,b,a"])
+    assert (outcome.code, outcome.stdout) == (2, "")
+    assert "at position 5" in outcome.stderr  # the second 'a', not the first (position 1)
+
+
 @pytest.mark.parametrize("args", [["nodes", "diff", "-"], ["nodes", "fold", "--", "-"]])
 def test_non_utf8_stdin(world: Path, args: list[str]) -> None:
     assert check(args, b"n1,\xff\xfe,n2\n").code == 0
