@@ -17,8 +17,9 @@ check, pure functions only:
   **unknown** (a port blocked everywhere, not n broken nodes);
 * a node whose median pair bandwidth is below ``slow_ratio`` x the median over all
   pairs is **slow**, with both figures;
-* a node none of whose pairs reported (the scan ended first, the node died) is
-  **unknown**, never a pass.
+* a node none of whose pairs reported (the scan ended first), or whose task did not
+  run in any of its pairs (the node died, srun could not start on it), is **unknown**,
+  never a pass; a pair whose partner's task never ran says nothing about a node.
 
 The log is text a node's output can shape (issue 14): lines naming a node outside
 the job's allocation are dropped, and malformed lines are ignored.
@@ -61,9 +62,17 @@ class Pair:
     status: str  # ok | fail | timeout
     mbps: float | None = None
     error: str = ""
+    ran: tuple[str, ...] | None = None  # whose task printed a result (None: not said)
 
     def partner(self, node: str) -> str:
         return self.b if node == self.a else self.a
+
+    @property
+    def did_not_run(self) -> set[str]:
+        """The ends of a failed pair whose task never ran: no evidence on the network."""
+        if self.status != FAIL or self.ran is None:
+            return set()
+        return {self.a, self.b} - set(self.ran)
 
 
 @dataclass
@@ -121,8 +130,9 @@ def _add(log: NetLog, kind: str | None, check: str, f: dict[str, str]) -> None:
         mbps = float(f["mbps"]) if f.get("mbps", "-") != "-" else None
         if f["status"] == OK and mbps is None:
             raise ValueError("an ok pair without a bandwidth")
+        ran = tuple(n for n in f["ran"].split(",") if n and n != "-") if "ran" in f else None
         log.pairs.append(
-            Pair(check, int(f["round"]), f["a"], f["b"], f["status"], mbps, f.get("error", ""))
+            Pair(check, int(f["round"]), f["a"], f["b"], f["status"], mbps, f.get("error", ""), ran)
         )
     elif kind == "skip":
         log.skipped[(check, f["node"])] = f.get("why", "") or "skipped"
@@ -168,7 +178,11 @@ def verdicts(
             why = log.unknown.get((check, node))
             out.append(CheckResult(node, check, "unknown", _no_result(node, planned, why, paired)))
             continue
-        out.append(_judge(node, check, mine, pairs, len(paired), any_ok, overall, slow_ratio))
+        counted = [p for p in mine if not p.did_not_run]
+        if not counted:
+            out.append(CheckResult(node, check, "unknown", _not_run(node, mine)))
+            continue
+        out.append(_judge(node, check, counted, pairs, len(paired), any_ok, overall, slow_ratio))
     return out
 
 
@@ -191,6 +205,17 @@ def _no_result(node: str, planned: list[tuple[str, str]], why: str | None, paire
     if not paired:
         return "no pair ran (the network check did not start, or the scan ended first)"
     return "no pair was planned with this node"
+
+
+def _not_run(node: str, mine: list[Pair]) -> str:
+    """Every pair of the node failed to start a task somewhere: a dead node, not a network."""
+    partners = _partners(node, mine)
+    if any(node in p.did_not_run for p in mine):
+        return (
+            f"its task did not run in its pair(s) with {partners} (the node died, or srun "
+            f"could not start on it): {_error(mine[0])}"
+        )
+    return f"its partners' tasks did not run ({partners}): no pair tested it"
 
 
 def _judge(

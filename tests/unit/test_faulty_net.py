@@ -14,6 +14,7 @@ import importlib.util
 import io
 import itertools
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -126,7 +127,7 @@ FAIL1 = (
 def test_an_ok_pair_is_read_back_with_the_lower_bandwidth() -> None:
     line = _printed(_Step(OK0 + OK1))
     (pair,) = net.parse(line).pairs
-    assert pair == net.Pair("net", 2, "node-1", "node-3", "ok", 790.1, "")
+    assert pair == net.Pair("net", 2, "node-1", "node-3", "ok", 790.1, "", ("node-1", "node-3"))
 
 
 def test_a_failed_rank_names_its_node_and_error() -> None:
@@ -143,6 +144,7 @@ def test_a_rank_that_never_ran_and_a_killed_step() -> None:
     assert pair.status == "fail"
     assert "node-3: no result (its task did not run)" in pair.error
     assert "srun: error: node-3: task 1" in pair.error
+    assert pair.ran == ("node-1",) and pair.did_not_run == {"node-3"}
     (pair,) = net.parse(_printed(_Step("", "", timed_out=True))).pairs
     assert pair.status == "timeout" and "step killed" in pair.error
 
@@ -168,7 +170,9 @@ def test_parse_reads_every_kind_and_ignores_malformed_lines() -> None:
     )
     log = net.parse(text)
     assert log.planned == [("net", 1, "node-1", "node-2")]
-    assert log.pairs == [net.Pair("net", 1, "node-1", "node-2", "ok", 10.5, "")]
+    assert log.pairs == [
+        net.Pair("net", 1, "node-1", "node-2", "ok", 10.5, "", ("node-1", "node-2"))
+    ]
     assert log.skipped == {("nccl-multi", "node-1"): "torch is not importable"}
     assert log.unknown == {("nccl-multi", "node-2"): "probe step timed out"}
     assert log.done == {"net"}
@@ -274,6 +278,19 @@ def test_a_scan_that_ended_after_round_one_leaves_unrun_nodes_unknown() -> None:
     assert found["node-1"][0] == "unknown"
     assert "no result for its pairs with node-" in found["node-1"][1]
     assert {found[n][0] for n in nodes(5)[1:]} == {"pass"}
+
+
+def test_a_node_whose_tasks_never_ran_is_unknown_and_blames_no_partner() -> None:
+    """node-3 died before the scan's steps: srun started nothing there, in any pair."""
+    text = simulate(4, broken={"node-3"})
+    text = re.sub(r"ran=node-3,(\S+)", r"ran=\1", re.sub(r"ran=(\S+),node-3", r"ran=\1", text))
+    found = verdict(text, 4)
+    assert {k: s for k, (s, _) in found.items()} == {
+        **dict.fromkeys(nodes(4), "pass"),
+        "node-3": "unknown",
+    }
+    assert found["node-3"][1].startswith("its task did not run in its pair(s) with node-[1-2,4]")
+    assert not any("warning" in d for _, d in found.values())  # no blame on its partners
 
 
 def test_no_line_at_all_is_unknown_never_pass() -> None:
