@@ -154,6 +154,14 @@ def results(
     return out
 
 
+def outside(text: str, allocation: Sequence[str]) -> list[str]:
+    """Nodes the network lines name but the allocation does not hold (shown, never judged)."""
+    log = parse(text)
+    named = [n for p in log.pairs for n in (p.a, p.b)] + [n for _, n in log.skipped]
+    inside = set(allocation)
+    return list(dict.fromkeys(n for n in named if n not in inside))
+
+
 def verdicts(
     check: str, allocation: Sequence[str], log: NetLog, slow_ratio: float = DEFAULT_SLOW_RATIO
 ) -> list[CheckResult]:

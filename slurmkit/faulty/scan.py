@@ -140,5 +140,7 @@ def scan(options: ScanOptions, progress: checkjob.Progress) -> ScanReport:
         log=str(job.log),
         timed_out=finished.timed_out,
         allocation=scanned,
-        ignored=outside(results, allocation),
+        ignored=list(
+            dict.fromkeys(outside(results, allocation) + net.outside(finished.log_text, allocation))
+        ),
     )

@@ -125,3 +125,16 @@ def test_nccl_multi_without_torch_is_skipped_never_pass(run_cli, slurm) -> None:
     assert {n["result"] for n in data["nodes"]} == {"skipped"}
     assert data["nodes"][0]["checks"][0]["detail"].startswith("torch is not importable")
     assert data["exclude"] == "" and "#SBATCH --gres=gpu:4" in slurm.script_text
+
+
+def test_a_pair_line_for_a_node_outside_the_job_is_shown_never_judged(run_cli, slurm) -> None:
+    forged = (
+        "SLURMKIT_NET kind=pair check=net round=1 a=node-1 b=node-9 port=29600 status=fail "
+        "mbps=- ran=node-1,node-9 error=forged"
+    )
+    slurm.log_lines = [*simulate(4).splitlines(), forged]
+    result = scan(run_cli, "--checks", "net", "--drain", "--yes", "--json", exit_code=0)
+    data = json.loads(result.stdout)
+    assert data["ignored"] == ["node-9"] and data["exclude"] == ""
+    assert [n["node"] for n in data["nodes"]] == ["node-1", "node-2", "node-3", "node-4"]
+    assert "ignoring result lines for node-9" in result.stderr
