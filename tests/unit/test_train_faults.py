@@ -183,6 +183,34 @@ def test_start_with_an_unwritable_trains_folder_submits_nothing(
     result = start(run_cli, tmp_path, exit_code=2)
     assert "nothing was done" in result.stderr and "Traceback" not in result.stderr
     assert cluster.slurm_calls("sbatch") == []
+    assert not (tmp_path / FOLDER).exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "action"),
+    [
+        (("hold", "--yes"), "hold"),
+        (("release", "--yes"), "release"),
+        (("stop", "--yes"), "stop"),
+        (("switch", "b.slurm", "--yes"), "switch"),
+        (("kill-switch", "on", "--yes"), "kill-switch on"),
+    ],
+)
+def test_each_change_journals_its_intent_then_its_outcome(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, args: tuple[str, ...], action: str
+) -> None:
+    start(run_cli, tmp_path)
+    script(tmp_path, GOOD.replace("echo train", "echo two"), "b.slurm")
+    cluster.queue = running_and_pending()
+    run_cli("train", *args)
+    *_, intent, outcome = journal(tmp_path)
+    assert (intent["kind"], intent["action"]) == ("intent", action)
+    assert (outcome["kind"], outcome["token"], outcome["result"]) == (
+        "outcome",
+        intent["token"],
+        "done",
+    )
+    assert intent["pid"] and intent["host"] and intent["user"]
 
 
 # ---------------------------------------------------------------- 2. no answer is not "not done"
