@@ -314,9 +314,13 @@ def _submit_new(plan: _StartPlan, *, created: bool) -> Started:
         workdir=os.getcwd(),
     )
     intent_time = now_text()
-    train.point_to(plan.target)
-    text = wrapper.render(train, plan.runs, plan.header.words, plan.more)
-    write_atomic(train.wrapper, text, mode=FILE_MODE)
+    try:  # before sbatch: a failure here queued nothing, and says so
+        train.point_to(plan.target)
+        text = wrapper.render(train, plan.runs, plan.header.words, plan.more)
+        write_atomic(train.wrapper, text, mode=FILE_MODE)
+    except SlurmkitError as exc:
+        reconcile.finish(train, token, "start", "failed", why=str(exc))
+        raise
     notices = list(plan.notices)
     try:
         job_id = submit_text(text, [*plan.sbatch_extra, f"--comment={comment_for(token)}"])

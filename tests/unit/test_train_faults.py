@@ -482,3 +482,18 @@ def test_status_with_accounting_down_does_not_claim_zero_finished(
     assert "115_2 on node-1" in result.stdout
     status = json.loads(run_cli("train", "status", "--json").stdout)
     assert status["finished"] is None and status["accounting"] == "unavailable"
+
+
+def test_a_wrapper_that_cannot_be_written_queues_nothing_and_leaves_nothing(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from slurmkit.errors import EnvironmentProblem
+
+    def full(path: object, text: str, mode: int | None = None) -> None:
+        raise EnvironmentProblem(f"cannot write {path}: No space left on device")
+
+    monkeypatch.setattr("slurmkit.train.submit.write_atomic", full)
+    result = start(run_cli, tmp_path, exit_code=2)
+    assert "No space left on device" in result.stderr
+    assert cluster.slurm_calls("sbatch") == []
+    assert not (tmp_path / FOLDER).exists()  # the start's intent was closed as failed
