@@ -85,7 +85,7 @@ def faulty_group() -> None:
 )
 @click.option(
     "--net-port",
-    type=click.IntRange(1024, 65000),
+    type=click.IntRange(1024, 65535),
     default=29600,
     show_default=True,
     metavar="PORT",

@@ -85,6 +85,12 @@ def template_values(options: ScanOptions, targets: Targets) -> dict[str, object]
 def net_values(options: ScanOptions, targets: Targets) -> dict[str, object]:
     """The net-check template's own parameters."""
     given = options.net
+    last = given.port + targets.count // 2 - 1  # a round's pairs use port, port+1, ...
+    if last > 65535:
+        raise UsageError(
+            f"--net-port {given.port}: {targets.count // 2} pairs per round need ports up to "
+            f"{last}, past 65535; pick a lower port"
+        )
     seconds = given.pair_timeout or net.pair_timeout(options.timeout, targets.count, given.rounds)
     return {
         "net_port": given.port,

@@ -50,18 +50,21 @@ def fault(cluster: sandbox.SandboxSpec, run_cli) -> Iterator[Callable[[str, str]
         assert not left, f"faults still in force: {left}"
 
 
-def _scan(run_cli, tmp_path: Path, *extra: str, exit_code: int) -> str:
+def _scan(run_cli, tmp_path: Path, *extra: str, exit_code: int, checks: str = "net") -> str:
     return run_cli(
-        "faulty", "scan", "-w", "node-[1-4]", "--checks", "net", "--dir", str(tmp_path),
+        "faulty", "scan", "-w", "node-[1-4]", "--checks", checks, "--dir", str(tmp_path),
         "--timeout", "300", "--net-timeout", "15", *extra, exit_code=exit_code,
     ).stdout  # fmt: skip
 
 
 def test_healthy_nodes_all_pass_with_bandwidth_figures(run_cli, tmp_path, fault) -> None:
-    data = json.loads(_scan(run_cli, tmp_path, "--json", exit_code=0))
+    """With a per-node check too: both run in the one job, the per-node step first."""
+    out = _scan(run_cli, tmp_path, "--json", exit_code=0, checks="python,net")
+    data = json.loads(out)
     assert data["job_state"] == "COMPLETED" and data["exclude"] == ""
     for node in data["nodes"]:
-        (check,) = node["checks"]
+        python, check = node["checks"]
+        assert python["check"] == "python" and python["status"] == "pass", node
         assert node["result"] == "pass" and check["status"] == "pass", node
         found = re.fullmatch(r"median ([0-9.]+) MB/s over 3 pair\(s\)", check["detail"])
         assert found and float(found.group(1)) > 0, check

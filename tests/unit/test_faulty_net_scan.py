@@ -42,6 +42,16 @@ def test_two_nodes_of_which_one_is_drained_are_one_node(run_cli, slurm) -> None:
     assert not slurm.slurm_calls("sbatch")
 
 
+def test_a_port_range_past_65535_is_refused(run_cli, slurm) -> None:
+    slurm.nodes.update({f"node-{i}": "IDLE" for i in range(5, 9)})
+    result = scan(run_cli, "--checks", "net", "--net-port", "65533", exit_code=2)
+    assert "4 pairs per round need ports up to 65536, past 65535" in result.stderr
+    assert not slurm.slurm_calls("sbatch")
+    slurm.log_lines = simulate(8).splitlines()
+    scan(run_cli, "--checks", "net", "--net-port", "65532", exit_code=None)
+    assert "--port 65532 " in slurm.script_text
+
+
 @pytest.mark.parametrize(
     ("value", "message"),
     [("0", "expected a number of rounds"), ("x", "expected a number"), ("-2", "expected")],
