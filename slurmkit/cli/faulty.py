@@ -150,11 +150,12 @@ def scan_command(
     """Run checks on every node in one job (one task per node) and report each node.
 
     \b
-    Per node: pass, FAIL (with the error), skipped (a GPU check where no GPU driver
-    is: never "pass"), unknown (no result: the node died or the scan timed out), or
-    unavailable (drained/down: not scanned). Prints --exclude=<failing and unknown
-    nodes> for sbatch. With --drain, failing nodes are drained in one scontrol call
-    per reason; nodes already drained or down keep their reason.
+    Per node: pass, FAIL (with the error), slow (net/nccl-multi bandwidth far below
+    the others'), skipped (a GPU check where no GPU driver is: never "pass"), unknown
+    (no result: the node died or the scan timed out), or unavailable (drained/down:
+    not scanned). Prints --exclude=<failing, slow and unknown nodes> for sbatch.
+    With --drain, failing nodes are drained in one scontrol call per reason; nodes
+    already drained or down keep their reason.
 
     \b
     gpu-health reads nvidia-smi -q (ECC, retired pages, remapped rows, clock
