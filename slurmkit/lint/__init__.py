@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -70,8 +71,15 @@ def _lint_text(text: str, path: str, context: LintContext | None) -> list[Findin
     except NestingTooDeep as exc:
         raise UsageError(f"cannot lint {path}: {exc}") from None
     findings: list[Finding] = []
-    for rule in RULES:
-        findings.extend(rule(script, context))
+    # A heredoc fed to sbatch is a job script of its own (its #SBATCH lines are its
+    # header): linted as one, its findings at their lines in this file. Bounded: each
+    # body is a strict part of the text that holds it.
+    pending = [script]
+    while pending:
+        current = pending.pop()
+        for rule in RULES:
+            findings.extend(_placed(current, rule(current, context)))
+        pending.extend(current.job_scripts())
     findings.extend(
         Finding(
             path,
@@ -86,6 +94,21 @@ def _lint_text(text: str, path: str, context: LintContext | None) -> list[Findin
     order = {rule.id: index for index, rule in enumerate(RULES)}
     kept = keep(findings, script.lines)
     return sorted(set(kept), key=lambda f: (f.line, order.get(f.rule, len(order)), f.message))
+
+
+def _placed(script: Script, findings: list[Finding]) -> list[Finding]:
+    """Findings of a job script fed to sbatch, moved to this file's lines and said so."""
+    origin = script.origin
+    if origin is None:
+        return findings
+    return [
+        replace(
+            f,
+            message=f"{f.message} (in the job script that line {origin.submit_line} feeds to "
+            f"sbatch, its line {origin.inner(f.line)})",
+        )
+        for f in findings
+    ]
 
 
 def lint_path(path: Path, context: LintContext | None = None) -> list[Finding]:

@@ -164,13 +164,21 @@ def sbatch_words(text: str) -> list[str]:
     return words
 
 
-def read_directives(lines: list[str]) -> list[Directive]:
-    """Every ``#SBATCH``-looking line, with whether and why sbatch ignores it."""
+def read_directives(lines: list[str], comments: set[int] | None = None) -> list[Directive]:
+    """Every ``#SBATCH``-looking line, with whether and why sbatch ignores it.
+
+    The header is read as sbatch reads it, line by line. After it, a line is listed
+    only if bash reads it as a comment (``comments``, from the syntax tree): a
+    ``#SBATCH`` line inside a heredoc or a multi-line string is not a misplaced
+    directive of this script (a heredoc fed to sbatch is a script of its own).
+    """
     found: list[Directive] = []
     header = True
     for number, line in enumerate(lines, start=1):
         stripped = line.lstrip()
         looks = stripped[: len(MAGIC)].upper() == MAGIC
+        if not header and looks and comments is not None and number not in comments:
+            continue
         if line.startswith(MAGIC):
             found.append(_directive(number, line, None if header else AFTER_COMMAND))
         elif looks:
@@ -182,7 +190,10 @@ def read_directives(lines: list[str]) -> list[Directive]:
 
 
 def _directive(number: int, line: str, ignored: str | None) -> Directive:
-    body = line.lstrip()[len(MAGIC) :]
+    from slurmkit.lint.shell import mask_templates
+
+    # A template tag ({{ log_dir }}) is one unknown word, not words split at its blanks.
+    body = mask_templates(line.lstrip()[len(MAGIC) :])
     options, _ = parse_options(sbatch_words(body))
     return Directive(
         line=number,

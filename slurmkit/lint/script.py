@@ -18,11 +18,23 @@ from functools import cached_property
 from slurmkit.lint.directives import Directive, JobRequest, job_request, read_directives
 from slurmkit.lint.findings import Finding
 from slurmkit.lint.options import Option, parse_options
-from slurmkit.lint.shell import Assignment, Command, Parsed, Word, as_assignment, parse
+from slurmkit.lint.shell import (
+    Assignment,
+    Command,
+    Heredoc,
+    Parsed,
+    Word,
+    as_assignment,
+    parse,
+)
 
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_]\w*)")
 _INHERITED = re.compile(r"SLURM_\w+")
-_BUILTINS = frozenset({"export", "declare", "typeset", "unset", "set"})
+_BUILTINS = frozenset({"export", "declare", "typeset", "local", "readonly", "unset", "set"})
+_DECLARE = frozenset({"declare", "typeset", "local", "readonly"})
+# What a heredoc body may stand for in the script that feeds it to sbatch: the outer
+# shell removes these escapes from an unquoted heredoc before sbatch reads it.
+_HEREDOC_ESCAPES = re.compile(r"\\([$`\\])")
 
 
 @dataclass(frozen=True)
@@ -135,20 +147,95 @@ class Srun:
         return self.option(*names) is not None
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a job script fed to sbatch by a heredoc sits in the script that feeds it."""
+
+    first_line: int  # the file line of the body's first line
+    submit_line: int  # the file line of the command that feeds the heredoc to sbatch
+
+    def inner(self, line: int) -> int:
+        """The job script's own line number of a file line."""
+        return line - self.first_line + 1
+
+
 @dataclass
 class Script:
+    """A batch script as the rules see it; ``origin`` is set for a heredoc fed to sbatch."""
+
     path: str
     text: str
+    origin: Origin | None = None
     lines: list[str] = field(init=False)
     parsed: Parsed = field(init=False)
     directives: list[Directive] = field(init=False)
     job: JobRequest = field(init=False)
 
+    @property
+    def body(self) -> str:
+        """The script's own text (a job script from a heredoc without the lines before it)."""
+        if self.origin is None:
+            return self.text
+        return self.text[self.origin.first_line - 1 :]
+
     def __post_init__(self) -> None:
         self.lines = self.text.splitlines()
         self.parsed = parse(self.text)
-        self.directives = read_directives(self.lines)
+        self.directives = read_directives(self.lines, self.parsed.comment_lines)
         self.job = job_request(self.directives)
+
+    # ------------------------------------------------------------ job scripts inside
+
+    @cached_property
+    def submitted_heredocs(self) -> list[tuple[Heredoc, int]]:
+        """(heredoc, line of the sbatch that reads it) for every heredoc that is a job script.
+
+        ``sbatch <<EOF``, ``cat <<EOF | sbatch``, and ``cat > job.sh <<EOF`` followed by
+        ``sbatch job.sh``: sbatch reads the body as a script of its own, header and all.
+        """
+        found: list[tuple[Heredoc, int]] = []
+        submits = [c for c in self.commands if c.name == "sbatch"]
+        for heredoc in self.parsed.heredocs:
+            reader = heredoc.reader
+            if reader is not None and reader.name == "sbatch":
+                found.append((heredoc, self.line_of(reader.start)))
+                continue
+            piped = [c for c in heredoc.piped_to if c.name == "sbatch"]
+            if piped:
+                found.append((heredoc, self.line_of(piped[0].start)))
+                continue
+            target = heredoc.target
+            if target:
+                for command in submits:
+                    if command.start > heredoc.end and any(
+                        w.text == target for w in command.argv[1:]
+                    ):
+                        found.append((heredoc, self.line_of(command.start)))
+                        break
+        return found
+
+    def job_scripts(self) -> list[Script]:
+        """The heredocs fed to sbatch, each as a Script with its origin in this file."""
+        scripts = []
+        for heredoc, submit_line in self.submitted_heredocs:
+            body = heredoc.body
+            if not heredoc.quoted:
+                body = _HEREDOC_ESCAPES.sub(r"\1", body)
+            first = self.line_of(heredoc.start)
+            # Blank lines before the body keep every line number (in findings and in
+            # their messages) the line of this file; sbatch skips blank lines too.
+            scripts.append(Script(self.path, "\n" * (first - 1) + body, Origin(first, submit_line)))
+        return scripts
+
+    @cached_property
+    def hidden_lines(self) -> set[int]:
+        """Lines of heredocs fed to sbatch: another script's, linted on their own."""
+        return {
+            number
+            for heredoc, _ in self.submitted_heredocs
+            if heredoc.end > heredoc.start
+            for number in range(self.line_of(heredoc.start), self.line_of(heredoc.end - 1) + 1)
+        }
 
     # ------------------------------------------------------------ helpers for rules
 
@@ -167,7 +254,7 @@ class Script:
 
     def code_lines(self, heredocs: bool = False) -> Iterator[tuple[int, str]]:
         """(line number, text) of the lines that are not comments; heredoc bodies if asked."""
-        bodies = set() if heredocs else self._heredoc_lines
+        bodies = self.hidden_lines if heredocs else self._heredoc_lines | self.hidden_lines
         for number, line in enumerate(self.lines, start=1):
             if number not in bodies and not line.lstrip().startswith("#"):
                 yield number, line
@@ -273,7 +360,7 @@ class Script:
         options, first = parse_options([w.text for w in words])
         extra = {
             assignment.name: Binding(assignment.name, assignment.value, True, line, prefix=True)
-            for assignment in prefix
+            for assignment in command.env_prefix
         }
         return Srun(
             command=command,
@@ -299,7 +386,7 @@ class Script:
             return allexport
         args = argv[1:]
         flags = "".join(w.text[1:] for w in args if w.text.startswith("-"))
-        if name == "export" or (name in ("declare", "typeset") and "x" in flags):
+        if name == "export" or (name in _DECLARE and "x" in flags):
             unexport = "n" in flags and name == "export"
             for word in args:
                 if word.text.startswith("-"):

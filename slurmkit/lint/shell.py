@@ -1,14 +1,27 @@
-"""A small reader of bash: enough of the grammar to find commands, their words and lines.
+"""Bash read with a real grammar (tree-sitter-bash), turned into what the lint rules need.
 
-Not a bash parser. It knows quoting (``'…'``, ``"…"``, ``$'…'``), escapes, comments,
-backslash-newline continuations, command and process substitution (``$(…)``,
-backticks, ``<(…)``), ``${…}`` and ``$((…))``, heredocs and the control operators.
-That is what the lint rules need: an ``srun`` continued over three lines is one
-command with the line it starts on; an ``srun`` inside ``$(…)`` is a command too;
-the Python a heredoc writes to a file is text, not commands.
+The rules see commands (their words, quoting and expansions), assignments, pipelines,
+background jobs, command substitutions and heredocs, each with its offset in the
+text. A hand-written lexer did this before and could not be right: it read a
+heredoc fed to ``sbatch`` as lines of the outer script, accepted an unterminated
+quote, and recursed once per ``$(`` (a 5,000-deep one raised RecursionError).
+tree-sitter parses in C, reports what bash would refuse (missing ``"``, ``)``,
+``fi``, ``done``, a heredoc terminator) and builds no Python stack; the tree is
+walked here with an explicit stack, never recursion.
 
-Every word and command keeps its offsets in the text, so a caller can map them to
-lines and read the exact source of an assignment (heredoc body included).
+Two things are done around the grammar:
+
+* Template text (Jinja ``{{ … }}``, ``{% … %}``, ``{# … #}``) is not bash. Before
+  parsing each tag is replaced by text of the same length: a tag alone on its line
+  by blanks, any other by a ``${…}`` expansion, so what a template will put there
+  reads as *unknown* (like ``${VAR:-default}``) and never as a wrong literal.
+  Offsets and line numbers stay those of the original text.
+* tree-sitter-bash 0.25 joins a line of assignments only (``A=1 B=2``) with the
+  next line's command. A command whose words are separated by an unescaped
+  newline is split back into the commands bash sees.
+
+Offsets are character offsets into the original text (tree-sitter's byte offsets
+are converted), so ``text[start:end]`` is the source of a word or command.
 """
 
 from __future__ import annotations
@@ -16,40 +29,51 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from functools import lru_cache
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from slurmkit.errors import UsageError
 
-# Each level of $(…) is a few Python frames; far below the recursion limit, far above
-# any real script (a 5000-deep $(…) raised RecursionError).
-MAX_DEPTH = 64
-
-
-class NestingTooDeep(UsageError):
-    """Substitutions nested deeper than :data:`MAX_DEPTH`: refused in one line."""
-
-
-_BLANK = " \t"
-_META = frozenset(" \t\n;&|<>()")
-# Characters that end a word or start quoting or an expansion; anything else is plain.
-_PLAIN = re.compile(r"[^ \t\n;&|<>()\\'\"$`]+")
-# A whole word of plain characters, ended by a blank, an operator or the end of the text.
-_SIMPLE_WORD = re.compile(r"[^ \t\n;&|<>()\\'\"$`]+(?=[ \t\n;&|<>)]|\Z)")
-_SIMPLE_WORD_AND_BLANKS = re.compile(r"([^ \t\n;&|<>()\\'\"$`]+)(?=[ \t\n;&|<>)]|\Z)[ \t]*")
-_OPERATORS = (";;&", ";;", ";&", "&&", "||", "|&", ";", "&", "|")
-_REDIRECT = re.compile(r"(?:\d+|\{[A-Za-z_]\w*\})?(?:&>>|&>|<<<|<<-|<<|<>|<&|>&|>>|>\||<|>)")
-_REDIRECT_START = frozenset("0123456789{<>&")
-# Characters a plain word may not start with: blanks, comments, operators, a
-# possible redirection (2>, {fd}>), quotes and expansions go the long way.
-_NOT_PLAIN_START = frozenset(" \t\n#;&|<>()`'\"$\\0123456789{")
 _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(\[[^\]]*\])?(\+?)=(.*)", re.S)
-_ARRAY_START = re.compile(r"[A-Za-z_]\w*\+?=")
-_NAME = re.compile(r"[A-Za-z_]\w*")
 # Words that may start a command without being its program.
 _KEYWORDS = frozenset(
     {"if", "then", "elif", "else", "do", "while", "until", "!", "{", "time", "coproc"}
 )
 _WRAPPERS = frozenset({"exec", "command", "builtin", "nohup", "stdbuf"})
+# Template tags: one line each (a tag spanning lines is left as bash sees it).
+_TEMPLATE_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}")
+# Node types that are one shell word when they stand as an argument.
+_WORD_TYPES = frozenset(
+    {
+        "word",
+        "string",
+        "raw_string",
+        "ansi_c_string",
+        "translated_string",
+        "concatenation",
+        "simple_expansion",
+        "expansion",
+        "command_substitution",
+        "process_substitution",
+        "arithmetic_expansion",
+        "number",
+        "array",
+        "brace_expression",
+    }
+)
+# A command of plain words on one line: no quotes, escapes, expansions, redirections.
+_PLAIN_COMMAND = re.compile(r"[^'\"$\\`<>&|;(){}\n#=\[\]]*")
+_PLAIN_WORD = re.compile(r"[^ \t]+")
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
+# Leaves, or nodes below which no command can hide.
+_NO_COMMANDS = frozenset({"word", "raw_string", "number", "variable_name", "regex"})
+_DECLARATIONS = frozenset({"declaration_command", "unset_command"})
+_TOKENS = frozenset({"&", ";", "&&", "||", "|", "|&", ";;", "\n", "(", ")", "{", "}"})
+
+
+class NestingTooDeep(UsageError):
+    """Kept for callers of the former lexer; the grammar-based reader never raises it."""
 
 
 _T = TypeVar("_T")
@@ -73,15 +97,23 @@ class _cached(Generic[_T]):
         return value
 
 
-@dataclass(frozen=True)
-class Word:
-    """A shell word: ``text`` has quotes and escapes removed, expansions left as written."""
+class Word(NamedTuple):
+    """A shell word: ``text`` has quotes and escapes removed, expansions left as written.
+
+    ``expands`` names the variables the shell running this word expands in it (in
+    double quotes or bare; never those in single quotes or escaped), and
+    ``substitutes`` the programs its ``$(…)``/backticks run, so a rule can tell
+    ``"$SLURM_PROCID"`` (expanded here, once) from ``'$SLURM_PROCID'`` (passed on).
+    A named tuple, not a dataclass: a 40,000-line script makes 300,000 of them.
+    """
 
     raw: str
     text: str
     literal: bool
     start: int
     end: int
+    expands: frozenset[str] = frozenset()
+    substitutes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,9 +123,15 @@ class Assignment:
     append: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Command:
-    """A simple command; ``depth`` > 0 when it runs inside ``$(…)`` or backticks."""
+    """A simple command (read-only by convention; not frozen, which made it slow to build).
+
+    ``depth`` > 0 when it runs inside ``$(…)``, backticks or ``<(…)``.
+
+    ``pipeline`` is (pipeline id, position, members) for a member of a pipeline;
+    the members of one pipeline are :meth:`Parsed.pipeline_members`.
+    """
 
     words: tuple[Word, ...]
     start: int
@@ -102,6 +140,7 @@ class Command:
     background: bool = False
     after_pipe: bool = False
     pipe_to_next: bool = False
+    pipeline: tuple[int, int, int] | None = None
 
     @_cached
     def prefix(self) -> list[Assignment]:
@@ -140,6 +179,23 @@ class Command:
         argv = self.argv
         return argv[0].text if argv else None
 
+    @_cached
+    def env_prefix(self) -> list[Assignment]:
+        """Assignments before the program, ``env NAME=value`` ones included."""
+        found = list(self.prefix)
+        words = list(self._after_keywords())[len(found) :]
+        while words and words[0].text in _WRAPPERS:
+            words.pop(0)
+        if words and words[0].text == "env":
+            for word in words[1:]:
+                if word.text.startswith("-"):
+                    continue
+                assignment = as_assignment(word)
+                if assignment is None:
+                    break
+                found.append(assignment)
+        return found
+
     def _after_keywords(self) -> tuple[Word, ...]:
         words = self.words
         index = 0
@@ -150,12 +206,21 @@ class Command:
 
 @dataclass(frozen=True)
 class Heredoc:
+    """A here-document; ``reader`` is the command whose stdin it is, ``piped_to`` the
+    commands that read that command's output (``cat <<EOF | sbatch``), ``target`` the
+    file it is written to (``cat > job.sh <<EOF``), if any."""
+
     delimiter: str
     quoted: bool
     body: str
     start: int
     end: int
     operator: int
+    line: int = 0
+    reader: Command | None = None
+    piped_to: tuple[Command, ...] = ()
+    target: str | None = None
+    terminated: bool = True
 
 
 @dataclass(frozen=True)
@@ -164,13 +229,25 @@ class Comment:
     text: str
 
 
+@dataclass(frozen=True)
+class SyntaxProblem:
+    """What bash would refuse (or warn about): line and column are 1-based."""
+
+    line: int
+    column: int
+    message: str
+    severity: str = "error"
+
+
 @dataclass
 class Parsed:
     text: str
     commands: list[Command] = field(default_factory=list)
     heredocs: list[Heredoc] = field(default_factory=list)
     comments: list[Comment] = field(default_factory=list)
+    problems: list[SyntaxProblem] = field(default_factory=list)
     _line_starts: list[int] = field(default_factory=list, repr=False)
+    _pipelines: dict[int, list[Command]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
@@ -181,6 +258,16 @@ class Parsed:
 
     def source(self, start: int, end: int) -> str:
         return self.text[start:end]
+
+    def pipeline_members(self, command: Command) -> list[Command]:
+        """The commands of ``command``'s pipeline, in order (itself alone if none)."""
+        if command.pipeline is None:
+            return [command]
+        return self._pipelines.get(command.pipeline[0], [command])
+
+    @property
+    def comment_lines(self) -> set[int]:
+        return {self.line_of(c.start) for c in self.comments}
 
 
 def as_assignment(word: Word) -> Assignment | None:
@@ -198,341 +285,587 @@ def as_assignment(word: Word) -> Assignment | None:
         literal=word.literal,
         start=word.end - len(value_raw),
         end=word.end,
+        expands=word.expands,
+        substitutes=word.substitutes,
     )
     return Assignment(match.group(1), value, append=bool(match.group(3)))
 
 
+def mask_templates(text: str) -> str:
+    """Template tags replaced by same-length shell text that reads as unknown (see above)."""
+    if "{{" not in text and "{%" not in text and "{#" not in text:
+        return text
+
+    def mask(match: re.Match[str]) -> str:
+        tag = match.group(0)
+        start, end = match.start(), match.end()
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", end)
+        line_end = len(text) if line_end < 0 else line_end
+        alone = not text[line_start:start].strip() and not text[end:line_end].strip()
+        if alone and not tag.startswith("{{"):
+            return " " * len(tag)
+        return "${" + "_" * (len(tag) - 3) + "}"
+
+    return _TEMPLATE_TAG.sub(mask, text)
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+
+
 def parse(text: str) -> Parsed:
-    """Read ``text``; unbalanced quotes run to the end of the text.
-
-    Raises :class:`NestingTooDeep` for substitutions nested past :data:`MAX_DEPTH`.
-    """
-    scanner = _Scanner(text)
-    scanner.parse_list(depth=0, closer=None)
-    result = Parsed(text)
-    result.commands = sorted(scanner.commands, key=lambda c: c.start)
-    result.heredocs = scanner.heredocs
-    result.comments = scanner.comments
-    return result
+    """Read ``text`` with the bash grammar; never raises on any text."""
+    masked = mask_templates(text)
+    data = masked.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(data)
+    return _Reader(text, masked, data).read(tree.root_node)
 
 
-class _Scanner:
-    def __init__(self, text: str) -> None:
+class _Offsets:
+    """Byte offsets (tree-sitter) to character offsets (Python strings)."""
+
+    def __init__(self, text: str, data: bytes) -> None:
+        self.ascii = len(text) == len(data)
+        if not self.ascii:
+            self.lines = data.split(b"\n")
+            starts = [0]
+            for line in self.lines:
+                starts.append(starts[-1] + len(line.decode("utf-8", "surrogatepass")) + 1)
+            self.starts = starts
+
+    def at(self, byte: int, point: Any) -> int:
+        if self.ascii:
+            return byte
+        row, column = point
+        return self.starts[row] + len(self.lines[row][:column].decode("utf-8", "surrogatepass"))
+
+
+class _Reader:
+    """One pass over the tree with an explicit stack: commands, heredocs, comments, problems."""
+
+    def __init__(self, text: str, masked: str, data: bytes) -> None:
         self.text = text
-        self.pos = 0
-        self.commands: list[Command] = []
-        self.heredocs: list[Heredoc] = []
-        self.comments: list[Comment] = []
-        self.pending: list[tuple[str, bool, bool, int]] = []
-        self.closers: list[str | None] = []
+        self.masked = masked
+        self.data = data
+        self.offsets = _Offsets(masked, data)
+        self.result = Parsed(text)
+        self.pipeline_ids = 0
+        self.by_node: dict[int, Command] = {}
+        self.pipe_of_node: dict[int, int] = {}
+        self.redirected: list[Any] = []
 
-    # ------------------------------------------------------------ command lists
+    def span(self, node: Any) -> tuple[int, int]:
+        offsets = self.offsets
+        if offsets.ascii:
+            return node.start_byte, node.end_byte
+        return offsets.at(node.start_byte, node.start_point), offsets.at(
+            node.end_byte, node.end_point
+        )
 
-    def parse_list(self, depth: int, closer: str | None) -> None:
-        """Commands up to the end of the text or the ``closer`` (``)`` or a backtick)."""
-        if depth > MAX_DEPTH:
-            line = self.text.count("\n", 0, self.pos) + 1
-            raise NestingTooDeep(
-                f"$(…), <(…) or backticks nested more than {MAX_DEPTH} deep at line {line}: "
-                "slurmkit cannot read it"
-            )
-        self.closers.append(closer)
-        try:
-            self._parse_list(depth, closer)
-        finally:
-            self.closers.pop()
+    def read(self, root: Any) -> Parsed:
+        result = self.result
+        # (node, depth, background, pipeline or None)
+        stack: list[tuple[Any, int, bool, tuple[int, int, int] | None]] = [(root, 0, False, None)]
+        while stack:
+            node, depth, background, pipeline = stack.pop()
+            kind = node.type
+            if kind == "command":
+                self._command(node, depth, background, pipeline, stack)
+                continue
+            if kind in _DECLARATIONS or kind in ("variable_assignment", "variable_assignments"):
+                self._declaration(node, depth, background, pipeline)
+                for child in [node] if kind == "variable_assignment" else node.children:
+                    if child.type == "variable_assignment":
+                        self._push_value(child, depth, stack)
+                    elif child.type == "variable_assignments":
+                        for inner in child.children:
+                            self._push_value(inner, depth, stack)
+                    elif child.child_count and child.type not in _NO_COMMANDS:
+                        stack.append((child, depth, False, None))
+                continue
+            if kind == "comment":
+                start, _ = self.span(node)
+                result.comments.append(Comment(start, self.text[start : self.span(node)[1]]))
+                continue
+            if kind in _NO_COMMANDS or node.child_count == 0:
+                continue
+            if kind in _SUBSTITUTIONS:
+                self._push_children(node, depth + 1, False, None, stack)
+                continue
+            if kind == "pipeline":
+                self._pipeline(node, depth, background, stack)
+                continue
+            if kind == "redirected_statement":
+                self.redirected.append((node, depth))
+            self._push_children(node, depth, background, pipeline, stack)
+        result.commands.sort(key=lambda c: c.start)
+        for node, _ in self.redirected:
+            self._heredocs(node)
+        result.heredocs.sort(key=lambda h: h.start)
+        self._problems(root)
+        for commands in result._pipelines.values():
+            commands.sort(key=lambda c: c.pipeline[1] if c.pipeline else 0)
+        return result
 
-    def _parse_list(self, depth: int, closer: str | None) -> None:
-        text, size = self.text, len(self.text)
-        words: list[Word] = []
-        after_pipe = False
-        parens = 0
-        in_test = False
+    def _push_children(
+        self,
+        node: Any,
+        depth: int,
+        background: bool,
+        pipeline: tuple[int, int, int] | None,
+        stack: list,
+        skip_words: bool = True,
+    ) -> None:
+        children = node.children
+        types = [child.type for child in children]
+        count = len(children)
+        for index in range(count - 1, -1, -1):
+            kind = types[index]
+            if kind in _NO_COMMANDS or kind in _TOKENS:
+                continue
+            bg = background or (index + 1 < count and types[index + 1] == "&")
+            stack.append((children[index], depth, bg, pipeline))
 
-        def finish(background: bool = False, pipe: bool = False) -> None:
-            nonlocal words, after_pipe
+    def _push_value(self, assignment: Any, depth: int, stack: list) -> None:
+        """The value of an assignment, to find the commands of its substitutions."""
+        children = assignment.children
+        if len(children) >= 3 and children[-1].child_count:
+            stack.append((children[-1], depth, False, None))
+
+    def _pipeline(self, node: Any, depth: int, background: bool, stack: list) -> None:
+        children = node.children
+        self.pipeline_ids += 1
+        pid = self.pipeline_ids
+        position = 0
+        if children and children[0].type in ("|", "|&"):
+            position = 1  # ``cat <<EOF | sbatch``: position 0 is the heredoc's reader
+            self.pipe_of_node[node.start_byte] = pid
+        members = []
+        for child in children:
+            if child.type in ("|", "|&"):
+                continue
+            members.append((child, position))
+            position += 1
+        for child, index in reversed(members):
+            stack.append((child, depth, background, (pid, index, position)))
+
+    def _command(
+        self,
+        node: Any,
+        depth: int,
+        background: bool,
+        pipeline: tuple[int, int, int] | None,
+        stack: list,
+    ) -> None:
+        start, end = self.span(node)
+        source = self.masked[start:end]
+        if _PLAIN_COMMAND.fullmatch(source):  # the common command: plain words, one line
+            words = [
+                Word(m.group(), m.group(), True, start + m.start(), start + m.end())
+                for m in _PLAIN_WORD.finditer(source)
+            ]
             if words:
-                self.commands.append(
-                    Command(
-                        words=tuple(words),
-                        start=words[0].start,
-                        end=words[-1].end,
-                        depth=depth,
-                        background=background,
-                        after_pipe=after_pipe,
-                        pipe_to_next=pipe,
-                    )
-                )
-                after_pipe = pipe
-            words = []
-
-        while self.pos < size:
-            char = text[self.pos]
-            if (
-                char not in _NOT_PLAIN_START
-                and not in_test
-                and (simple := _SIMPLE_WORD_AND_BLANKS.match(text, self.pos))
-            ):  # the common case first: a plain word (the same Word as _word would make)
-                start, self.pos = self.pos, simple.end()  # past the blanks after it, too
-                raw = simple.group(1)
-                word = Word(raw, raw, True, start, simple.end(1))
-                if word.raw == "[[" and all(w.raw in _KEYWORDS for w in words):
-                    in_test = True
-                words.append(word)
-            elif char in _BLANK:
-                self.pos += 1
-            elif text.startswith("\\\n", self.pos):
-                self.pos += 2
-            elif char == "\n":
-                if words:  # a line ending in | continues the pipeline on the next line
-                    finish()
-                    after_pipe = False
-                in_test = False
-                self.pos += 1
-                self._read_heredocs()
-            elif char == "#" and not in_test:
-                end = text.find("\n", self.pos)
-                end = size if end < 0 else end
-                self.comments.append(Comment(self.pos, text[self.pos : end]))
-                self.pos = end
-            elif closer is not None and char == closer and (closer == "`" or parens == 0):
-                finish()
-                self.pos += 1
-                return
-            elif in_test and char == ";":  # no ]]: not a test after all
-                in_test = False
-            elif in_test:
-                word = self._word(depth, test=True)
-                if word.start == word.end:
-                    self.pos += 1
-                    continue
-                words.append(word)
-                if word.text == "]]":
-                    in_test = False
-            elif text.startswith(("<(", ">("), self.pos):
-                words.append(self._word(depth))
-            elif (
-                char in _REDIRECT_START
-                and (redirect := _REDIRECT.match(text, self.pos))
-                and not _is_operator(text, self.pos)
-            ):
-                self.pos = redirect.end()
-                self._redirection(redirect.group(0), depth)
-            elif char in ";&|":
-                operator = next(op for op in _OPERATORS if text.startswith(op, self.pos))
-                self.pos += len(operator)
-                finish(background=operator == "&", pipe=operator in ("|", "|&"))
-                after_pipe = operator in ("|", "|&")
-            elif text.startswith("((", self.pos) and not words:
-                self.pos = _skip_balanced(text, self.pos, "(", ")")
-            elif char == "(":
-                parens += 1
-                finish()
-                self.pos += 1
-            elif char == ")":
-                parens = max(0, parens - 1)
-                finish()
-                self.pos += 1
-            else:
-                word = self._word(depth)
-                if word.start == word.end:  # nothing a word can start with: skip it
-                    self.pos += 1
-                    continue
-                if word.raw == "[[" and all(w.raw in _KEYWORDS for w in words):
-                    in_test = True
-                words.append(word)
-        finish()
-
-    def _redirection(self, operator: str, depth: int) -> None:
-        """Consume a redirection's target; a ``<<`` registers a heredoc read at the newline."""
-        self._skip_blanks()
-        if self.pos >= len(self.text) or self.text[self.pos] == "\n":
+                self._add(node, words, depth, background, pipeline)
             return
-        target = self._word(depth)
-        if operator.lstrip("0123456789").endswith(("<<", "<<-")) and "<<<" not in operator:
-            quoted = target.raw != target.text or "\\" in target.raw
-            self.pending.append((target.text, operator.endswith("-"), quoted, target.start))
+        data = self.data
+        groups: list[list[Word]] = [[]]
+        previous_end = None
+        for child in node.children:
+            kind = child.type
+            if kind in _REDIRECTS:
+                if child.child_count:
+                    stack.append((child, depth, False, None))
+                continue
+            if previous_end is not None and _newline_between(data, previous_end, child.start_byte):
+                groups.append([])  # tree-sitter joined an assignments-only line with the next
+            previous_end = child.end_byte
+            if kind == "command_name":
+                inner = child.children[0] if child.child_count else child
+                groups[-1].append(self._word(inner))
+                if inner.child_count:
+                    stack.append((inner, depth, False, None))
+            elif kind == "variable_assignment":
+                groups[-1].append(self._assignment_word(child))
+                self._push_value(child, depth, stack)
+            elif kind in _WORD_TYPES:
+                groups[-1].append(self._word(child))
+                if child.child_count and kind != "word":
+                    stack.append((child, depth, False, None))
+        for words in groups:
+            if words:
+                self._add(node, words, depth, background, pipeline)
 
-    def _read_heredocs(self) -> None:
-        text, size = self.text, len(self.text)
-        pending, self.pending = self.pending, []
-        for delimiter, strip_tabs, quoted, operator in pending:
-            body_start = self.pos
-            while self.pos < size:
-                end = text.find("\n", self.pos)
-                end = size if end < 0 else end
-                line = text[self.pos : end]
-                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
-                    body_end = self.pos
-                    self.pos = min(end + 1, size)
-                    break
-                self.pos = min(end + 1, size)
-            else:
-                body_end = size
-            self.heredocs.append(
-                Heredoc(
-                    delimiter=delimiter,
-                    quoted=quoted,
-                    body=text[body_start:body_end],
-                    start=body_start,
-                    end=body_end,
-                    operator=operator,
-                )
-            )
+    def _add(
+        self,
+        node: Any,
+        words: list[Word],
+        depth: int,
+        background: bool,
+        pipeline: tuple[int, int, int] | None,
+    ) -> Command:
+        command = Command(
+            words=tuple(words),
+            start=words[0].start,
+            end=words[-1].end,
+            depth=depth,
+            background=background,
+            after_pipe=bool(pipeline and pipeline[1] > 0),
+            pipe_to_next=bool(pipeline and pipeline[1] < pipeline[2] - 1),
+            pipeline=pipeline,
+        )
+        self.result.commands.append(command)
+        self.by_node.setdefault(node.start_byte, command)
+        if pipeline is not None:
+            self.result._pipelines.setdefault(pipeline[0], []).append(command)
+        return command
 
-    def _skip_blanks(self) -> None:
-        while self.pos < len(self.text) and self.text[self.pos] in _BLANK:
-            self.pos += 1
+    def _declaration(
+        self, node: Any, depth: int, background: bool, pipeline: tuple[int, int, int] | None
+    ) -> None:
+        children = [node] if node.type == "variable_assignment" else node.children
+        if node.type == "variable_assignments":
+            children = [c for c in children if c.type == "variable_assignment"]
+        words = []
+        for child in children:
+            kind = child.type
+            if kind == "variable_assignment":
+                words.append(self._assignment_word(child))
+            elif kind in _WORD_TYPES or kind == "variable_name" or child.child_count == 0:
+                if kind in (";", "&", "\n"):
+                    continue
+                words.append(self._word(child))
+        if words:
+            self._add(node, words, depth, background, pipeline)
 
     # ------------------------------------------------------------ words
 
-    def _word(self, depth: int, test: bool = False) -> Word:
-        text, size = self.text, len(self.text)
-        start = self.pos
-        if not test and (simple := _SIMPLE_WORD.match(text, start)):
-            self.pos = end = simple.end()  # the common word: no quotes, no expansions
-            word = text[start:end]
-            return Word(word, word, True, start, end)
-        out: list[str] = []
-        literal = True
-        if text.startswith(("<(", ">("), self.pos):
-            self.pos += 2
-            self.parse_list(depth + 1, ")")
-            return Word(text[start : self.pos], text[start : self.pos], False, start, self.pos)
-        while self.pos < size:
-            char = text[self.pos]
-            if char in _META and not (test and char in "<>()"):
-                if char == "(" and _ARRAY_START.fullmatch(text, start, self.pos):
-                    end = _skip_balanced(text, self.pos, "(", ")")
-                    out.append(text[self.pos : end])
-                    self.pos = end
+    def _assignment_word(self, node: Any) -> Word:
+        start, end = self.span(node)
+        raw = self.masked[start:end]
+        children = node.children
+        value = children[-1] if len(children) >= 3 else None
+        head = raw
+        if value is not None:
+            value_word = self._word(value)
+            value_start = value_word.start - start
+            head = raw[:value_start]
+            return Word(
+                raw,
+                head + value_word.text,
+                value_word.literal,
+                start,
+                end,
+                value_word.expands,
+                value_word.substitutes,
+            )
+        return Word(raw, head, True, start, end)
+
+    def _word(self, node: Any) -> Word:
+        start, end = self.span(node)
+        raw = self.masked[start:end]
+        kind = node.type
+        if kind == "word" or kind == "number" or kind == "variable_name":
+            if "\\" in raw:
+                return Word(raw, _unescape(raw), True, start, end)
+            return Word(raw, raw, "${" not in raw or kind != "word", start, end)
+        text, literal = self._text(node)
+        expands: frozenset[str] = frozenset()
+        substitutes: tuple[str, ...] = ()
+        if not literal:
+            expands, substitutes = self._expansions(node)
+        return Word(raw, text, literal, start, end, expands, substitutes)
+
+    def _text(self, node: Any) -> tuple[str, bool]:
+        """Quote removal of one word node (iterative over concatenations and strings)."""
+        kind = node.type
+        start, end = self.span(node)
+        raw = self.masked[start:end]
+        if kind == "raw_string":
+            return raw[1:-1] if raw.endswith("'") and len(raw) > 1 else raw[1:], True
+        if kind == "ansi_c_string":
+            return _ansi_c(raw[2:-1]), True
+        if kind in ("word", "number"):
+            return (_unescape(raw) if "\\" in raw else raw), True
+        if kind in ("string", "translated_string"):
+            literal = True
+            out: list[str] = []
+            for child in node.children:
+                ctype = child.type
+                if ctype == '"' or ctype == '$"':
+                    continue
+                cstart, cend = self.span(child)
+                piece = self.masked[cstart:cend]
+                if ctype == "string_content":
+                    out.append(_unescape_double(piece))
+                else:
+                    out.append(piece)
                     literal = False
-                    continue
-                if test and char in "&|":
-                    out.append(char)
-                    self.pos += 1
-                    continue
-                break
-            if char == "\\":
-                if text.startswith("\\\n", self.pos):
-                    self.pos += 2
-                    continue
-                out.append(text[self.pos + 1 : self.pos + 2])
-                self.pos += 2
-            elif char == "'":
-                end = text.find("'", self.pos + 1)
-                end = size if end < 0 else end
-                out.append(text[self.pos + 1 : end])
-                self.pos = end + 1
-            elif char == '"':
-                content, plain = self._double_quoted(depth)
-                out.append(content)
-                literal = literal and plain
-            elif char == "$":
-                piece, plain = self._dollar(depth)
+            return "".join(out), literal
+        if kind == "concatenation":
+            literal = True
+            out = []
+            for child in node.children:
+                piece, plain = self._text(child) if child.type != "concatenation" else ("", True)
                 out.append(piece)
                 literal = literal and plain
-            elif char == "`":
-                if self.closers and self.closers[-1] == "`":
-                    break  # the end of the backtick substitution this word is in
-                begin = self.pos
-                self.pos += 1
-                self.parse_list(depth + 1, "`")
-                out.append(text[begin : self.pos])
-                literal = False
-            else:  # a run of ordinary characters at once: this loop is lint's inner loop
-                plain = _PLAIN.match(text, self.pos)
-                end = plain.end() if plain else self.pos + 1
-                out.append(text[self.pos : end])
-                self.pos = end
-        self.pos = min(self.pos, size)
-        return Word(text[start : self.pos], "".join(out), literal, start, self.pos)
+            return "".join(out), literal
+        return raw, False  # an expansion or substitution: as written, unknown
 
-    def _double_quoted(self, depth: int) -> tuple[str, bool]:
-        text, size = self.text, len(self.text)
-        self.pos += 1
-        out: list[str] = []
-        literal = True
-        while self.pos < size:
-            char = text[self.pos]
-            if char == '"':
-                self.pos += 1
-                break
-            if char == "\\" and text[self.pos + 1 : self.pos + 2] in ('"', "\\", "$", "`", "\n"):
-                escaped = text[self.pos + 1]
-                out.append("" if escaped == "\n" else escaped)
-                self.pos += 2
-            elif char == "$" and text[self.pos + 1 : self.pos + 2] != "'":
-                piece, plain = self._dollar(depth)
-                out.append(piece)
-                literal = literal and plain
-            elif char == "`":
-                begin = self.pos
-                self.pos += 1
-                self.parse_list(depth + 1, "`")
-                out.append(text[begin : self.pos])
-                literal = False
-            else:
-                out.append(char)
-                self.pos += 1
-        return "".join(out), literal
+    def _expansions(self, node: Any) -> tuple[frozenset[str], tuple[str, ...]]:
+        """Variables expanded and programs substituted anywhere in a word (single quotes aside)."""
+        names: set[str] = set()
+        programs: list[str] = []
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            kind = current.type
+            if kind in ("raw_string", "ansi_c_string", "word", "string_content", "number"):
+                continue
+            if kind in ("simple_expansion", "expansion"):
+                for child in current.children:
+                    if child.type in ("variable_name", "special_variable_name"):
+                        start, end = self.span(child)
+                        names.add(self.masked[start:end])
+                        break
+            elif kind in _SUBSTITUTIONS:
+                # Only the program it runs: its own words are words of their own commands
+                # (descending made a 5,000-deep $(…) quadratic).
+                for child in current.children:
+                    if child.type == "command":
+                        for part in child.children:
+                            if part.type == "command_name":
+                                start, end = self.span(part)
+                                programs.append(self.masked[start:end])
+                                break
+                        break
+                continue
+            stack.extend(current.children)
+        return frozenset(names), tuple(programs)
 
-    def _dollar(self, depth: int) -> tuple[str, bool]:
-        """An expansion at ``$``: returned as written, and whether it was a plain ``$``."""
-        text = self.text
-        begin = self.pos
-        following = text[self.pos + 1 : self.pos + 2]
-        if following == "'":
-            end = self.pos + 2
-            while end < len(text) and text[end] != "'":
-                end += 2 if text[end] == "\\" else 1
-            self.pos = min(end + 1, len(text))
-            return _ansi_c(text[begin + 2 : end]), True
-        if text.startswith("$((", self.pos):
-            self.pos = _skip_balanced(text, self.pos + 1, "(", ")")
-        elif following == "(":
-            self.pos += 2
-            self.parse_list(depth + 1, ")")
-        elif following == "{":
-            self.pos = _skip_balanced(text, self.pos + 1, "{", "}")
-        elif following and (following in "@*#?$!-" or following.isdigit()):
-            self.pos += 2
-        elif match := _NAME.match(text, self.pos + 1):
-            self.pos = match.end()
+    # ------------------------------------------------------------ heredocs
+
+    def _heredocs(self, node: Any) -> None:
+        children = node.children
+        body_node = children[0] if children else None
+        reader = self.by_node.get(body_node.start_byte) if body_node is not None else None
+        target = None
+        for child in children:
+            if child.type == "file_redirect":
+                target = target or self._redirect_target(child)
+        for child in children:
+            if child.type != "heredoc_redirect":
+                continue
+            self._heredoc(child, reader, target)
+
+    def _redirect_target(self, node: Any) -> str | None:
+        operator = None
+        for part in node.children:
+            if part.type in (">", ">>", ">|", "&>", "&>>"):
+                operator = part.type
+            elif operator and part.type in _WORD_TYPES:
+                return self._word(part).text
+        return None
+
+    def _heredoc(self, node: Any, reader: Command | None, target: str | None) -> None:
+        delimiter = ""
+        quoted = False
+        body = None
+        terminated = False
+        piped: list[Command] = []
+        operator = 0
+        for part in node.children:
+            kind = part.type
+            if kind in ("<<", "<<-"):
+                operator = self.span(part)[0]
+            elif kind == "heredoc_start":
+                start, end = self.span(part)
+                raw = self.masked[start:end]
+                quoted = any(c in raw for c in "'\"\\")
+                delimiter = raw.strip("'\"").replace("\\", "")
+            elif kind == "heredoc_body":
+                body = part
+            elif kind == "heredoc_end":
+                terminated = not part.is_missing
+            elif kind == "file_redirect":
+                target = target or self._redirect_target(part)
+            elif kind == "pipeline":
+                pid = self.pipe_of_node.get(part.start_byte, -1)
+                piped.extend(self.result._pipelines.get(pid, []))
+        if body is None:
+            start = end = self.span(node)[1]
         else:
-            self.pos += 1
-            return "$", True
-        return text[begin : self.pos], False
+            start, end = self.span(body)
+        first = piped[0].pipeline if piped else None
+        if reader is not None and first is not None and reader.pipeline is None:
+            joined = Command(
+                **{**_fields(reader), "pipeline": (first[0], 0, first[2]), "pipe_to_next": True}
+            )
+            self._replace(reader, joined)
+            reader = joined
+        self.result.heredocs.append(
+            Heredoc(
+                delimiter=delimiter,
+                quoted=quoted,
+                body=self.text[start:end],
+                start=start,
+                end=end,
+                operator=operator,
+                line=self.result.line_of(start),
+                reader=reader,
+                piped_to=tuple(c for c in piped if c.pipeline and c.pipeline[1] > 0),
+                target=target,
+                terminated=terminated,
+            )
+        )
+
+    def _replace(self, old: Command, new: Command) -> None:
+        commands = self.result.commands
+        index = bisect.bisect_left([c.start for c in commands], old.start)
+        while index < len(commands) and commands[index] is not old:
+            index += 1
+        if index < len(commands):
+            commands[index] = new
+        if new.pipeline is not None:
+            self.result._pipelines.setdefault(new.pipeline[0], []).append(new)
+
+    # ------------------------------------------------------------ syntax problems
+
+    def _problems(self, root: Any) -> None:
+        if not root.has_error:
+            return
+        stack = [root]
+        found: list[SyntaxProblem] = []
+        end_of_text = len(self.data.rstrip())
+        while stack:
+            node = stack.pop()
+            if node.is_missing:
+                problem = self._missing(node)
+                if problem is not None:
+                    found.append(problem)
+                continue
+            if node.type == "ERROR":
+                problem = self._error(node, end_of_text)
+                if problem is not None:
+                    found.append(problem)
+                    continue
+            if node.has_error:
+                stack.extend(node.children)
+        found.sort(key=lambda p: (p.line, p.column))
+        errors = [p for p in found if p.severity == "error"]
+        self.result.problems = errors[:1] + [p for p in found if p.severity != "error"]
+
+    def _position(self, node: Any) -> tuple[int, int]:
+        start, _ = self.span(node)
+        line = self.result.line_of(start)
+        return line, start - self.result._line_starts[line - 1] + 1
+
+    def _missing(self, node: Any) -> SyntaxProblem | None:
+        kind = node.type
+        opener = node.parent
+        if kind == "heredoc_end":
+            line, column = self._position(opener)
+            return SyntaxProblem(
+                line,
+                column,
+                "here-document delimited by end-of-file: its terminator line is missing "
+                "(bash warns and takes the rest of the script as its body)",
+                "warning",
+            )
+        what = _MISSING.get(kind)
+        if what is None or opener is None:
+            return None
+        line, column = self._position(opener)
+        return SyntaxProblem(line, column, f"{what} opened here is never closed (missing {kind!r})")
+
+    def _error(self, node: Any, end_of_text: int) -> SyntaxProblem | None:
+        """An ERROR reaching the end of the text that starts an unclosed construct.
+
+        Other ERROR nodes are places the grammar does not know (``$(( 8#022 ))``):
+        unknown, never reported as wrong.
+        """
+        if node.end_byte < end_of_text:
+            return None
+        raw = self.data[node.start_byte : node.end_byte]
+        best: tuple[int, int, str] | None = None  # (position, -len(opener), what)
+        for opener, closer, what in _OPENERS:
+            position = raw.find(opener)
+            if position < 0 or (opener == b"case" and raw[:position].strip()):
+                continue
+            if closer in raw[position + len(opener) :]:
+                continue
+            candidate = (position, -len(opener), what)
+            best = candidate if best is None or candidate < best else best
+        if best is None:
+            return None
+        offset = node.start_byte + best[0]
+        start = self.offsets.at(offset, _point(self.data, offset))
+        line = self.result.line_of(start)
+        column = start - self.result._line_starts[line - 1] + 1
+        return SyntaxProblem(line, column, f"{best[2]} opened here is never closed")
 
 
-def _is_operator(text: str, pos: int) -> bool:
-    """``&>`` is a redirection, ``&&``/``&`` are operators; digits alone are a word."""
-    return text.startswith(("&&", "||"), pos) or (
-        text[pos] == "&" and not text.startswith("&>", pos)
-    )
+_MISSING = {
+    '"': 'the double-quoted string "…',
+    "'": "the single-quoted string '…",
+    "`": "the backtick substitution `…",
+    ")": "this (…)",
+    "}": "this {…}",
+    "]]": "this [[ … ]] test",
+    "fi": "this if (no fi)",
+    "done": "this loop (no done)",
+    "esac": "this case (no esac)",
+}
+_OPENERS = (
+    (b"'", b"'", "the single-quoted string '…"),
+    (b'"', b'"', 'the double-quoted string "…'),
+    (b"$((", b"))", "the arithmetic $((…"),
+    (b"${", b"}", "the expansion ${…"),
+    (b"$(", b")", "the command substitution $(…"),
+    (b"`", b"`", "the backtick substitution `…"),
+    (b"<(", b")", "the process substitution <(…"),
+    (b">(", b")", "the process substitution >(…"),
+    (b"case", b"esac", "this case (no esac)"),
+)
 
 
-def _skip_balanced(text: str, pos: int, opening: str, closing: str) -> int:
-    """Offset just past the bracket closing the one at ``pos`` (quotes respected)."""
-    depth = 0
-    index = pos
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char in "'\"":
-            end = text.find(char, index + 1)
-            index = len(text) if end < 0 else end + 1
-            continue
-        if char == opening:
-            depth += 1
-        elif char == closing:
-            depth -= 1
-            if depth == 0:
-                return index + 1
-        index += 1
-    return len(text)
+def _point(data: bytes, offset: int) -> tuple[int, int]:
+    row = data.count(b"\n", 0, offset)
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return row, offset - line_start
+
+
+def _fields(command: Command) -> dict[str, Any]:
+    return {
+        "words": command.words,
+        "start": command.start,
+        "end": command.end,
+        "depth": command.depth,
+        "background": command.background,
+        "after_pipe": command.after_pipe,
+        "pipe_to_next": command.pipe_to_next,
+        "pipeline": command.pipeline,
+    }
+
+
+def _newline_between(data: bytes, start: int, end: int) -> bool:
+    """An unescaped newline between two words (a line continuation does not count)."""
+    gap = data[start:end]
+    return b"\n" in gap and gap.replace(b"\\\n", b"").find(b"\n") >= 0
+
+
+def _unescape(raw: str) -> str:
+    return re.sub(r"\\(.)", r"\1", raw.replace("\\\n", ""), flags=re.S)
+
+
+def _unescape_double(raw: str) -> str:
+    if "\\" not in raw:
+        return raw
+    return re.sub(r'\\([\\"$`])', r"\1", raw.replace("\\\n", ""))
 
 
 _ANSI = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "e": "\x1b"}

@@ -94,9 +94,9 @@ def test_here_strings_and_redirections_are_not_heredocs_or_words() -> None:
 def test_pipes_background_and_lists() -> None:
     parsed = parse("a | tee log && b &\nc |\n  tee x\n")
     flags = [(c.name, c.after_pipe, c.background) for c in parsed.commands]
-    assert flags == [
-        ("a", False, False),
-        ("tee", True, False),
+    assert flags == [  # bash runs the whole list `a | tee log && b` in the background
+        ("a", False, True),
+        ("tee", True, True),
         ("b", False, True),
         ("c", False, False),
         ("tee", True, False),

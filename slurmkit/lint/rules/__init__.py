@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from slurmkit.lint.findings import Rule
-from slurmkit.lint.rules import commands, cpus, directives, launchers
+from slurmkit.lint.rules import commands, cpus, directives, launchers, syntax
 
-RULES: tuple[Rule, ...] = (*directives.RULES, *cpus.RULES, *launchers.RULES, *commands.RULES)
+RULES: tuple[Rule, ...] = (
+    *syntax.RULES,
+    *directives.RULES,
+    *cpus.RULES,
+    *launchers.RULES,
+    *commands.RULES,
+)
 RULE_IDS = frozenset(rule.id for rule in RULES)

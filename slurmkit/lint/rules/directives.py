@@ -32,10 +32,11 @@ def _has_directives(script: Script) -> bool:
 
 
 def _shebang(script: Script, context: LintContext) -> Iterator[Finding]:
-    if _has_directives(script) and not script.text.startswith("#!"):
-        first = script.lines[0] if script.lines else ""
+    body = script.body
+    if _has_directives(script) and not body.startswith("#!"):
+        first = body.split("\n", 1)[0]
         yield script.finding(
-            1,
+            script.origin.first_line if script.origin else 1,
             ERROR,
             RULE_SHEBANG.id,
             "sbatch refuses a script whose first line is not #! + an interpreter "

@@ -1,0 +1,38 @@
+"""What bash itself refuses: an unterminated quote, substitution or block, read from the tree.
+
+tree-sitter-bash marks what is missing (a closing ``"``, ``)``, ``fi``, ``done``, a
+heredoc's terminator). Only constructs still open at the end of the text are
+reported: an error node in the middle of a script is a place the grammar does not
+know (``$(( 8#022 ))`` is valid bash), so it is unknown, never wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from slurmkit.lint.context import LintContext
+from slurmkit.lint.findings import ERROR, Finding, Rule
+from slurmkit.lint.script import Script
+
+
+def _syntax(script: Script, context: LintContext) -> Iterator[Finding]:
+    for problem in script.parsed.problems:
+        yield script.finding(
+            problem.line,
+            problem.severity,
+            RULE_SYNTAX.id,
+            f"bash cannot run this script as written: line {problem.line}, column "
+            f"{problem.column}: {problem.message}",
+            "close it (bash -n SCRIPT shows the same)"
+            if problem.severity == ERROR
+            else "end the heredoc with its delimiter alone on a line",
+        )
+
+
+RULE_SYNTAX = Rule(
+    "bash-syntax",
+    ERROR,
+    "bash refuses the script: an unterminated quote, $(…), if/for/case or heredoc",
+    _syntax,
+)
+RULES = (RULE_SYNTAX,)
