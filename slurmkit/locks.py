@@ -58,11 +58,19 @@ def hold(path: Path, *, wait: float, what: str, shared_file: bool = False) -> It
     try:
         _acquire(fd, path, wait, what)
         if not shared_file:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            _note_holder(fd)
         yield path
     finally:
         os.close(fd)  # releases the flock
+
+
+def _note_holder(fd: int) -> None:
+    """Write our pid for the "busy" message; on a full file system the lock holds without it."""
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError:
+        pass  # the pid is only a hint (issue 22: a full disk must be one line, not a traceback)
 
 
 def _open(path: Path, shared_file: bool) -> int:

@@ -489,8 +489,8 @@ def _update_and_read_back(
                 **({"checked": "after-no-answer"} if silent else {}),
             )
         )
-    if update_error is None:
-        return ""
+    if update_error is None or silent:
+        return ""  # a silence read back is answered: the table says what is true
     returned = [o.node for o in outcomes if o.returned]
     missed = [o.node for o in outcomes if not o.returned]
     return (

@@ -186,3 +186,20 @@ def test_a_cron_dir_held_by_a_hung_command_is_waited_for_within_a_bound(
     assert "is busy" in out.stderr and len(out.stderr.splitlines()) == 1
     assert slurm.calls == []
     assert json.dumps(_entries(cron)) == "[]"
+
+
+def test_a_lock_on_a_full_file_system_still_locks_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pid written into a lock file is a hint: ENOSPC there used to be a traceback."""
+
+    def full(fd: int, length: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "ftruncate", full)
+    with (
+        locks.hold(tmp_path / "x.lock", wait=0, what="test"),
+        pytest.raises(locks.LockBusy),  # and it is a real lock
+        locks.hold(tmp_path / "x.lock", wait=0, what="test"),
+    ):
+        pass

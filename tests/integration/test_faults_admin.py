@@ -1,0 +1,339 @@
+"""undrain and cron survive real faults on the sandbox (issue 22): nothing lost, orphaned or
+done twice, and the exit code tells the truth.
+
+- slurmctld hung for real (SIGSTOP) exactly when ``scontrol update`` / ``sbatch`` is sent:
+  a PATH shim stops slurmctld, then runs the real client, so the request lands in the
+  stopped controller's backlog and the client times out after MessageTimeout. slurmctld
+  is resumed when slurmkit says on stderr that it is reading again, and always (SIGCONT)
+  in ``finally``.
+- slurmdbd hung during a read-only command: one line, exit 2, bounded.
+- slurmkit killed with ``-9`` at each faultpoint (between "Slurm changed" and "recorded"):
+  the next command settles it (the log gets the outcome; exactly one cron chain).
+- ``--log`` and the cron dir on a small tmpfs, filled or remounted read-only: one line,
+  exit 2, and nothing changed in the cluster.
+
+Nodes are drained by the tests themselves ("Kill task failed", idle nodes only) and
+resumed in ``finally``; cron chains get their own name prefix and are cancelled by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from slurmkit import _proc, sandbox
+from slurmkit.slurm import query
+from slurmkit.slurm._exec import run_slurm
+from tests.integration.conftest import poll, recorded_pid
+from tests.integration.test_train_faults import SLURMKIT, _answers, _fill_bytes, small_tmpfs
+from tests.integration.test_undrain import KTF, _drained, _idle_nodes
+
+LIMIT = 240.0  # no command here may take longer: a hang fails the test instead of blocking
+
+
+def _env(point: str | None = None, path_first: Path | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURMKIT_FAULT")}
+    if point:
+        env["SLURMKIT_FAULT_POINT"] = point
+    if path_first is not None:
+        env["PATH"] = f"{path_first}:{env.get('PATH', '')}"
+    return env
+
+
+def slurmkit(*args: str, point: str | None = None, cwd: Path | None = None):
+    return subprocess.run(
+        [str(SLURMKIT), *args],
+        env=_env(point),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=LIMIT,
+        check=False,
+    )
+
+
+def _errors(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.strip()]
+
+
+@contextlib.contextmanager
+def hung(pid: int) -> Iterator[None]:
+    """``pid`` stopped for the block; always continued."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def stopping_shim(folder: Path, command: str, ctld: int, word: str | None) -> Iterator[Path]:
+    """A ``command`` first on PATH that stops slurmctld (when its first argument is ``word``,
+    or always) and then runs the real one; slurmctld is continued whatever happens."""
+    real = shutil.which(command)
+    assert real, f"{command} not on PATH"
+    folder.mkdir()
+    shim = folder / command
+    test = f'[[ "${{1:-}}" == {shlex.quote(word)} ]] && ' if word else ""
+    shim.write_text(f'#!/bin/bash\n{test}kill -STOP {ctld}\nexec {shlex.quote(real)} "$@"\n')
+    shim.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        os.kill(ctld, signal.SIGCONT)
+        poll(_answers, 60, "slurmctld to answer again")
+
+
+def _run_resuming(argv: list[str], shim: Path, ctld: int, cue: str) -> tuple[int, str, str]:
+    """Run ``argv``; when its stderr says ``cue`` (it is reading again), continue slurmctld."""
+    proc = subprocess.Popen(
+        argv, env=_env(path_first=shim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    lines: list[str] = []
+
+    def watch() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if cue in line:
+                os.kill(ctld, signal.SIGCONT)
+
+    reader = threading.Thread(target=watch, daemon=True)
+    reader.start()
+    try:
+        out = proc.stdout.read() if proc.stdout else ""
+        proc.wait(timeout=LIMIT)
+    finally:
+        os.kill(ctld, signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(timeout=30)
+    return proc.returncode, out, "".join(lines)
+
+
+def _log_actions(log: Path) -> list[dict[str, str]]:
+    rows = []
+    for line in log.read_text().splitlines():
+        words = shlex.split(line)
+        rows.append(dict(w.split("=", 1) for w in words[1:] if "=" in w))
+    return rows
+
+
+def _state(node: str) -> str:
+    (found,) = query.nodes(node)
+    return found.state_text
+
+
+# ---------------------------------------------------------------- undrain
+
+
+def test_undrain_whose_update_gets_no_answer_reports_the_checked_answer(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    (node,) = _idle_nodes(1)
+    ctld = recorded_pid(cluster, "slurmctld")
+    log = tmp_path / "undrain.log"
+    argv = [str(SLURMKIT), "undrain", "--nodes", node, "--yes", "--json", "--log", str(log),
+            "--lock", str(tmp_path / "lock")]  # fmt: skip
+    with (
+        _drained({node: KTF}),
+        stopping_shim(tmp_path / "shim", "scontrol", ctld, "update") as shim,
+    ):
+        code, out, err = _run_resuming(argv, shim, ctld, "reading the state of")
+    assert code == 0, err
+    (outcome,) = json.loads(out)["nodes"]
+    assert outcome["action"] == "returned" and "no answer" in outcome["why"], outcome
+    actions = [r["action"] for r in _log_actions(log)]
+    assert actions == ["will-undrain", "undrain"] and "undrain-failed" not in log.read_text()
+    assert _log_actions(log)[1]["checked"] == "after-no-answer"
+    assert "DRAIN" not in _state(node)
+
+
+def test_undrain_killed_after_the_update_is_settled_by_the_next_run(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    (node,) = _idle_nodes(1)
+    log = tmp_path / "undrain.log"
+    common = ("--nodes", node, "--yes", "--log", str(log), "--lock", str(tmp_path / "lock"))
+    with _drained({node: KTF}):
+        killed = slurmkit("undrain", *common, point="undrain.after-update")
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert [r["action"] for r in _log_actions(log)] == ["will-undrain"]  # no outcome yet
+        assert "DRAIN" not in _state(node)  # but the node was returned
+        again = slurmkit("undrain", *common)
+    assert again.returncode == 0, again.stderr
+    notes = [ln for ln in _errors(again.stderr) if "settled" in ln]
+    assert len(notes) == 1 and f"{node} returned" in notes[0], again.stderr
+    last = _log_actions(log)[-1]
+    assert (last["action"], last["node"], last["reconciled"]) == ("undrain", node, "yes")
+
+
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_undrain_with_a_full_or_read_only_log_changes_nothing(
+    cluster: sandbox.SandboxSpec, tmp_path: Path, fault: str
+) -> None:
+    (node,) = _idle_nodes(1)
+    with small_tmpfs(tmp_path / "mnt") as mnt, _drained({node: KTF}):
+        log = mnt / "undrain.log"
+        log.write_text("")
+        filler = None
+        if fault == "full":
+            filler = _fill_bytes(mnt)
+        else:
+            _proc.run(["mount", "-o", "remount,ro", str(mnt)], timeout=30)
+        try:
+            result = slurmkit("undrain", "--nodes", node, "--yes", "--log", str(log),
+                              "--lock", str(tmp_path / "lock"))  # fmt: skip
+        finally:
+            if fault == "read-only":
+                _proc.run(["mount", "-o", "remount,rw", str(mnt)], timeout=30)
+            if filler is not None:
+                filler.unlink()
+        assert result.returncode == 2, result.stderr
+        (line,) = _errors(result.stderr)
+        assert line.startswith("slurmkit: --log") and "nothing was done" in line
+        assert "Traceback" not in result.stderr
+        assert "DRAIN" in _state(node)  # nothing changed that was not recorded
+        assert log.read_text() == ""
+
+
+# ---------------------------------------------------------------- cron
+
+
+@pytest.fixture
+def cron_dir(cluster: sandbox.SandboxSpec, tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A cron dir with its own job-name prefix; its chains are cancelled by name at the end."""
+    prefix = f"skf{uuid.uuid4().hex[:6]}"
+    where = tmp_path / "cron"
+    yield where, prefix
+    for period in ("hourly", "daily"):
+        run_slurm(["scancel", f"--name={prefix}-{period}"], check=False)
+
+
+def _init(where: Path, prefix: str) -> None:
+    made = slurmkit("cron", "init", str(where), "--name-prefix", prefix, "--partition", "cpu")
+    assert made.returncode == 0, made.stderr
+
+
+def _chain(prefix: str) -> list[tuple[str, str]]:
+    out = run_slurm(["squeue", "--noheader", f"--name={prefix}-hourly", "--format=%i|%T"]).stdout
+    return [tuple(ln.split("|")) for ln in out.splitlines() if ln.strip()]  # type: ignore[misc]
+
+
+def _one_chain(prefix: str) -> bool:
+    """The first run ran (or waits) and exactly one run of the chain is pending next."""
+    jobs = _chain(prefix)
+    return len(jobs) == 1 or (len([s for _, s in jobs if s == "PENDING"]) == 1 and len(jobs) <= 2)
+
+
+def _open_intents(where: Path) -> list[str]:
+    entries = [json.loads(ln) for ln in (where / "journal").read_text().splitlines()]
+    closed = {e["token"] for e in entries if e["kind"] == "outcome"}
+    return [e["action"] for e in entries if e["kind"] == "intent" and e["token"] not in closed]
+
+
+def test_cron_start_whose_sbatch_gets_no_answer_finds_the_chain(
+    cluster: sandbox.SandboxSpec, cron_dir: tuple[Path, str], tmp_path: Path
+) -> None:
+    where, prefix = cron_dir
+    _init(where, prefix)
+    ctld = recorded_pid(cluster, "slurmctld")
+    argv = [str(SLURMKIT), "cron", "start", "--dir", str(where), "hourly"]
+    with stopping_shim(tmp_path / "shim", "sbatch", ctld, None) as shim:
+        code, out, err = _run_resuming(argv, shim, ctld, "reading the queue for")
+    assert code == 0, err
+    assert f"{prefix}-hourly: started, job" in out and "no answer" in err
+    assert _open_intents(where) == []
+    poll(lambda: _one_chain(prefix), 60, "exactly one chain")
+    again = slurmkit("cron", "start", "--dir", str(where), "hourly")
+    assert "already running" in again.stdout, again.stderr
+    assert _one_chain(prefix)
+
+
+def test_cron_start_killed_after_sbatch_is_settled_and_never_doubled(
+    cluster: sandbox.SandboxSpec, cron_dir: tuple[Path, str]
+) -> None:
+    where, prefix = cron_dir
+    _init(where, prefix)
+    killed = slurmkit("cron", "start", "--dir", str(where), "hourly", point="cron.after-submit")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert _open_intents(where) == ["cron-start"]
+    again = slurmkit("cron", "start", "--dir", str(where), "hourly")
+    assert again.returncode == 0, again.stderr
+    assert f"{prefix}-hourly start went through" in again.stderr
+    assert "already running" in again.stdout
+    assert _open_intents(where) == []
+    poll(lambda: _one_chain(prefix), 60, "exactly one chain")
+
+
+def test_cron_stop_killed_after_cancel_is_settled_by_status(
+    cluster: sandbox.SandboxSpec, cron_dir: tuple[Path, str]
+) -> None:
+    where, prefix = cron_dir
+    _init(where, prefix)
+    assert slurmkit("cron", "start", "--dir", str(where), "hourly").returncode == 0
+    killed = slurmkit("cron", "stop", "--dir", str(where), "hourly", "--yes",
+                      point="cron.after-cancel")  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert _open_intents(where) == ["cron-stop"]
+    poll(lambda: not _chain(prefix), 60, "the cancelled chain to leave the queue")
+    status = slurmkit("cron", "status", "--dir", str(where), "hourly")
+    assert f"{prefix}-hourly stop went through" in status.stderr, status.stderr
+    assert _open_intents(where) == []
+
+
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_cron_start_with_a_full_or_read_only_dir_submits_nothing(
+    cluster: sandbox.SandboxSpec, cron_dir: tuple[Path, str], tmp_path: Path, fault: str
+) -> None:
+    _, prefix = cron_dir
+    with small_tmpfs(tmp_path / "mnt") as mnt:
+        where = mnt / "cron"
+        _init(where, prefix)
+        filler = None
+        if fault == "full":
+            filler = _fill_bytes(mnt)
+        else:
+            _proc.run(["mount", "-o", "remount,ro", str(mnt)], timeout=30)
+        try:
+            result = slurmkit("cron", "start", "--dir", str(where), "hourly")
+        finally:
+            if fault == "read-only":
+                _proc.run(["mount", "-o", "remount,rw", str(mnt)], timeout=30)
+            if filler is not None:
+                filler.unlink()
+    assert result.returncode == 2, result.stderr
+    (line,) = _errors(result.stderr)
+    assert line.startswith("slurmkit: ") and "Traceback" not in result.stderr
+    assert _chain(prefix) == []  # nothing submitted that was not recorded
+
+
+# ---------------------------------------------------------------- slurmdbd
+
+
+def test_a_hung_slurmdbd_is_one_line_and_exit_2_for_a_read_only_command(
+    cluster: sandbox.SandboxSpec,
+) -> None:
+    dbd = recorded_pid(cluster, "slurmdbd")
+    start = time.monotonic()
+    with hung(dbd):
+        result = slurmkit("faulty", "history", "--since", "1d")
+    took = time.monotonic() - start
+    assert result.returncode == 2, result.stderr
+    (line,) = _errors(result.stderr)
+    assert line.startswith("slurmkit: ") and "sacct" in line, line
+    print(
+        f"faulty history with slurmdbd stopped: exit 2 after {took:.0f} s"
+    )  # measured, not asserted
