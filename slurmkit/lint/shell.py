@@ -776,7 +776,8 @@ class _Reader:
                 "(bash warns and takes the rest of the script as its body)",
                 "warning",
             )
-        what = _MISSING.get(kind)
+        what = _OPENED_BY.get(opener.type) if opener is not None else None
+        what = what or _MISSING.get(kind)
         if what is None or opener is None:
             return None
         line, column = self._position(opener)
@@ -819,6 +820,15 @@ _MISSING = {
     "fi": "this if (no fi)",
     "done": "this loop (no done)",
     "esac": "this case (no esac)",
+}
+_OPENED_BY = {
+    "command_substitution": "the command substitution $(…",
+    "process_substitution": "the process substitution <(…",
+    "subshell": "the subshell (…",
+    "array": "the array (…",
+    "expansion": "the expansion ${…",
+    "arithmetic_expansion": "the arithmetic $((…",
+    "compound_statement": "the group {…",
 }
 _OPENERS = (
     (b"'", b"'", "the single-quoted string '…"),

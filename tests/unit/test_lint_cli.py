@@ -79,7 +79,9 @@ def test_without_slurm_the_rules_of_every_version_apply(run_cli, sinfo, tmp_path
     assert "every version from 22.05 on" in result.stderr
     assert "on Slurm 22.05 to 23.02" in result.stdout
     relying = write(
-        tmp_path, "env.slurm", CLEAN.replace("srun -c 4", "export SRUN_CPUS_PER_TASK=4\nsrun")
+        tmp_path,
+        "env.slurm",
+        CLEAN.replace("srun -c 4 hostname", "export SRUN_CPUS_PER_TASK=4\nsrun python t.py"),
     )
     result = run_cli("lint", relying, exit_code=0)  # the 23.11+ warning only
     assert "warning: this srun relies on SRUN_CPUS_PER_TASK alone" in result.stdout

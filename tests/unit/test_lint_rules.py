@@ -99,7 +99,23 @@ def test_no_finding_without_cpus_to_lose_or_for_other_jobs_and_overlap() -> None
 
 
 def test_srun_inside_command_substitution_is_checked() -> None:
-    assert found(CPT + "n=$(srun hostname | wc -l)\n") == [(5, "error", "srun-cpus-per-task")]
+    assert found(CPT + "n=$(srun python count.py | wc -l)\n") == [
+        (5, "error", "srun-cpus-per-task")
+    ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "n=$(srun hostname | wc -l)",  # this test once expected an error here (issue 21)
+        'head_ip=$(srun -N1 -n1 -w "$head" hostname --ip-address)',
+        "srun /bin/hostname",
+        "srun --ntasks-per-node=1 nvidia-smi -L",
+    ],
+)
+def test_one_cpu_helpers_lose_nothing_without_cpus_per_task(line: str) -> None:
+    assert found(CPT + line + "\n", "22.05.8") == []
+    assert found(CPT + "export SRUN_CPUS_PER_TASK=48\n" + line + "\n", "24.11.5") == []
 
 
 # ---------------------------------------------------------------- slurm-cpus-per-task-env

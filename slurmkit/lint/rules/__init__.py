@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from slurmkit.lint.findings import Rule
-from slurmkit.lint.rules import commands, cpus, directives, launchers, syntax
+from slurmkit.lint.rules import commands, cpus, directives, launchers, ranks, syntax
 
 RULES: tuple[Rule, ...] = (
     *syntax.RULES,
     *directives.RULES,
     *cpus.RULES,
     *launchers.RULES,
+    *ranks.RULES,
     *commands.RULES,
 )
 RULE_IDS = frozenset(rule.id for rule in RULES)

@@ -11,15 +11,30 @@ from slurmkit.lint.script import Script, Srun
 
 _TERMINAL = ("clear", "reset")
 _NO_GPUS = ("gpu:0", "none")
+# Commands whose failure in front of tee loses nothing: they print what they are given.
+_CANNOT_FAIL = frozenset(
+    {"echo", "printf", "cat", "true", ":", "date", "hostname", "env", "printenv", "pwd", "seq"}
+)
+# Options that pin a step to some nodes (or away from them).
+_ONLY = ("nodelist",)
+_EXCEPT = ("exclude",)
 
 
 def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
     start = script.pipefail_from()
     for command in script.commands:
-        if command.name != "tee" or not command.after_pipe:
+        if command.name != "tee" or not command.after_pipe or command.pipeline is None:
             continue
         if start is not None and start < command.start:
             continue
+        position = command.pipeline[1]
+        upstream = [
+            c
+            for c in script.parsed.pipeline_members(command)
+            if c.pipeline is not None and c.pipeline[1] < position
+        ]
+        if upstream and all(c.name in _CANNOT_FAIL for c in upstream):
+            continue  # `echo … | tee`: nothing whose failure the status would hide
         yield script.finding(
             script.line_of(command.start),
             WARNING,
@@ -57,15 +72,16 @@ def _blocking_srun(script: Script, context: LintContext) -> Iterator[Finding]:
         if srun.has("overlap"):
             continue
         no_gpus = _asks_no_gpus(srun)
+        sharing = [r for r in running if r is not srun and not _can_run_beside(r, srun)]
         if other_job(srun):
             why = (
                 "an srun into another job's allocation (--jobid) waits until that job's "
                 "running steps release their resources: a monitor blocks behind the training"
             )
-        elif running and srun.command.depth == 0:
+        elif sharing and srun.command.depth == 0:
             why = (
-                f"the srun started in the background on line {running[-1].line} still holds "
-                "its resources: this step waits until it ends"
+                f"the srun started in the background on line {sharing[-1].line} still holds "
+                "its resources on the nodes this step may use: this step waits until it ends"
             )
         else:
             if srun.command.background and srun.command.depth == 0:
@@ -84,6 +100,35 @@ def _blocking_srun(script: Script, context: LintContext) -> Iterator[Finding]:
             "srun --overlap (shares the allocation with the running step); add --gres=gpu:0 "
             "when the monitor needs no GPU",
         )
+
+
+def _can_run_beside(running: Srun, new: Srun) -> bool:
+    """Whether ``new`` can start while ``running`` holds its resources.
+
+    Yes when they are pinned to different nodes (``-w "$head"`` and ``-w "$node_i"``,
+    or ``-w "$head"`` and ``--exclude "$head"``: the head-and-workers pattern of Ray
+    and vLLM), when either asks only for what it needs (``--exact``), or when the
+    running step names its CPUs (``-c`` implies ``--exact`` since Slurm 21.08).
+    """
+    if running.has("exact", "cpus-per-task") or new.has("exact"):
+        return True
+    a, b = _placement(running), _placement(new)
+    if a is None or b is None:
+        return False
+    if a[0] == b[0] == "only":
+        return a[1] != b[1]
+    return a[0] != b[0] and a[1] == b[1]
+
+
+def _placement(srun: Srun) -> tuple[str, str] | None:
+    """("only", nodes) for -w/--nodelist, ("except", nodes) for --exclude, None: anywhere."""
+    only = srun.option(*_ONLY)
+    if only is not None and only.value:
+        return "only", only.value
+    excluded = srun.option(*_EXCEPT)
+    if excluded is not None and excluded.value:
+        return "except", excluded.value
+    return None
 
 
 def _asks_no_gpus(srun: Srun) -> bool:

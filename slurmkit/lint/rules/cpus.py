@@ -18,6 +18,38 @@ SRUN_ENV = "SRUN_CPUS_PER_TASK"
 SLURM_ENV = "SLURM_CPUS_PER_TASK"
 _OWN_JOB = ("$SLURM_JOBID", "$SLURM_JOB_ID", "${SLURM_JOBID}", "${SLURM_JOB_ID}")
 FIX = "srun --cpus-per-task=$SLURM_CPUS_PER_TASK ... (explicit: right on every Slurm version)"
+# Programs that use one CPU whatever they are given: a step running one of them
+# (`$(srun -N1 -n1 hostname --ip-address)`) loses nothing by getting 1 CPU.
+ONE_CPU = frozenset(
+    {
+        "hostname",
+        "echo",
+        "printf",
+        "true",
+        "date",
+        "ip",
+        "uname",
+        "env",
+        "printenv",
+        "mkdir",
+        "rm",
+        "touch",
+        "ls",
+        "cat",
+        "sleep",
+        "nvidia-smi",
+        "scontrol",
+        "df",
+        "free",
+    }
+)
+
+
+def one_cpu_helper(srun: Srun) -> bool:
+    """The step runs a program that needs one CPU (named plainly, path or not)."""
+    if not srun.program or not srun.program[0].literal:
+        return False
+    return srun.program[0].text.rsplit("/", 1)[-1] in ONE_CPU
 
 
 def other_job(srun: Srun) -> bool:
@@ -34,6 +66,8 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     setting = script.job.get("cpus-per-task")
     for srun in script.sruns:
         if srun.has("cpus-per-task", "cpus-per-gpu") or srun.has("overlap") or other_job(srun):
+            continue
+        if one_cpu_helper(srun):
             continue
         env = srun.env.get(SRUN_ENV)
         if env is None and context.may_not_inherit and job_cpus and job_cpus > 1:

@@ -105,6 +105,8 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
         if setting is None or setting.value is None or setting.value.startswith("/dev/"):
             continue
         value = setting.value
+        if "$" in value or "{" in value:
+            continue  # a template or shell value: unknown until it is filled in, never wrong
         unique = ("%j" in value or "%J" in value) or (
             ("%A" in value and "%a" in value) if array else "%A" in value
         )
@@ -123,6 +125,22 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
             f"--{name}={value} has no job id in it: {why}",
             f"--{name}=" + ("%x-%A_%a.out" if array else "%x-%j.out") + " (%j: job id, "
             "%A_%a: array job and task)",
+        )
+
+
+def _per_node(script: Script, context: LintContext) -> Iterator[Finding]:
+    for name in ("output", "error"):
+        setting = script.job.get(name)
+        if setting is None or setting.value is None or "%N" not in setting.value:
+            continue
+        yield script.finding(
+            setting.line,
+            WARNING,
+            RULE_PER_NODE.id,
+            f"#SBATCH --{name}={setting.value}: the batch step runs on the first node only, so "
+            "%N is that node's name and every node's output still goes into this one file",
+            f"keep #SBATCH --{name}=%x-%j.out and give the step its own per-node files: "
+            f"srun --{name}=%x-%j-%N.out ... (srun's %N is each node's name)",
         )
 
 
@@ -174,10 +192,25 @@ RULE_OUTPUT = Rule(
     "--output/--error without %j (or %A_%a for arrays): runs overwrite each other's logs",
     _output,
 )
+RULE_PER_NODE = Rule(
+    "output-per-node",
+    WARNING,
+    "%N in #SBATCH --output/--error: the batch step runs on the first node only",
+    _per_node,
+)
 RULE_ARRAY = Rule(
     "array-without-limit",
     WARNING,
     "--array without %1 for a training (all array jobs run at once)",
     _array,
 )
-RULES = (RULE_SHEBANG, RULE_DOS, RULE_IGNORED, RULE_CONTINUED, RULE_TIME, RULE_OUTPUT, RULE_ARRAY)
+RULES = (
+    RULE_SHEBANG,
+    RULE_DOS,
+    RULE_IGNORED,
+    RULE_CONTINUED,
+    RULE_TIME,
+    RULE_OUTPUT,
+    RULE_PER_NODE,
+    RULE_ARRAY,
+)

@@ -1,0 +1,82 @@
+"""Per-task values expanded once, in the batch step, before srun starts any task.
+
+``srun bash -c "… $SLURM_PROCID …"``: the batch shell expands the double-quoted
+(or bare) ``$SLURM_PROCID`` before srun runs, and the batch step is task 0 on the
+first node, so every task of every node gets ``0`` (and ``$(hostname)`` the first
+node's name). Single quotes, or ``\\$``, pass the text on to each task's own shell.
+The same holds through a variable: ``CMD="… $SLURM_PROCID"`` is expanded where it
+is assigned. Read from the syntax tree: only expansions bash really performs count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from slurmkit.lint.context import LintContext
+from slurmkit.lint.findings import ERROR, Finding, Rule
+from slurmkit.lint.script import Script, Srun
+from slurmkit.lint.shell import Word
+
+PER_TASK = frozenset({"SLURM_PROCID", "SLURM_NODEID", "SLURM_LOCALID", "SLURMD_NODENAME"})
+PER_NODE_PROGRAMS = frozenset({"hostname"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+
+
+def _early(word: Word) -> list[str]:
+    """What in ``word`` the batch shell fills in although each task should."""
+    found = sorted(f"${name}" for name in word.expands & PER_TASK)
+    found += [f"$({p})" for p in word.substitutes if p.rsplit("/", 1)[-1] in PER_NODE_PROGRAMS]
+    return found
+
+
+def _one_task(srun: Srun) -> bool:
+    """A single task on a node the batch step is on: rank 0 and its hostname are right."""
+    ntasks = srun.option("ntasks")
+    placed = srun.has("nodelist", "exclude", "relative")
+    return ntasks is not None and ntasks.value == "1" and not placed
+
+
+def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
+    bindings = {}
+    for binding in script.bindings:
+        if binding.value is not None and _early(binding.value):
+            bindings.setdefault(binding.name, binding)
+    for srun in script.sruns:
+        if not srun.program or _one_task(srun):
+            continue
+        for word in srun.program:
+            early = _early(word)
+            via = ""
+            if not early:
+                for name in sorted(word.expands):
+                    binding = bindings.get(name)
+                    if binding is not None and binding.line <= srun.line:
+                        early = _early(binding.value)  # type: ignore[arg-type]
+                        via = f" through ${name} (assigned on line {binding.line})"
+                        break
+            if not early:
+                continue
+            quoted = word.raw.startswith('"') or via
+            how = "inside double quotes" if quoted else "unquoted"
+            shown = ", ".join(early)
+            yield script.finding(
+                srun.line,
+                ERROR,
+                RULE_RANKS.id,
+                f"{shown} {how}{via} is expanded once by the batch shell before srun starts, "
+                "on the first node as task 0: every task of this step gets the same value "
+                "(rank 0, the first node's name)",
+                "let each task expand it: single quotes (srun bash -c '... $SLURM_PROCID ...') "
+                'or escape the $ (srun bash -c "... \\$SLURM_PROCID ...")',
+            )
+            break
+
+
+RULE_RANKS = Rule(
+    "srun-rank-expanded-early",
+    ERROR,
+    'srun bash -c "... $SLURM_PROCID ..." (or $SLURM_NODEID, $SLURM_LOCALID, $(hostname)): '
+    "expanded once in the batch step, so every task gets rank 0",
+    _ranks,
+)
+RULES = (RULE_RANKS,)
