@@ -164,13 +164,18 @@ def sbatch_words(text: str) -> list[str]:
     return words
 
 
-def read_directives(lines: list[str], comments: set[int] | None = None) -> list[Directive]:
+def read_directives(
+    lines: list[str], comments: set[int] | None = None, templates: bool = False
+) -> list[Directive]:
     """Every ``#SBATCH``-looking line, with whether and why sbatch ignores it.
 
     The header is read as sbatch reads it, line by line. After it, a line is listed
     only if bash reads it as a comment (``comments``, from the syntax tree): a
     ``#SBATCH`` line inside a heredoc or a multi-line string is not a misplaced
     directive of this script (a heredoc fed to sbatch is a script of its own).
+    ``templates``: a template tag (``{{ log_dir }}``) is one unknown word, not words
+    split at its blanks (lint reads templates; sbatch never sees a tag). The options
+    of an ignored line are not read: nothing uses them.
     """
     found: list[Directive] = []
     header = True
@@ -180,21 +185,24 @@ def read_directives(lines: list[str], comments: set[int] | None = None) -> list[
         if not header and looks and comments is not None and number not in comments:
             continue
         if line.startswith(MAGIC):
-            found.append(_directive(number, line, None if header else AFTER_COMMAND))
+            found.append(_directive(number, line, None if header else AFTER_COMMAND, templates))
         elif looks:
             why = INDENTED if stripped.startswith(MAGIC) else WRONG_CASE
-            found.append(_directive(number, line, why if header else AFTER_COMMAND))
+            found.append(_directive(number, line, why if header else AFTER_COMMAND, templates))
         elif header and stripped and not stripped.startswith("#"):
             header = False
     return found
 
 
-def _directive(number: int, line: str, ignored: str | None) -> Directive:
-    from slurmkit.lint.shell import mask_templates
+def _directive(number: int, line: str, ignored: str | None, templates: bool) -> Directive:
+    options: list[Option] = []
+    if ignored is None:
+        body = line.lstrip()[len(MAGIC) :]
+        if templates:
+            from slurmkit.lint.shell import mask_templates
 
-    # A template tag ({{ log_dir }}) is one unknown word, not words split at its blanks.
-    body = mask_templates(line.lstrip()[len(MAGIC) :])
-    options, _ = parse_options(sbatch_words(body))
+            body = mask_templates(body)
+        options, _ = parse_options(sbatch_words(body))
     return Directive(
         line=number,
         text=line.rstrip("\n"),

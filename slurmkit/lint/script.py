@@ -181,7 +181,7 @@ class Script:
     def __post_init__(self) -> None:
         self.lines = self.text.splitlines()
         self.parsed = parse(self.text)
-        self.directives = read_directives(self.lines, self.parsed.comment_lines)
+        self.directives = read_directives(self.lines, self.parsed.comment_lines, templates=True)
         self.job = job_request(self.directives)
 
     # ------------------------------------------------------------ job scripts inside
