@@ -208,7 +208,7 @@ def test_a_hung_slurmctld_during_start_leaves_exactly_one_array(make_train) -> N
     assert "may have been queued" in first.stderr, first.stderr
     assert (train.folder / "current").is_symlink()  # kept: the array needs it
     assert retry.returncode == 2 and "nothing submitted again" in retry.stderr, retry.stderr
-    poll(lambda: train.in_queue(), 30, "the array sbatch got no answer for to be queued")
+    poll(lambda: train.in_queue(), 60, "the array sbatch got no answer for to be queued")
     again = train.cli(*args)
     assert again.returncode == 0, again.stderr
     assert "already queued" in again.stderr
