@@ -44,6 +44,10 @@ SUBCOMMANDS: LazyRegistry = {
         "slurmkit.cli.lint:lint_command",
         "Check sbatch scripts for the mistakes that silently cost a training (SCRIPT - is stdin).",
     ),
+    "node": (
+        "slurmkit.cli.node:node_group",
+        "Node lifecycle: drain with a reason, resume after a leftover check, reboot, show.",
+    ),
     "nodes": (
         "slurmkit.cli.nodes:nodes_group",
         "Hostlists in Slurm's syntax, e.g. gpu[01-16],login1, and the nodes of a job or partition.",

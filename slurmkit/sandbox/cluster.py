@@ -27,7 +27,7 @@ from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem, SlurmError, UsageError
 from slurmkit.files import write_atomic
 from slurmkit.locks import default_lock_dir, default_lock_path, hold
-from slurmkit.sandbox import build, configs, netfault, rootfs, versions
+from slurmkit.sandbox import build, configs, netfault, nodemunge, rootfs, versions
 from slurmkit.sandbox.daemons import (
     Daemon,
     children_of,
@@ -538,6 +538,7 @@ def _write_configs(spec: SandboxSpec, db_password: str) -> None:
     spec.slurm_conf.write_text(configs.slurm_conf(spec, plugins))
     # slurm.conf's HealthCheckProgram (slurmkit health while <dir>/health.toml exists)
     write_atomic(configs.health_wrapper_path(spec), configs.health_wrapper(spec), mode=0o755)
+    write_atomic(configs.reboot_wrapper_path(spec), configs.reboot_wrapper(spec), mode=0o755)
     spec.path("etc", "gres.conf").write_text(configs.gres_conf(spec))
     cgroup = configs.cgroup_conf(spec)
     if cgroup:
@@ -731,7 +732,11 @@ def _start_slurmctld(spec: SandboxSpec, where: _Where) -> None:
 # The node's PID 1 is tini (it reaps finished steps); hostname and /etc/hosts are
 # set inside the node's own UTS and mount namespaces. Names arrive as positional
 # parameters, never spliced into the script text.
-_NODE_SCRIPT = 'hostname "$1" && mount --bind "$2" /etc/hosts && exec "$3" -- "$4" -D -N "$1"'
+# slurmd runs under configs.NODE_SUPERVISOR ($5, marker $6) so the RebootProgram can restart it.
+_NODE_SCRIPT = (
+    'hostname "$1" && mount --bind "$2" /etc/hosts && '
+    'exec "$3" -- sh -c "$5" sh "$6" "$4" -D -N "$1"'
+)
 
 
 # sshd refuses to start without its privilege-separation directory, which only the
@@ -773,11 +778,15 @@ def _start_nodes(spec: SandboxSpec, where: _Where) -> None:
                 hosts,
                 tini,
                 slurmd,
+                configs.NODE_SUPERVISOR,
+                str(configs.reboot_marker(spec, name)),
             ),
             f" {name} {hosts} ",
         )
         init_pid = _wait_child(outer.pid, f"node {name} to start", "tini")
         _record(spec, Daemon(f"node-{name}", init_pid, f"-N {name}"))
+        if versions.munge_per_node(spec.slurm):  # issue 18: 25.11 needs a munged per node
+            nodemunge.start(spec, name, init_pid, lambda *a: _spawn(spec, *a))
         # -r: the node's root directory (the version's root, or / on the host)
         config = str(spec.path("ssh", f"sshd_config-{name}"))
         enter = find_program("nsenter") or "nsenter"

@@ -79,6 +79,7 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         f"HealthCheckProgram={health_wrapper_path(spec)}",
         f"HealthCheckInterval={HEALTH_INTERVAL}",
         "HealthCheckNodeState=ANY",
+        f"RebootProgram={reboot_wrapper_path(spec)}",  # restarts the node's slurmd (node reboot)
     ]
     if plugin_dir:
         lines.append(f"PluginDir={plugin_dir}")
@@ -125,6 +126,48 @@ def health_wrapper(spec: SandboxSpec, python: str | None = None) -> str:
         f"PATH={shlex.quote(path)}\n"
         "export SLURM_CONF PATH\n"
         f"exec {shlex.quote(python)} -m slurmkit health --config {shlex.quote(str(config))}\n"
+    )
+
+
+# ---- RebootProgram (slurmkit node reboot): a sandbox node "reboots" by restarting its slurmd.
+# slurmctld ends a reboot when the node registers with a boot time after the request; a
+# node here cannot boot its kernel, so its slurmd runs under NODE_SUPERVISOR (tini's child)
+# and the RebootProgram, run by slurmd on the node itself, leaves a marker and TERMs slurmd;
+# the supervisor starts it again with -b ("report node rebooted when daemon restarted").
+REBOOT_WRAPPER = "slurmkit-reboot"
+NODE_SUPERVISOR = (
+    "m=$1; shift; b=; trap 'kill -TERM \"$p\" 2>/dev/null' TERM INT\n"
+    'while :; do "$@" $b & p=$!; wait "$p"; rc=$?\n'
+    '  while kill -0 "$p" 2>/dev/null; do wait "$p"; rc=$?; done\n'
+    '  [ -e "$m" ] || exit "$rc"; rm -f "$m"; b=-b\n'
+    "done\n"
+)
+
+
+def reboot_wrapper_path(spec: SandboxSpec) -> Path:
+    return spec.bin_dir / REBOOT_WRAPPER
+
+
+def reboot_marker(spec: SandboxSpec, node: str) -> Path:
+    return spec.path("run", f"reboot-{node}")
+
+
+def reboot_wrapper(spec: SandboxSpec) -> str:
+    """The ``RebootProgram`` (root-owned, 0755): mark this node, TERM its slurmd a second later.
+
+    The delay lets slurmd's reboot RPC return before slurmd is asked to stop.
+    """
+    run = shlex.quote(str(spec.path("run")))
+    return (
+        "#!/bin/sh\n"
+        "# Slurm's RebootProgram in the slurmkit sandbox (written by 'slurmkit sandbox up'):\n"
+        "# restarts this node's slurmd, which then registers as freshly booted (slurmd -b).\n"
+        "PATH=/usr/sbin:/usr/bin:/sbin:/bin; export PATH\n"
+        "node=$(hostname)\n"
+        'case $node in ""|*[!A-Za-z0-9._-]*) echo "bad node name" >&2; exit 1;; esac\n'
+        f'pid=$(cat {run}/slurmd-"$node".pid) || exit 1\n'
+        f': > {run}/reboot-"$node" || exit 1\n'
+        '( sleep 1; kill -TERM "$pid" ) </dev/null >/dev/null 2>&1 &\n'
     )
 
 

@@ -53,6 +53,9 @@ CONFIRMED: dict[str, str] = {
     "train kill-switch": "",
     "cron stop": "",
     "cron cleanup": "",
+    "node drain": "",
+    "node resume": "",
+    "node reboot": "",
 }
 # Commands that only submit the new job(s) their arguments name: no --yes (see above).
 SUBMITS_ONLY: dict[str, str] = {
@@ -76,6 +79,7 @@ NO_STATE_CHANGE: set[str] = {
     "hostfile",
     "job info",
     "launch-env",
+    "node show",
     "lint",
     "nodes count",
     "nodes diff",
@@ -349,6 +353,17 @@ def _faulty_excluded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenari
     )
 
 
+def _node(*args: str) -> Callable[[Path, pytest.MonkeyPatch], Scenario]:
+    def make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
+        from test_node import FakeSlurm
+
+        fake = FakeSlurm({"node-1": ("IDLE", None), "node-2": ("IDLE+DRAIN", "fan")})
+        lock = ["--lock", str(tmp_path / "node.lock")]
+        return Scenario(["node", *args, *lock], fake)
+
+    return make
+
+
 SCENARIOS: dict[str, Callable[[Path, pytest.MonkeyPatch], Scenario]] = {
     "undrain": _undrain,
     "faulty scan": _faulty_drain,
@@ -362,6 +377,9 @@ SCENARIOS: dict[str, Callable[[Path, pytest.MonkeyPatch], Scenario]] = {
     "train kill-switch": _train_command("kill-switch", "on"),
     "cron stop": _cron_stop,
     "cron cleanup": _cron_cleanup,
+    "node drain": _node("drain", "node-1", "--reason", "fan"),
+    "node resume": _node("resume", "node-2", "--no-check"),
+    "node reboot": _node("reboot", "node-1"),
 }
 EXTRA_SCENARIOS = {
     "train kill-switch off": _train_command("kill-switch", "off", switch_on=True),

@@ -1,0 +1,298 @@
+"""``slurmkit node drain|resume|reboot|show``: one node's lifecycle, for admins.
+
+Thin over :mod:`slurmkit.node`. The changing commands follow the one confirm rule
+(:mod:`slurmkit.cli._confirm`): ``--dry-run`` shows the plan, a terminal is asked,
+and without a terminal only ``--yes`` acts (otherwise a dry run, exit 1).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from slurmkit.cli import _confirm
+from slurmkit.cli._group import LazyGroup, exit_with
+from slurmkit.cli._ssh_options import ssh_transport_options
+from slurmkit.errors import SlurmkitError
+
+if TYPE_CHECKING:
+    from slurmkit.node import ChangeOptions, NodeReport
+    from slurmkit.remote import RemoteOptions
+
+
+@click.group("node", cls=LazyGroup)
+def node_group() -> None:
+    """Node lifecycle: drain with a reason, resume after a leftover check, reboot, show."""
+
+
+def _change_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--dry-run, --yes, --log, --lock, --lock-wait, --json: the same on every change."""
+    options = [
+        click.option("--dry-run", is_flag=True, help="Show what would be done; change nothing."),
+        click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal)."),
+        click.option(
+            "--log",
+            "log_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            metavar="FILE",
+            help="Audit log (undrain's format): a line before the change, its outcome after; "
+            "checked before anything is done, settled by the next run if a run was killed.",
+        ),
+        click.option(
+            "--lock",
+            "lock_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            metavar="FILE",
+            help="Lock serialising node changes (default: root's in /run/slurmkit).",
+        ),
+        click.option(
+            "--lock-wait",
+            type=click.FloatRange(min=0),
+            default=10.0,
+            show_default=True,
+            metavar="S",
+            help="How long to wait for another node change to finish.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts."),
+    ]
+    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+
+def _options(dry_run: bool, log: Path | None, lock: Path | None, wait: float) -> ChangeOptions:
+    from slurmkit.node import ChangeOptions
+
+    return ChangeOptions(
+        dry_run=dry_run, log=log, lock=lock, lock_wait=wait, notify=_confirm.notify
+    )
+
+
+def _finish(report: NodeReport, as_json: bool, rule: _confirm.Gate) -> None:
+    from slurmkit.cli._output import print_json, print_table
+    from slurmkit.node import TABLE_HEADERS
+
+    if as_json:
+        print_json(report.to_json())
+    else:
+        print_table([r.as_row() for r in report.rows], TABLE_HEADERS)
+        for note in report.notes:
+            click.echo(f"slurmkit: {note}", err=True)
+        if report.declined:
+            _confirm.notify("nothing changed")
+    if report.error:
+        raise SlurmkitError(report.error)
+    exit_with(max(report.exit_code, rule.exit_code(report.would_change)))
+
+
+def _asker(yes: bool, question: str) -> Callable[[NodeReport], bool]:
+    def ask(report: NodeReport) -> bool:
+        from slurmkit.cli._output import print_table
+        from slurmkit.node import TABLE_HEADERS
+
+        return _confirm.confirm(
+            yes,
+            lambda: print_table([r.as_row() for r in report.rows], TABLE_HEADERS),
+            question,
+        )
+
+    return ask
+
+
+@node_group.command("drain")
+@click.argument("nodes")
+@click.option("--reason", required=True, metavar="R", help="Why (required: Slurm shows it).")
+@_change_options
+def drain_command(
+    nodes: str,
+    reason: str,
+    dry_run: bool,
+    yes: bool,
+    log_path: Path | None,
+    lock_path: Path | None,
+    lock_wait: float,
+    as_json: bool,
+) -> None:
+    """Drain NODES with a reason, in one scontrol update.
+
+    A node already drained keeps its reason. Exit 0 all drained, 1 some not, 2 error.
+    """
+    from slurmkit.node.drain import check_reason, drain
+
+    check_reason(reason)  # bad input before the dry-run notice
+    rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
+    options = _options(rule.dry_run, log_path, lock_path, lock_wait)
+    report = drain(nodes, reason, options, _asker(yes, "Drain these nodes?"))
+    _finish(report, as_json, rule)
+
+
+@node_group.command("resume")
+@click.argument("nodes")
+@click.option(
+    "--no-check", is_flag=True, help="Skip the leftover check (the node is returned as it is)."
+)
+@click.option(
+    "--via",
+    type=click.Choice(["auto", "pdsh", "ssh"]),
+    default="auto",
+    show_default=True,
+    help="Transport for the leftover check.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="Limit for the check on each node.",
+)
+@ssh_transport_options("the leftover check")
+@_change_options
+def resume_command(
+    nodes: str,
+    no_check: bool,
+    via: str,
+    timeout: float,
+    ssh: RemoteOptions,
+    dry_run: bool,
+    yes: bool,
+    log_path: Path | None,
+    lock_path: Path | None,
+    lock_wait: float,
+    as_json: bool,
+) -> None:
+    """Return NODES (drained or down for any reason) to service, in one scontrol update.
+
+    Unless --no-check, each node is first checked, as by undrain, for processes left
+    by Slurm jobs; a node with leftovers is skipped with the process list, a node that
+    cannot be checked is skipped too. Exit 0 all returned, 1 some skipped, 2 error.
+    """
+    from dataclasses import replace
+
+    from slurmkit.node import ResumeOptions
+    from slurmkit.node.resume import resume
+
+    remote = replace(ssh, timeout=timeout, notify=_confirm.notify)
+    checks = ResumeOptions(check=not no_check, via=via, remote=remote)
+    rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
+    options = _options(rule.dry_run, log_path, lock_path, lock_wait)
+    report = resume(nodes, options, checks, _asker(yes, "Resume these nodes?"))
+    _finish(report, as_json, rule)
+
+
+@node_group.command("reboot")
+@click.argument("nodes")
+@click.option("--asap", is_flag=True, help="Drain now, reboot as soon as the jobs end.")
+@click.option("--reason", metavar="R", help="Reason shown while the reboot is pending.")
+@click.option(
+    "--timeout",
+    type=float,
+    default=600.0,
+    show_default=True,
+    metavar="S",
+    help="How long to wait for the nodes to come back; later is reported (exit 1).",
+)
+@click.option(
+    "--poll",
+    type=float,
+    default=2.0,
+    show_default=True,
+    metavar="S",
+    help="Seconds between two reads of the nodes' state.",
+)
+@click.option(
+    "--no-wait", is_flag=True, help="Issue the reboot and return; do not follow the nodes."
+)
+@click.option(
+    "--validate",
+    "validate_checks",
+    metavar="CHECKS",
+    help="Run faulty scan --checks CHECKS on the nodes once back; drain those that fail.",
+)
+@_change_options
+def reboot_command(
+    nodes: str,
+    asap: bool,
+    reason: str | None,
+    timeout: float,
+    poll: float,
+    no_wait: bool,
+    validate_checks: str | None,
+    dry_run: bool,
+    yes: bool,
+    log_path: Path | None,
+    lock_path: Path | None,
+    lock_wait: float,
+    as_json: bool,
+) -> None:
+    """Reboot NODES with one scontrol reboot and follow them back to idle.
+
+    Refused (exit 2, nothing issued) when RebootProgram is not set. Progress goes to
+    stderr. Exit 0 all back (and valid), 1 some not back within --timeout or failing
+    --validate (drained), 2 error.
+    """
+    from slurmkit.faulty import parse_checks
+    from slurmkit.node import RebootOptions
+    from slurmkit.node.reboot import reboot
+    from slurmkit.node.validate import validator
+
+    if no_wait and validate_checks:
+        raise click.UsageError("--validate needs the nodes back: it cannot go with --no-wait")
+    checks = parse_checks(validate_checks) if validate_checks else ()
+    rebooting = RebootOptions(
+        asap=asap,
+        reason=reason,
+        timeout=timeout,
+        poll=poll,
+        validate=checks,
+        follow=not no_wait,
+    )
+    rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
+    options = _options(rule.dry_run, log_path, lock_path, lock_wait)
+    check = validator(checks, _confirm.notify) if checks else None
+    question = "Reboot these nodes" + (f", then validate ({validate_checks})?" if checks else "?")
+    report = reboot(nodes, options, rebooting, _asker(yes, question), check)
+    _finish(report, as_json, rule)
+
+
+@node_group.command("show")
+@click.argument("node")
+@click.option(
+    "--days",
+    type=click.IntRange(min=0),
+    default=7,
+    show_default=True,
+    metavar="N",
+    help="History from accounting over the last N days.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+def show_command(node: str, days: int, as_json: bool) -> None:
+    """One node: state, reason, who and when, jobs on it, recent history (sacct)."""
+    from slurmkit.cli._output import print_json, print_table
+    from slurmkit.node.show import show
+    from slurmkit.printable import printable
+
+    view = show(node, days)
+    data = view.to_json()
+    if as_json:
+        print_json(data)
+        return
+    for key in ("node", "state", "reason", "reason_user", "reason_time", "boot_time"):
+        click.echo(f"{key:12} {printable(str(data[key] if data[key] is not None else '-'))}")
+    click.echo(f"{'partitions':12} {','.join(view.node.partitions) or '-'}")
+    jobs = data["jobs"]
+    click.echo(f"{'jobs':12} {len(jobs) if isinstance(jobs, list) else 0}")
+    headers = ["job", "name", "user", "state", "start", "end", "exit_code"]
+    if view.jobs:
+        print_table([[printable(str(j[h] or "")) for h in headers] for j in jobs], headers)
+    click.echo(f"history since {data['history_since']}:")
+    if view.history_error:
+        click.echo(f"slurmkit: {view.history_error}", err=True)
+    elif view.history:
+        history = data["history"]
+        print_table([[printable(str(j[h] or "")) for h in headers] for j in history], headers)
+    else:
+        click.echo("  no job ran on it")

@@ -1,0 +1,29 @@
+"""Node lifecycle for admins: drain, resume, reboot and show, safely and in batches.
+
+The library behind ``slurmkit node``. Every change goes through :mod:`.change`: one
+Slurm call for all nodes (per reason), an intent line in ``--log`` before it and the
+outcome after (undrain's action log), a faultpoint in between, a read-back. Resume
+reuses undrain's leftover check, reboot checks ``RebootProgram`` first and follows the
+nodes back, ``--validate`` reuses ``faulty scan``. Nothing here imports click.
+"""
+
+from __future__ import annotations
+
+from slurmkit.node.change import ChangeOptions
+from slurmkit.node.outcome import TABLE_HEADERS, NodeReport, NodeRow
+from slurmkit.node.reboot import RebootOptions
+from slurmkit.node.resume import ResumeOptions
+from slurmkit.node.show import NodeView
+
+# The commands are the functions of the same name in each module (drain.drain, ...);
+# they are not re-exported here, where they would hide their modules.
+
+__all__ = [
+    "TABLE_HEADERS",
+    "ChangeOptions",
+    "NodeReport",
+    "NodeRow",
+    "NodeView",
+    "RebootOptions",
+    "ResumeOptions",
+]

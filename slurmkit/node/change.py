@@ -1,0 +1,258 @@
+"""The one way a node command changes Slurm: intent in --log, one call, outcome after.
+
+``node drain``, ``resume`` and ``reboot`` differ only in how they plan (which nodes,
+what the leftover check or the config says) and in the Slurm call that acts. The rest
+is here, shared: the dry run, the lock, settling what a killed run left open in the
+same ``--log``, the confirm callback, and the change itself (issue 22's discipline):
+
+1. every node's ``will-<verb>`` line, with one token, is written and fsynced to
+   ``--log`` (undrain's :mod:`slurmkit.undrain.actionlog`: same format, same checks);
+   a log that cannot take it means nothing is done;
+2. one Slurm call for all nodes (one per reason: these commands take one reason);
+3. a faultpoint ``node-<verb>.after-change``, so tests can kill the run right there;
+4. the nodes are read back (read again, bounded, when the call got no answer: "no
+   answer" is not "not done") and each node's outcome line is written.
+
+An outcome that cannot be known (no answer, and no read-back either) writes no
+outcome line: the intent stays open and the next run with the same ``--log`` settles it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurmkit import faultpoint, journal, locks
+from slurmkit.errors import SlurmError
+from slurmkit.hostlist import fold
+from slurmkit.node.outcome import DONE, FAILED, SKIPPED, UNKNOWN, WOULD, NodeReport, NodeRow
+from slurmkit.slurm import query, recheck
+from slurmkit.slurm.records import Node
+from slurmkit.undrain import actionlog
+from slurmkit.undrain.actionlog import ActionLog, LogProblem
+
+Notify = Callable[[str], None]
+Judge = Callable[[Node], bool]
+VERBS = ("drain", "resume", "reboot")
+
+
+@dataclass(frozen=True)
+class ChangeOptions:
+    """What every changing node command shares: dry run, audit log, lock, notices."""
+
+    dry_run: bool = False
+    log: Path | None = None
+    lock: Path | None = None
+    lock_wait: float = 10.0
+    notify: Notify | None = None
+    recheck_within: float = recheck.DEFAULT_WITHIN
+
+    def say(self, message: str) -> None:
+        if self.notify is not None:
+            self.notify(message)
+
+
+def run(
+    verb: str,
+    options: ChangeOptions,
+    plan: Callable[[], NodeReport],
+    act: Callable[[NodeReport, ActionLog], None],
+    confirm: Callable[[NodeReport], bool],
+) -> NodeReport:
+    """Plan; on a dry run stop there; else lock, settle old intents, plan, ask, act."""
+    if options.dry_run:
+        if options.log is not None:
+            actionlog.check(options.log)  # would the real run be able to log?
+        report = plan()
+        report.dry_run = True
+        return report
+    path = options.lock or locks.default_lock_path("node")
+    with (
+        ActionLog.open(options.log) as log,  # first: a bad --log changes nothing
+        locks.hold(path, wait=options.lock_wait, what="node"),
+    ):
+        settled = reconcile(log, options)
+        report = plan()
+        report.reconciled = settled
+        if not report.would_change:
+            return report
+        if not confirm(report):
+            report.declined = True
+            for row in report.by_action(WOULD):
+                row.skip("not confirmed")
+            return report
+        act(report, log)
+    return report
+
+
+def judge_for(verb: str) -> Judge:
+    """Did the change take, going by the node's state read back?"""
+    if verb == "drain":
+        return lambda n: "DRAIN" in n.flags
+    if verb == "resume":
+        return lambda n: "DRAIN" not in n.flags and not n.is_down
+    # A reboot was accepted when the node carries its flag, or has already come back.
+    return lambda n: bool(n.flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"}) or n.state == "IDLE"
+
+
+def change(
+    verb: str,
+    report: NodeReport,
+    log: ActionLog,
+    call: Callable[[str], None],
+    options: ChangeOptions,
+    **fields: str,
+) -> list[NodeRow]:
+    """Intent, one ``call(folded names)``, faultpoint, read-back, outcome; the rows changed."""
+    rows = report.by_action(WOULD)
+    names = fold([r.node for r in rows])
+    token = journal.new_token()
+    try:
+        log.write(
+            actionlog.entry(r.node, f"will-{verb}", before=r.before, token=token, **fields)
+            for r in rows
+        )
+    except LogProblem as exc:
+        for r in rows:
+            r.action, r.why = FAILED, "the log could not take the intent: nothing done"
+        report.error = f"{exc}: {names} left as they were"
+        return []
+    error: SlurmError | None = None
+    try:
+        call(names)
+    except SlurmError as exc:
+        error = exc
+    faultpoint.reached(f"node-{verb}.after-change")
+    found, read_error, silent = _read_back(names, error, options)
+    lines: list[str] = []
+    judge = judge_for(verb)
+    if found is None:
+        for r in rows:
+            r.after = "unknown"
+            if silent:
+                r.action = UNKNOWN
+                r.why = f"no answer from Slurm, and the state could not be read: {read_error}"
+            else:
+                r.action, r.why = (FAILED, str(error)) if error else (UNKNOWN, str(read_error))
+                if error:
+                    lines.append(_outcome(r, verb, token, ok=False))
+        report.error = f"scontrol {verb} of {names}: {error or read_error}" + (
+            "; whether it was done is unknown: the next run with this --log settles it"
+            if silent
+            else ""
+        )
+    else:
+        now = {n.name: n for n in found}
+        for r in rows:
+            node = now.get(r.node)
+            r.after = node.state_text if node else "not known to Slurm"
+            ok = node is not None and judge(node)
+            r.action = DONE if ok else FAILED
+            if silent:
+                r.why = f"no answer from Slurm; read back: {'done' if ok else 'not done'}"
+            elif not ok:
+                r.why = f"scontrol failed: {error}" if error else "Slurm did not take it"
+            lines.append(
+                _outcome(
+                    r, verb, token, ok=ok, **({"checked": "after-no-answer"} if silent else {})
+                )
+            )
+        if error is not None and not silent:
+            report.error = f"scontrol {verb} failed: {error}"
+    try:
+        log.write(lines)
+    except LogProblem as exc:
+        report.error = f"{exc} (the change itself was made: see the table)"
+    return [r for r in rows if r.action == DONE]
+
+
+def _outcome(row: NodeRow, verb: str, token: str, *, ok: bool, **fields: str) -> str:
+    return actionlog.entry(
+        row.node,
+        verb if ok else f"{verb}-failed",
+        token=token,
+        before=row.before,
+        after=row.after,
+        **fields,
+    )
+
+
+def _read_back(
+    names: str, error: SlurmError | None, options: ChangeOptions
+) -> tuple[list[Node] | None, SlurmError | None, bool]:
+    silent = error is not None and recheck.no_answer(error)
+    if silent:
+        found, read_error = recheck.read_again(
+            lambda: query.nodes(names, exact_reasons=True),
+            what=f"the state of {names}",
+            notify=options.notify,
+            within=options.recheck_within,
+        )
+        return found, read_error, True
+    try:
+        return query.nodes(names, exact_reasons=True), None, False
+    except SlurmError as exc:
+        return None, exc, False
+
+
+def reconcile(log: ActionLog, options: ChangeOptions) -> list[str]:
+    """Settle ``will-drain|resume|reboot`` lines a killed run left open in ``--log``.
+
+    The nodes are read (one call); each gets an outcome line marked ``reconciled=yes``
+    saying what is true now. Without an answer from Slurm they stay open. One line on
+    stderr says what was settled.
+    """
+    if log.path is None:
+        return []
+    intents = [
+        i for i in actionlog.open_intents(log.path) if i.action.removeprefix("will-") in VERBS
+    ]
+    names = sorted({n for i in intents for n in i.nodes})
+    if not names:
+        return []
+    try:
+        now = {n.name: n for n in query.nodes(fold(names), exact_reasons=True)}
+    except SlurmError as exc:
+        options.say(f"--log {log.path}: {fold(names)}: an earlier change is still unknown ({exc})")
+        return []
+    lines, settled = [], []
+    for intent in intents:
+        verb = intent.action.removeprefix("will-")
+        judge = judge_for(verb)
+        for name in intent.nodes:
+            node = now.get(name)
+            ok = node is not None and judge(node)
+            after = node.state_text if node else "not known to Slurm"
+            lines.append(
+                actionlog.entry(
+                    name,
+                    verb if ok else f"{verb}-failed",
+                    token=intent.token,
+                    before=intent.fields.get("before", ""),
+                    after=after,
+                    reconciled="yes",
+                )
+            )
+            settled.append(f"{name} {verb} {'done' if ok else 'not done'} (now {after})")
+    log.write(lines)  # before anything else: a log that fails here changes nothing
+    options.say(f"--log {log.path}: settled what an earlier run left open: {'; '.join(settled)}")
+    return settled
+
+
+def rows_for(names: Sequence[str], nodes: Sequence[Node]) -> list[NodeRow]:
+    """One row per named node, in the order named; a name Slurm does not know is skipped."""
+    known = {n.name: n for n in nodes}
+    rows = []
+    for name in names:
+        node = known.get(name)
+        if node is None:
+            row = NodeRow(name, "unknown")
+            row.skip("not known to Slurm")
+        else:
+            row = NodeRow(name, node.state_text, node.reason or "")
+        rows.append(row)
+    return rows
+
+
+__all__ = ["DONE", "FAILED", "SKIPPED", "UNKNOWN", "WOULD", "ChangeOptions", "change", "run"]

@@ -1,0 +1,291 @@
+"""``slurmkit node`` at the argv seam: bad input, batching, the log, the RebootProgram refusal.
+
+A fake runner plays slurmctld for ``scontrol show node|config``, ``update``, ``reboot``,
+``squeue`` and ``sacct``; it records every call. The config text with no RebootProgram
+is the one recorded from the live 22.05 sandbox (``node_samples/``).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import slurmkit.node.reboot as rb
+from slurmkit import _proc
+from slurmkit.errors import EnvironmentProblem
+from slurmkit.hostlist import expand
+from slurmkit.slurm import nodeops
+
+SAMPLES = Path(__file__).parent / "node_samples"
+NO_PROGRAM = (SAMPLES / "scontrol_show_config-22.05-no-rebootprogram.txt").read_text()
+WITH_PROGRAM = NO_PROGRAM.replace(
+    "RebootProgram           = (null)", "RebootProgram           = /sbin/reboot"
+)
+
+
+def _record(name: str, state: str, reason: str | None) -> str:
+    lines = [
+        f"NodeName={name} Arch=x86_64 CoresPerSocket=2 ",
+        "   CPUAlloc=0 CPUEfctv=8 CPUTot=8 CPULoad=0.00",
+        f"   State={state} ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
+        "   Partitions=gpu ",
+        "   BootTime=2026-11-20T23:44:16 SlurmdStartTime=2026-11-21T00:02:30",
+    ]
+    if reason:
+        lines.append(f"   Reason={reason} [root@2026-11-21T00:03:40]")
+    return "\n".join(lines) + "\n\n"
+
+
+@dataclass
+class FakeSlurm:
+    """Nodes name -> (state, reason); ``config`` is what ``scontrol show config`` prints."""
+
+    nodes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    config: str = WITH_PROGRAM
+    calls: list[list[str]] = field(default_factory=list)
+    rebooting: set[str] = field(default_factory=set)  # shown once as REBOOT_ISSUED, then back
+
+    def __call__(self, argv, **_kw) -> _proc.Completed:
+        argv = list(argv)
+        self.calls.append(argv)
+        rc, out, err = self._answer(argv)
+        return _proc.Completed(tuple(argv), rc, out, err, 0.01)
+
+    def _answer(self, argv: list[str]) -> tuple[int, str, str]:
+        if argv[:3] == ["scontrol", "show", "config"]:
+            return 0, self.config, ""
+        if argv[0] == "scontrol" and "show" in argv and "node" in argv:
+            names = expand(argv[-1]) if argv[-1] != "node" else list(self.nodes)
+            unknown = [n for n in names if n not in self.nodes]
+            if unknown:
+                return 1, "", f"Node {unknown[0]} not found\n"
+            text = "".join(_record(n, *self.nodes[n]) for n in names)
+            for name in self.rebooting & set(names):
+                self.nodes[name] = ("IDLE", None)
+            self.rebooting -= set(names)
+            return 0, text, ""
+        if argv[:2] == ["scontrol", "update"]:
+            words = dict(w.split("=", 1) for w in argv[2:])
+            for name in expand(words["nodename"]):
+                state, _reason = self.nodes[name]
+                base = state.split("+")[0]
+                if words["state"] == "drain":
+                    self.nodes[name] = (f"{base}+DRAIN", words["reason"])
+                elif words["state"] == "resume":
+                    self.nodes[name] = ("IDLE" if base == "DOWN" else base, None)
+            return 0, "", ""
+        if argv[:2] == ["scontrol", "reboot"]:
+            for name in expand(argv[-1]):
+                self.nodes[name] = ("DOWN+REBOOT_ISSUED", "reboot issued")
+                self.rebooting.add(name)
+            return 0, "", ""
+        if argv[0] in ("squeue", "sacct"):
+            return 0, "", ""
+        return 127, "", f"fake: unexpected {shlex.join(argv)}\n"
+
+    def changing(self) -> list[list[str]]:
+        return [c for c in self.calls if c[:2] in (["scontrol", "update"], ["scontrol", "reboot"])]
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
+    slurm = FakeSlurm(
+        {
+            "node-1": ("IDLE", None),
+            "node-2": ("IDLE", None),
+            "node-3": ("IDLE+DRAIN", "gpu ECC error"),
+            "node-4": ("DOWN", "Not responding"),
+        }
+    )
+    monkeypatch.setattr(_proc, "runner", slurm)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    return slurm
+
+
+def _lock(tmp_path: Path) -> list[str]:
+    return ["--lock", str(tmp_path / "node.lock")]
+
+
+# ------------------------------------------------------------------ the slurm layer
+
+
+def test_recorded_config_without_reboot_program_is_read_as_unset() -> None:
+    config = nodeops.parse_config(NO_PROGRAM)
+    assert config["SLURM_VERSION"] == "22.05.8"
+    assert nodeops.reboot_program(config) is None
+    assert nodeops.reboot_program(nodeops.parse_config(WITH_PROGRAM)) == "/sbin/reboot"
+
+
+def test_require_program_refuses_with_one_line() -> None:
+    with pytest.raises(EnvironmentProblem) as caught:
+        rb.require_program(nodeops.parse_config(NO_PROGRAM))
+    assert caught.value.exit_code == 2
+    assert "RebootProgram is not set" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_reboot_argv_is_one_call_and_never_all() -> None:
+    assert nodeops.reboot_argv("node-[1-64]") == ["scontrol", "reboot", "node-[1-64]"]
+    assert nodeops.reboot_argv("n1,n2", asap=True, reason="new image") == [
+        "scontrol",
+        "reboot",
+        "ASAP",
+        "reason=new image",
+        "n1,n2",
+    ]
+    with pytest.raises(ValueError):
+        nodeops.reboot_argv("  ")
+
+
+def test_node_history_asks_sacct_for_the_node() -> None:
+    argv = nodeops.node_history_argv("node-3", "2026-11-01T00:00:00")
+    assert argv[0] == "sacct" and "--nodelist=node-3" in argv and "--allusers" in argv
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["node", "drain", "node-1"],  # no reason
+        ["node", "drain", "node-1", "--reason", "   "],
+        ["node", "drain", "node-1", "--reason", "two\nlines"],
+        ["node", "drain", "", "--reason", "x", "--yes"],
+        ["node", "drain", ",", "--reason", "x", "--yes"],
+        ["node", "drain", "node-[1-", "--reason", "x", "--yes"],
+        ["node", "resume", "", "--yes"],
+        ["node", "reboot", "node-1", "--timeout", "0", "--yes"],
+        ["node", "reboot", "node-1", "--timeout", "nan", "--yes"],
+        ["node", "reboot", "node-1", "--no-wait", "--validate", "python", "--yes"],
+        ["node", "reboot", "node-1", "--validate", "no-such-check", "--yes"],
+        ["node", "reboot", "node-1", "--reason", "", "--yes"],
+        ["node", "show", "node-[1-2]"],
+        ["node", "show", ""],
+        ["node", "drain", "node-9", "--reason", "x", "--yes"],  # unknown to Slurm
+        ["node", "show", "node-9"],
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(
+    args: list[str], fake: FakeSlurm, run_cli, tmp_path: Path
+) -> None:
+    extra = _lock(tmp_path) if args[1] != "show" else []
+    result = run_cli(*args, *extra, exit_code=2)
+    assert result.stderr.startswith("slurmkit: ") and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr
+    assert fake.changing() == []
+
+
+def test_reboot_without_reboot_program_issues_nothing(
+    fake: FakeSlurm, run_cli, tmp_path: Path
+) -> None:
+    fake.config = NO_PROGRAM
+    result = run_cli("node", "reboot", "node-1", "--yes", *_lock(tmp_path), exit_code=2)
+    assert "RebootProgram is not set" in result.stderr and result.stderr.count("\n") == 1
+    assert fake.changing() == []
+    dry = run_cli("node", "reboot", "node-1", "--dry-run", exit_code=2)
+    assert "RebootProgram is not set" in dry.stderr
+
+
+# ------------------------------------------------------------------ batching and the log
+
+
+def test_drain_is_one_update_with_the_reason_and_logs_intent_first(
+    fake: FakeSlurm, run_cli, tmp_path: Path
+) -> None:
+    log = tmp_path / "node.log"
+    result = run_cli(
+        "node", "drain", "node-[1-3]", "--reason", "bad fan", "--yes", "--log", str(log),
+        *_lock(tmp_path), "--json",
+    )  # fmt: skip
+    assert fake.changing() == [
+        ["scontrol", "update", "nodename=node-[1-2]", "state=drain", "reason=bad fan"]
+    ]
+    lines = log.read_text().splitlines()
+    assert [shlex.split(x)[2] for x in lines] == [
+        "action=will-drain",
+        "action=will-drain",
+        "action=drain",
+        "action=drain",
+    ]
+    assert len({shlex.split(x)[-1] for x in lines[:2]}) == 1  # one token
+    assert '"node-3"' in result.stdout and "already drained" in result.stdout
+    assert fake.nodes["node-3"] == ("IDLE+DRAIN", "gpu ECC error")  # the admin's reason kept
+
+
+def test_resume_no_check_is_one_update_and_leaves_idle_nodes_alone(
+    fake: FakeSlurm, run_cli, tmp_path: Path
+) -> None:
+    run_cli("node", "resume", "node-[1,3-4]", "--no-check", "--yes", *_lock(tmp_path))
+    assert fake.changing() == [["scontrol", "update", "nodename=node-[3-4]", "state=resume"]]
+    assert fake.nodes["node-3"][0] == "IDLE" and fake.nodes["node-4"][0] == "IDLE"
+
+
+def test_a_killed_drain_is_settled_by_the_next_run(
+    fake: FakeSlurm, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The intent a run killed right after the update left open is closed by the next run."""
+    from slurmkit.undrain import actionlog
+
+    log = tmp_path / "node.log"
+    log.write_text(
+        actionlog.entry("node-1", "will-drain", before="IDLE", token="abc", reason="x") + "\n"
+    )
+    fake.nodes["node-1"] = ("IDLE+DRAIN", "x")  # the update had gone through
+    result = run_cli(
+        "node", "drain", "node-2", "--reason", "y", "--yes", "--log", str(log), *_lock(tmp_path)
+    )
+    assert "settled what an earlier run left open: node-1 drain done" in result.stderr
+    assert actionlog.open_intents(log) == []
+
+
+def test_a_log_that_cannot_be_written_changes_nothing(
+    fake: FakeSlurm, run_cli, tmp_path: Path
+) -> None:
+    result = run_cli(
+        "node", "drain", "node-1", "--reason", "x", "--yes",
+        "--log", str(tmp_path / "missing" / "node.log"), *_lock(tmp_path), exit_code=2,
+    )  # fmt: skip
+    assert "does not exist" in result.stderr
+    assert fake.changing() == []
+
+
+def test_reboot_is_one_call_followed_back(fake: FakeSlurm, run_cli, tmp_path: Path) -> None:
+    result = run_cli(
+        "node", "reboot", "node-[1-2,4]", "--asap", "--reason", "image", "--yes",
+        "--poll", "0.01", "--timeout", "30", *_lock(tmp_path),
+        exit_code=1,  # node-4 is DOWN: skipped
+    )  # fmt: skip
+    assert fake.changing() == [["scontrol", "reboot", "ASAP", "reason=image", "node-[1-2]"]]
+    assert "DOWN: Slurm ignores a reboot request" in result.stdout
+    assert "rebooted, back in service" in result.stdout
+
+
+def test_follow_reports_a_node_that_never_comes_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import datetime
+
+    from slurmkit.slurm import query
+    from slurmkit.slurm.records import Node
+
+    stuck = Node(name="node-1", state="DOWN", flags=frozenset({"REBOOT_ISSUED"}))
+    monkeypatch.setattr(query, "nodes", lambda names, **kw: [stuck])
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    lines: list[str] = []
+    done, missing = rb.follow(
+        ["node-1"],
+        datetime.now().astimezone(),
+        timeout=10,
+        poll=2,
+        notify=lines.append,
+        sleep=sleep,
+        clock=lambda: now[0],
+    )
+    assert done == {} and missing == {"node-1": "DOWN+REBOOT_ISSUED"}
+    assert len(lines) == 1  # one line per change of state, not per poll
+    assert now[0] == pytest.approx(10)
