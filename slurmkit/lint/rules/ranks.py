@@ -24,6 +24,8 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 
 def _early(word: Word) -> list[str]:
     """What in ``word`` the batch shell fills in although each task should."""
+    if not word.expands and not word.substitutes:
+        return []  # the common word: nothing expanded (checked first: 300,000 words)
     found = sorted(f"${name}" for name in word.expands & PER_TASK)
     found += [f"$({p})" for p in word.substitutes if p.rsplit("/", 1)[-1] in PER_NODE_PROGRAMS]
     return found
@@ -45,6 +47,8 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
         if not srun.program or _one_task(srun):
             continue
         for word in srun.program:
+            if not word.expands and not word.substitutes:
+                continue
             early = _early(word)
             via = ""
             if not early:
