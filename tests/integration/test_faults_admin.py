@@ -38,7 +38,12 @@ from slurmkit.slurm import query
 from slurmkit.slurm._exec import run_slurm
 from tests.integration.conftest import poll, recorded_pid
 from tests.integration.test_train_faults import SLURMKIT, _answers, _fill_bytes, small_tmpfs
-from tests.integration.test_undrain import KTF, _drained, _idle_nodes
+from tests.integration.test_undrain import (  # noqa: F401  (test_user: a fixture)
+    KTF,
+    _drained,
+    _idle_nodes,
+    test_user,
+)
 
 LIMIT = 240.0  # no command here may take longer: a hang fails the test instead of blocking
 
@@ -337,3 +342,72 @@ def test_a_hung_slurmdbd_is_one_line_and_exit_2_for_a_read_only_command(
     print(
         f"faulty history with slurmdbd stopped: exit 2 after {took:.0f} s"
     )  # measured, not asserted
+
+
+# ---------------------------------------------------------------- more faultpoints
+
+
+def test_undrain_killed_after_the_kill_is_settled_and_the_node_checked_again(
+    cluster: sandbox.SandboxSpec,
+    tmp_path: Path,
+    test_user: int,  # noqa: F811  (the fixture of test_undrain: a non-system user)
+) -> None:
+    from tests.integration.conftest import submit
+    from tests.integration.test_undrain import TEST_USER, _ended, _ssh
+
+    (node,) = _idle_nodes(1)
+    escape = "setsid sh -c 'trap \"\" TERM; exec sleep 603' </dev/null >/dev/null 2>&1 &"
+    job = submit("--uid", TEST_USER, "-w", node, "--chdir", "/tmp", "--wrap", escape)
+    log = tmp_path / "undrain.log"
+    common = ("--nodes", node, "--yes", "--kill", "--grace", "1", "--log", str(log),
+              "--lock", str(tmp_path / "lock"))  # fmt: skip
+    try:
+        poll(lambda: _ended(job), 60, "the job to end")
+        poll(lambda: _ssh(node, "pgrep -x -f 'sleep 603'").stdout.split(), 30, "its leftover")
+        with _drained({node: KTF}):
+            killed = slurmkit("undrain", *common, point="undrain.after-kill")
+            assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+            assert [r["action"] for r in _log_actions(log)] == ["will-kill"]
+            again = slurmkit("undrain", *common)
+        assert "settled" in again.stderr and f"{node} kill interrupted" in again.stderr
+        actions = [r["action"] for r in _log_actions(log)]
+        assert actions[:2] == ["will-kill", "kill-interrupted"], actions
+        assert actions[-1] == "undrain"  # checked afresh (the leftover was gone), returned
+        assert again.returncode == 0, again.stderr
+    finally:
+        run_slurm(["scancel", job], check=False)
+        _ssh(node, "pkill -KILL -x -f 'sleep 603' || true")
+
+
+def test_job_extend_killed_after_the_update_is_settled_by_the_next_extend(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    from tests.integration.conftest import submit
+
+    job = submit("--time=5", "--partition=cpu", "--wrap", "sleep 300")
+    state = tmp_path / "state"
+    env_state = {"XDG_STATE_HOME": str(state)}
+    try:
+        poll(lambda: query.job(job).state in ("RUNNING", "PENDING"), 60, "the job to be queued")
+        killed = subprocess.run(
+            [str(SLURMKIT), "job", "extend", job, "+2m", "--yes"],
+            env={**_env("job-extend.after-update"), **env_state},
+            capture_output=True, text=True, timeout=LIMIT, check=False,
+        )  # fmt: skip
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert query.job(job).time_limit == 7 * 60  # done, not recorded
+        again = subprocess.run(
+            [str(SLURMKIT), "job", "extend", job, "+1m", "--yes"],
+            env={**_env(), **env_state},
+            capture_output=True, text=True, timeout=LIMIT, check=False,
+        )  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        assert f"job {job}: the earlier extend 00:05:00 -> 00:07:00 went through" in again.stderr
+        assert "00:07:00 -> 00:08:00" in again.stdout
+        journal = state / "slurmkit" / "job-extend.journal"
+        entries = [json.loads(ln) for ln in journal.read_text().splitlines()]
+        assert [(e["kind"], e.get("result")) for e in entries] == [
+            ("intent", None), ("outcome", "done"), ("intent", None), ("outcome", "done"),
+        ]  # fmt: skip
+    finally:
+        run_slurm(["scancel", job], check=False)
