@@ -322,3 +322,14 @@ def test_percent_n_in_the_batch_output_names_the_first_node_only() -> None:
         + "srun --gres=gpu:0 --nodes=40 --tasks-per-node=1 --output=trace-%N.out sh -c 'date'\n"
     )
     assert found(step) == []
+
+
+def test_a_launcher_in_a_submitted_heredoc_belongs_to_that_job_only() -> None:
+    body = (
+        "#!/bin/bash\n#SBATCH -t 5 -N 2 --ntasks-per-node=4 --gres=gpu:8 -c 32\n"
+        "srun -c 32 torchrun --nnodes=2 --nproc_per_node=8 t.py\n"
+    )
+    text = "#!/bin/bash\n#SBATCH -t 5\nsbatch <<'EOF'\n" + body + "EOF\n"
+    assert found(text) == [(5, "error", "launcher-tasks-per-node")]
+    (finding,) = lint(text)
+    assert "line 3 feeds to sbatch, its line 2" in finding.message

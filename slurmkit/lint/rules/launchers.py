@@ -56,7 +56,10 @@ def launcher_lines(script: Script) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     if not _may_launch(script.text):
         return found
+    hidden = script.hidden_lines  # job scripts fed to sbatch: linted as their own
     for number, line in enumerate(script.lines, start=1):
+        if number in hidden:
+            continue
         name = launcher_in(line)
         if name:
             found.append((number, re.sub(r"\s+", " ", name)))
