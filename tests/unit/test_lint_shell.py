@@ -204,7 +204,21 @@ def test_tasks_per_node_from_ntasks() -> None:
     assert job.tasks_per_node == 8
 
 
-PIECES = [*"ab $()`'\"\\\n#;&|<>{}[]=-%:x0\t", "srun ", "<<EOF\n", "EOF\n", "export "]
+PIECES = [
+    *"ab $()`'\"\\\n#;&|<>{}[]=-%:x0\t",
+    "srun ",
+    "<<EOF\n",
+    "EOF\n",
+    "export ",
+    "é",  # byte offsets (tree-sitter) differ from character offsets from here on
+    "日本",
+    "{{ x }}",
+    "{% if a %}",
+    "sbatch ",
+    "cat <<'E' | sbatch\n",
+    "E\n",
+    "A=1 B=2\n",
+]
 RULE_BAIT = [
     "#SBATCH -c 4\n",
     "$(",
@@ -231,4 +245,7 @@ def test_any_text_lints_without_raising(pieces: list[str]) -> None:
     text = "".join(pieces)
     parsed = parse(text)
     assert all(0 <= c.start <= c.end <= len(text) for c in parsed.commands)
+    for command in parsed.commands:  # offsets are characters of the original text
+        for word in command.words:
+            assert text[word.start : word.end] == word.raw or "{" in text[word.start : word.end]
     lint_text("#!/bin/bash\n#SBATCH -t 5 -c 4 -N 2 --gres=gpu:4\n" + text, "fuzz")
