@@ -18,6 +18,12 @@ for its options (``torch.distributed.argparse_util.env``), so
 ``accelerate launch`` and ``deepspeed`` read no such variables; their extras
 are named after their options (``--num_machines "$NUM_MACHINES"``,
 ``--num_gpus "$NUM_GPUS"``) so scripts need no arithmetic.
+
+``srun`` as the launcher (one task per GPU, no torchrun): each task is a worker, so
+``RANK``/``LOCAL_RANK``/``WORLD_SIZE`` are the task's ``SLURM_PROCID``/``SLURM_LOCALID``/
+``SLURM_NTASKS`` (what ``torch.distributed``'s ``env://`` init reads). They exist only
+inside the step's tasks: in the batch script they would be the batch step's, so
+``--launcher srun`` is refused there, as a per-node value is.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from slurmkit.errors import SlurmkitError, UsageError
 from slurmkit.jobenv.allocation import Allocation
 from slurmkit.jobenv.slots import Slots
 
-LAUNCHERS = ("torchrun", "accelerate", "deepspeed")
+LAUNCHERS = ("torchrun", "accelerate", "deepspeed", "srun")
 DEFAULT_PORT = 6000
 _AUTO_PORT_BASE = 20000  # same formula as the shipped launcher templates
 
@@ -134,7 +140,10 @@ def build(
     ]
     if rank is not None:
         common.append(("NODE_RANK", str(rank)))
-    extras = _launcher_extras(launcher, dict(common), rank)
+    extras = _launcher_extras(launcher, dict(common), rank, alloc)
+    if extras:  # a launcher's own value of a common name (srun's WORLD_SIZE) replaces it
+        names = {name for name, _ in extras}
+        common = [(name, value) for name, value in common if name not in names]
     notes = [slots.describe()]
     if rank is None:
         notes.append(
@@ -145,7 +154,7 @@ def build(
 
 
 def _launcher_extras(
-    launcher: str | None, common: Mapping[str, str], rank: int | None
+    launcher: str | None, common: Mapping[str, str], rank: int | None, alloc: Allocation
 ) -> list[tuple[str, str]]:
     if launcher is None:
         return []
@@ -164,4 +173,23 @@ def _launcher_extras(
         return extras + ([("MACHINE_RANK", str(rank))] if ranked else [])
     if launcher == "deepspeed":
         return [("NUM_NODES", nnodes), ("NUM_GPUS", per_node)]
+    if launcher == "srun":
+        return srun_ranks(alloc)
     raise UsageError(f"unknown launcher {launcher!r} (one of {', '.join(LAUNCHERS)})")
+
+
+def srun_ranks(alloc: Allocation) -> list[tuple[str, str]]:
+    """RANK, LOCAL_RANK, WORLD_SIZE of this srun task; refused outside a step's task."""
+    env = alloc.env or {}
+    names = ("SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS")
+    values = [env.get(name, "").strip() for name in names]
+    if not alloc.in_step or not all(v.isdigit() for v in values):
+        raise UsageError(
+            "--launcher srun exports each task's RANK, LOCAL_RANK and WORLD_SIZE: run it "
+            "inside the srun step, in each task (srun ... bash -c 'eval \"$(slurmkit "
+            "launch-env --launcher srun)\"; python train.py'), not in the batch script"
+        )
+    rank, local, size = (int(v) for v in values)
+    if not (0 <= rank < size):
+        raise SlurmkitError(f"SLURM_PROCID={rank} is outside SLURM_NTASKS={size}")
+    return [("RANK", str(rank)), ("LOCAL_RANK", str(local)), ("WORLD_SIZE", str(size))]
