@@ -253,11 +253,27 @@ class Script:
         return self.parsed.source(command.start, command.end)
 
     def code_lines(self, heredocs: bool = False) -> Iterator[tuple[int, str]]:
-        """(line number, text) of the lines that are not comments; heredoc bodies if asked."""
+        """(line number, text) of the lines that are not comments; heredoc bodies if asked.
+
+        A bash comment after code (``srun torchrun --nnodes=2 t.py  # was --nnodes 4``)
+        is cut off where the syntax tree says it starts.
+        """
         bodies = self.hidden_lines if heredocs else self._heredoc_lines | self.hidden_lines
+        cut = self._comment_columns
         for number, line in enumerate(self.lines, start=1):
             if number not in bodies and not line.lstrip().startswith("#"):
-                yield number, line
+                column = cut.get(number)
+                yield number, line if column is None else line[:column]
+
+    @cached_property
+    def _comment_columns(self) -> dict[int, int]:
+        """Line -> column where a bash comment starts after code on that line."""
+        starts = self.parsed._line_starts
+        found: dict[int, int] = {}
+        for comment in self.parsed.comments:
+            line = self.line_of(comment.start)
+            found.setdefault(line, comment.start - starts[line - 1])
+        return found
 
     @cached_property
     def _heredoc_lines(self) -> set[int]:

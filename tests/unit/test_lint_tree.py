@@ -333,3 +333,12 @@ def test_a_launcher_in_a_submitted_heredoc_belongs_to_that_job_only() -> None:
     assert found(text) == [(5, "error", "launcher-tasks-per-node")]
     (finding,) = lint(text)
     assert "line 3 feeds to sbatch, its line 2" in finding.message
+
+
+def test_a_comment_after_code_is_not_read_as_options() -> None:
+    head = HEAD + "#SBATCH --nodes=2 --ntasks-per-node=1 -c 32 --gres=gpu:8\n"
+    line = "srun -c 32 torchrun --nnodes=2 --nproc_per_node=8 t.py  # was --nnodes 4\n"
+    assert found(head + line) == []
+    assert found(head + line.replace("--nnodes=2", "--nnodes=3")) == [
+        (5, "error", "nodes-mismatch")
+    ]
