@@ -294,6 +294,9 @@ def test_the_seed_s_launch_in_double_quotes_gives_every_node_rank_0() -> None:
         ('srun bash -c "echo \\$SLURM_PROCID \\$(hostname)"', False),
         ("srun bash -c 'echo $SLURM_PROCID $(hostname)'", False),
         ('srun -n1 bash -c "echo $SLURM_PROCID"', False),  # one task: rank 0 is right
+        ('srun -n1 -w "$node" bash -c "echo $(hostname)"', True),  # not the first node
+        ('srun -N1 -n4 bash -c "echo $(hostname) $SLURM_NODEID"', False),  # one node
+        ('srun -N1 -n4 bash -c "echo $SLURM_LOCALID"', True),  # four tasks there
         ('echo "$SLURM_PROCID"', False),  # the batch step's own rank
     ],
 )

@@ -31,11 +31,24 @@ def _early(word: Word) -> list[str]:
     return found
 
 
-def _one_task(srun: Srun) -> bool:
-    """A single task on a node the batch step is on: rank 0 and its hostname are right."""
+PER_NODE = frozenset({"$SLURM_NODEID", "$SLURMD_NODENAME", "$(hostname)"})
+
+
+def _right_anyway(script: Script, srun: Srun) -> frozenset[str]:
+    """Values the batch step's expansion gets right for this step's every task.
+
+    One task, not moved off the first node: all of them (rank 0, the first node).
+    One node (the step's -N1 or the whole job's), not moved: the node's id and name.
+    """
+    if srun.has("nodelist", "exclude", "relative"):
+        return frozenset()
     ntasks = srun.option("ntasks")
-    placed = srun.has("nodelist", "exclude", "relative")
-    return ntasks is not None and ntasks.value == "1" and not placed
+    if ntasks is not None and ntasks.value == "1":
+        return frozenset({"*"})
+    nodes = srun.option("nodes")
+    if (nodes is not None and nodes.value == "1") or script.job.nodes == (1, 1):
+        return PER_NODE
+    return frozenset()
 
 
 def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -44,7 +57,8 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
         if binding.value is not None and _early(binding.value):
             bindings.setdefault(binding.name, binding)
     for srun in script.sruns:
-        if not srun.program or _one_task(srun):
+        right = _right_anyway(script, srun)
+        if not srun.program or "*" in right:
             continue
         for word in srun.program:
             if not word.expands and not word.substitutes:
@@ -58,6 +72,7 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
                         early = _early(binding.value)  # type: ignore[arg-type]
                         via = f" through ${name} (assigned on line {binding.line})"
                         break
+            early = [value for value in early if value not in right]
             if not early:
                 continue
             quoted = word.raw.startswith('"') or via
