@@ -13,7 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -46,17 +46,25 @@ def default_lock_path(name: str) -> Path:
 
 
 @contextmanager
-def hold(path: Path, *, wait: float, what: str, shared_file: bool = False) -> Iterator[Path]:
+def hold(
+    path: Path,
+    *,
+    wait: float,
+    what: str,
+    shared_file: bool = False,
+    notify: Callable[[str], None] | None = None,
+) -> Iterator[Path]:
     """Hold an exclusive lock on ``path`` for the ``with`` body.
 
     Waits up to ``wait`` seconds, then raises :class:`LockBusy` naming ``what``
     and the holder's pid. ``shared_file`` is for a lock file that teammates
     share (a train folder): it is opened read-only when it already exists and
     belongs to someone else, and the holder's pid is not written into it.
+    ``notify`` gets one line when the lock is busy: what slurmkit waits for, how long.
     """
     fd = _open(path, shared_file)
     try:
-        _acquire(fd, path, wait, what)
+        _acquire(fd, path, wait, what, notify)
         if not shared_file:
             _note_holder(fd)
         yield path
@@ -86,13 +94,19 @@ def _open(path: Path, shared_file: bool) -> int:
         raise EnvironmentProblem(f"cannot open lock file {path}: {exc.strerror}{hint}") from None
 
 
-def _acquire(fd: int, path: Path, wait: float, what: str) -> None:
+def _acquire(
+    fd: int, path: Path, wait: float, what: str, notify: Callable[[str], None] | None = None
+) -> None:
     deadline = time.monotonic() + max(0.0, wait)
+    told = False
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return
         except BlockingIOError:
+            if notify is not None and not told and wait > 0:
+                notify(f"waiting up to {wait:g} s for {what}: {path} is held{_holder(path)}")
+                told = True
             if time.monotonic() >= deadline:
                 raise LockBusy(
                     f"{what} is busy: another slurmkit run holds {path}{_holder(path)} "

@@ -165,7 +165,7 @@ def start_command(
         outcomes = start_chains(cron, config, chosen, dry_run=True)
     else:
         journal = journaling.journal_of(cron)
-        with journaling.locked(cron):
+        with journaling.locked(cron, notify=_notify):
             journaling.reconcile(cron, _notify)
             journal.check_writable()  # no record, no submission
             outcomes = start_chains(cron, config, chosen, journal=journal, notify=_notify)
@@ -209,7 +209,7 @@ def stop_command(
         _show_stop(plan, as_json, dry_run)
         exit_with(1 if forced and any(o.jobs for o in plan) else 0)
     journal = journaling.journal_of(cron)
-    with journaling.locked(cron):
+    with journaling.locked(cron, notify=_notify):
         journaling.reconcile(cron, _notify)
         plan = stop_plan(config, config.select(periods))
         if not any(o.jobs for o in plan):

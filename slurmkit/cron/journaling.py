@@ -43,10 +43,13 @@ def lock_path(cron: CronDir) -> Path:
 
 
 @contextmanager
-def locked(cron: CronDir, wait: float | None = None) -> Iterator[None]:
+def locked(
+    cron: CronDir, wait: float | None = None, notify: Notify | None = None
+) -> Iterator[None]:
     """Serialise start/stop/settle on one cron dir; past ``wait`` s: LockBusy (exit 2)."""
     limit = LOCK_WAIT if wait is None else wait
-    with locks.hold(lock_path(cron), wait=limit, what=f"cron dir {cron.root}"):
+    what = f"cron dir {cron.root}"
+    with locks.hold(lock_path(cron), wait=limit, what=what, notify=notify):
         yield
 
 

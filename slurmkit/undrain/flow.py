@@ -118,7 +118,7 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
         path = options.lock or locks.default_lock_path("undrain")
         with (
             actionlog.ActionLog.open(options.log) as log,  # first: a bad --log changes nothing
-            locks.hold(path, wait=options.lock_wait, what="undrain"),
+            locks.hold(path, wait=options.lock_wait, what="undrain", notify=options.notify),
         ):
             settled = reconcile(log, options)
             plan = make_plan(options)

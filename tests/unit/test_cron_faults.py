@@ -183,7 +183,7 @@ def test_a_cron_dir_held_by_a_hung_command_is_waited_for_within_a_bound(
     slurm.on(squeue(["cron-30m"]), "")
     with locks.hold(journaling.lock_path(cron), wait=0, what="test"):
         out = run_cli("cron", "start", "--dir", str(cron.root), "30m", exit_code=2)
-    assert "is busy" in out.stderr and len(out.stderr.splitlines()) == 1
+    assert "is busy" in out.stderr.splitlines()[-1]  # after one "waiting up to" line
     assert slurm.calls == []
     assert json.dumps(_entries(cron)) == "[]"
 
@@ -203,3 +203,15 @@ def test_a_lock_on_a_full_file_system_still_locks_without_a_traceback(
         locks.hold(tmp_path / "x.lock", wait=0, what="test"),
     ):
         pass
+
+
+def test_a_busy_cron_dir_says_what_it_waits_for_then_gives_up(
+    run_cli, slurm: FakeSlurm, cron: CronDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(journaling, "LOCK_WAIT", 0.3)
+    with locks.hold(journaling.lock_path(cron), wait=0, what="test"):
+        out = run_cli("cron", "stop", "--dir", str(cron.root), "30m", "--yes", exit_code=2)
+    waiting, busy = out.stderr.strip().splitlines()
+    assert waiting.startswith("slurmkit: waiting up to 0.3 s for cron dir ")
+    assert f"pid {os.getpid()}" in waiting and "is busy" in busy
+    assert slurm.calls == []
