@@ -1,0 +1,145 @@
+"""The srun-launcher and preprocess-array templates, submitted to the sandbox, run to their end.
+
+srun-launcher: every task prints the RANK/LOCAL_RANK/WORLD_SIZE it was given and what
+``slurmkit launch-env --launcher srun`` says inside it; both must be Slurm's ranks.
+preprocess-array: every input is processed exactly once across chunks, a failed chunk
+is the only one redone on a rerun, a finished run's rerun skips every chunk, and an
+empty list fails with exit 2. (mpirun is rendered and linted only, in the unit tests:
+the sandbox has no OpenMPI.)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from slurmkit.slurm._exec import run_slurm
+from tests.integration.conftest import poll
+from tests.integration.test_templates import FINAL, Templates, templates, wait_final
+
+__all__ = ["templates"]  # the fixture, imported for this module
+
+RANKS_PY = """import os, subprocess, sys
+env = {k: os.environ[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "SLURMD_NODENAME")}
+out = subprocess.run([sys.executable, "-m", "slurmkit", "launch-env", "--launcher", "srun"],
+                     capture_output=True, text=True, check=True).stdout
+got = dict(line[len("export "):].split("=", 1) for line in out.splitlines())
+line = "RANKS rank={RANK} local={LOCAL_RANK} world={WORLD_SIZE} node={SLURMD_NODENAME}"
+ours = "launch-env={}/{}/{}".format(got["RANK"], got["LOCAL_RANK"], got["WORLD_SIZE"])
+print(line.format(**env), ours, flush=True)
+"""
+
+PROCESS_SH = """#!/bin/bash
+# LIST START END: append each input of lines START..END-1 to processed.txt; fail once on demand
+set -eo pipefail
+if [[ -e fail-chunk-$SLURM_ARRAY_TASK_ID ]]; then rm "fail-chunk-$SLURM_ARRAY_TASK_ID"; exit 5; fi
+sed -n "$(($2 + 1)),$3p" "$1" | while read -r item; do
+  echo "$item task=$SLURM_ARRAY_TASK_ID" >> processed.txt
+done
+"""
+
+
+def test_srun_launcher_gives_every_task_its_rank(templates: Templates) -> None:
+    (templates.root / "ranks.py").write_text(RANKS_PY)
+    job_id, name = templates.submit(
+        "srun-launcher",
+        "nodes=2",
+        "gpus_per_node=2",
+        "cpus_per_task=1",
+        "time=5",
+        f"python={sys.executable}",
+        "script=ranks.py",
+    )
+    assert wait_final(job_id, name) == "COMPLETED", templates.log(name, job_id)
+    rows = []
+    for line in templates.log(name, job_id).splitlines():
+        if "RANKS " in line:
+            label, _, rest = line.partition(": ")
+            fields = dict(w.split("=", 1) for w in rest.split()[1:])
+            rows.append((int(label), fields))
+    assert sorted(int(f["rank"]) for _, f in rows) == [0, 1, 2, 3]
+    for label, fields in rows:
+        assert int(fields["rank"]) == label  # srun --label is SLURM_PROCID
+        assert fields["world"] == "4"
+        assert fields["launch-env"] == f"{fields['rank']}/{fields['local']}/4"
+    by_node: dict[str, list[str]] = {}
+    for _, fields in rows:
+        by_node.setdefault(fields["node"], []).append(fields["local"])
+    assert len(by_node) == 2 and all(sorted(v) == ["0", "1"] for v in by_node.values())
+
+
+def _array_states(job_id: str, name: str) -> dict[str, tuple[str, str]]:
+    argv = ["sacct", "-X", "-n", "-P", "-j", job_id, f"--name={name}", "-o", "JobID,State,ExitCode"]
+    rows = [line.split("|") for line in run_slurm(argv).stdout.splitlines() if line]
+    return {r[0]: (r[1].split(" ")[0], r[2]) for r in rows}
+
+
+def _wait_array(job_id: str, name: str, tasks: int) -> dict[str, tuple[str, str]]:
+    def done() -> dict[str, tuple[str, str]] | None:
+        states = _array_states(job_id, name)
+        finished = {k: v for k, v in states.items() if "[" not in k and v[0] in FINAL}
+        return states if len(finished) == tasks else None
+
+    return poll(done, 180, f"array {job_id} to end")  # type: ignore[return-value]
+
+
+def _submit_chunks(templates: Templates, listing: Path, chunks: int) -> tuple[str, str]:
+    return templates.submit(
+        "preprocess-array",
+        f"input_list={listing}",
+        f"chunks={chunks}",
+        "concurrency=2",
+        f"command={templates.root / 'process.sh'}",
+        "done_dir=done",
+        "cpus_per_task=1",
+        "time=5",
+    )
+
+
+def test_preprocess_array_processes_each_input_once_and_resumes(templates: Templates) -> None:
+    root = templates.root
+    (root / "process.sh").write_text(PROCESS_SH)
+    (root / "process.sh").chmod(0o755)
+    inputs = [f"file-{i:02d}.wav" for i in range(10)]
+    listing = root / "files.txt"
+    listing.write_text("".join(f"{x}\n" for x in inputs))
+    (root / "fail-chunk-1").touch()  # chunk 1 fails on the first run only
+
+    job_id, name = _submit_chunks(templates, listing, 3)
+    states = _wait_array(job_id, name, 3)
+    assert {k: v[0] for k, v in states.items()} == {
+        f"{job_id}_0": "COMPLETED",
+        f"{job_id}_1": "FAILED",
+        f"{job_id}_2": "COMPLETED",
+    }
+    first = (root / "processed.txt").read_text().splitlines()
+    assert sorted(x.split()[0] for x in first) == inputs[:4] + inputs[8:]  # chunks 0 and 2
+    assert sorted(p.name for p in (root / "done").iterdir()) == [
+        "chunk-0.done",
+        "chunk-2.done",
+    ]
+
+    again, name2 = _submit_chunks(templates, listing, 3)  # the rerun redoes chunk 1 only
+    assert all(v[0] == "COMPLETED" for v in _wait_array(again, name2, 3).values())
+    lines = (root / "processed.txt").read_text().splitlines()
+    assert sorted(x.split()[0] for x in lines) == inputs  # each input exactly once
+    assert [x for x in lines[len(first) :] if not x.endswith("task=1")] == []
+    skipped = (root / "logs" / f"{name2}-{again}_0.out").read_text()
+    assert "chunk 0 of 3 skipped: done already" in skipped
+
+    third, name3 = _submit_chunks(templates, listing, 3)  # everything done: all skipped
+    assert all(v[0] == "COMPLETED" for v in _wait_array(third, name3, 3).values())
+    assert (root / "processed.txt").read_text().splitlines() == lines
+
+
+def test_preprocess_array_with_an_empty_list_exits_2(templates: Templates) -> None:
+    (templates.root / "process.sh").write_text(PROCESS_SH)
+    (templates.root / "process.sh").chmod(0o755)
+    listing = templates.root / "empty.txt"
+    listing.write_text("")
+    job_id, name = _submit_chunks(templates, listing, 2)
+    states = _wait_array(job_id, name, 2)
+    assert sorted(states.values()) == [("FAILED", "2:0"), ("FAILED", "2:0")]
+    assert not (templates.root / "processed.txt").exists()
+    log = (templates.root / "logs" / f"{name}-{job_id}_0.out").read_text()
+    assert "is missing or empty: nothing to split" in log

@@ -1,0 +1,221 @@
+"""``slurmkit node drain|resume|reboot|show`` on the real sandbox.
+
+drain/resume/show use the shared cluster's idle nodes and resume whatever they left
+drained in a ``finally``. A real leftover is made the way undrain's tests make one: a
+job's child that escapes it (setsid) and outlives it with ``SLURM_JOB_ID`` in its
+environment. Reboot runs on a private 2-node sandbox of the same version on other
+ports (its own RebootProgram restarts that node's slurmd), so no other test's node
+ever reboots under it; the refusal without RebootProgram is proven by unit tests on
+the config recorded from the live cluster and, here, by the live config's parse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from slurmkit import sandbox
+from slurmkit.hostlist import fold
+from slurmkit.slurm import nodeops, query
+from slurmkit.slurm._exec import run_slurm
+from tests.integration.conftest import poll, submit
+from tests.integration.test_undrain import _alive, _ended, _idle_nodes, _ssh
+
+
+@pytest.fixture
+def nodes_back() -> Iterator[list[str]]:
+    """Nodes a test drains; afterwards each one still drained with a test reason is resumed."""
+    touched: list[str] = []
+    yield touched
+    if touched:
+        left = [
+            n.name
+            for n in query.nodes(fold(touched), exact_reasons=True)
+            if "DRAIN" in n.flags and (n.reason or "").startswith("sk-node-test")
+        ]
+        if left:
+            run_slurm(["scontrol", "update", f"nodename={fold(left)}", "state=resume"])
+
+
+def _json(run_cli, *args: str, exit_code: int = 0) -> dict:
+    return json.loads(run_cli("node", *args, "--json", exit_code=exit_code).stdout)
+
+
+def test_drain_then_resume_with_a_log(
+    cluster: sandbox.SandboxSpec, run_cli, nodes_back: list[str], tmp_path: Path
+) -> None:
+    a, b = _idle_nodes(2)
+    nodes_back.extend([a, b])
+    reason = f"sk-node-test {uuid.uuid4().hex[:6]}"
+    log = tmp_path / "node.log"
+    lock = ["--lock", str(tmp_path / "node.lock"), "--log", str(log)]
+    report = _json(run_cli, "drain", fold([a, b]), "--reason", reason, "--yes", *lock)
+    assert [r["action"] for r in report["nodes"]] == ["done", "done"]
+    for node in query.nodes(fold([a, b]), exact_reasons=True):
+        assert node.is_drained and node.reason == reason and node.reason_user == "root"
+    shown = _json(run_cli, "show", a)
+    assert shown["state"] == "IDLE+DRAIN" and shown["reason"] == reason
+    report = _json(run_cli, "resume", fold([a, b]), "--yes", *lock)
+    assert all(r["found"].startswith("no leftovers") for r in report["nodes"]), report
+    assert all("DRAIN" not in n.flags for n in query.nodes(fold([a, b])))
+    actions = [line.split()[2] for line in log.read_text().splitlines()]
+    assert (
+        actions
+        == ["action=will-drain"] * 2
+        + ["action=drain"] * 2
+        + ["action=will-resume"] * 2
+        + ["action=resume"] * 2
+    )
+
+
+def test_resume_skips_a_node_with_a_real_leftover_and_lists_it(
+    cluster: sandbox.SandboxSpec, run_cli, nodes_back: list[str], tmp_path: Path
+) -> None:
+    a, b = _idle_nodes(2)
+    escape = "setsid sh -c 'trap \"\" TERM; exec sleep 611' </dev/null >/dev/null 2>&1 &"
+    job = submit("-w", a, "--chdir", "/tmp", "-J", "sk-node-leftover", "--wrap", escape)
+    leftover = 0
+    try:
+        poll(lambda: _ended(job), 60, "the job to end")
+        found = poll(lambda: _ssh(a, "pgrep -x -f 'sleep 611'").stdout.split(), 30, "leftover")
+        (leftover,) = (int(p) for p in found)  # type: ignore[union-attr]
+        nodes_back.extend([a, b])
+        reason = f"sk-node-test {uuid.uuid4().hex[:6]}"
+        lock = ["--lock", str(tmp_path / "node.lock")]
+        run_cli("node", "drain", fold([a, b]), "--reason", reason, "--yes", *lock)
+        report = _json(run_cli, "resume", fold([a, b]), "--yes", *lock, exit_code=1)
+        rows = {r["node"]: r for r in report["nodes"]}
+        assert rows[a]["action"] == "skipped" and "leftovers found" in rows[a]["why"]
+        assert any(p.startswith(f"{leftover} ") for p in rows[a]["processes"]), rows[a]
+        assert rows[b]["action"] == "done"
+        (node_a,) = query.nodes(a, exact_reasons=True)
+        assert node_a.is_drained and node_a.reason == reason  # left as it was
+        assert _alive(a, leftover)  # resume never kills
+        # --no-check returns it anyway (the admin's call)
+        report = _json(run_cli, "resume", a, "--no-check", "--yes", *lock)
+        assert report["nodes"][0]["action"] == "done"
+    finally:
+        run_slurm(["scancel", job])
+        if leftover:
+            _ssh(a, f"kill -KILL {leftover} 2>/dev/null || true")
+
+
+def test_show_lists_jobs_on_the_node_and_its_history(cluster: sandbox.SandboxSpec, run_cli) -> None:
+    (a,) = _idle_nodes(1)
+    done = submit("-w", a, "-J", "sk-node-show-done", "--wrap", "true")
+    poll(lambda: _ended(done), 60, "the short job to end")
+    job = submit("-w", a, "-J", "sk-node-show", "--wrap", "sleep 120")
+    try:
+        poll(lambda: any(j.is_running for j in query.jobs(job_ids=[job])), 60, "job running")
+
+        def history() -> dict | None:
+            shown = _json(run_cli, "show", a)
+            return shown if any(h["job"] == done for h in shown["history"]) else None
+
+        shown = poll(history, 30, "the finished job in the node's sacct history")
+        assert shown["node"] == a  # type: ignore[index]
+        assert [j["job"] for j in shown["jobs"]] == [job]  # type: ignore[index]
+        text = run_cli("node", "show", a).stdout
+        assert "sk-node-show" in text and "history since" in text
+    finally:
+        run_slurm(["scancel", job])
+
+
+def test_the_live_config_names_the_sandbox_reboot_program(cluster: sandbox.SandboxSpec) -> None:
+    """What the refusal reads: RebootProgram as the live slurmctld reports it.
+
+    A sandbox started before RebootProgram existed reports none: then a reboot is
+    refused there, which is checked with a dry run (nothing is issued either way).
+    """
+    program = nodeops.reboot_program(nodeops.show_config())
+    if program is None:
+        from click.testing import CliRunner
+
+        from slurmkit.cli import cli
+
+        result = CliRunner().invoke(cli, ["node", "reboot", "node-1", "--dry-run"])
+        assert result.exit_code == 2 and "RebootProgram is not set" in result.stderr
+    else:
+        assert program == str(cluster.bin_dir / "slurmkit-reboot")
+
+
+@pytest.fixture(scope="module")
+def private() -> Iterator[sandbox.SandboxSpec]:
+    """A 2-node sandbox of the session's version on other ports: only these nodes reboot."""
+    base = sandbox.SandboxSpec()
+    spec = sandbox.SandboxSpec(
+        dir=Path(f"/tmp/sk-node-reboot-{os.getpid()}"),
+        nodes=2,
+        port_base=base.port_base + 2000,
+        slurm=os.environ.get("SLURMKIT_TEST_SLURM", base.slurm),
+    )
+    report = sandbox.up(spec, install=False)
+    try:
+        yield report.spec
+    finally:
+        sandbox.down(spec.dir)
+
+
+def test_reboot_follows_the_nodes_back_to_idle(
+    private: sandbox.SandboxSpec, run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(private.slurm_conf))
+    if private.root:
+        monkeypatch.setenv("PATH", f"{private.bin_dir}:{os.environ['PATH']}")
+    before = {n.name: n.boot_time for n in query.nodes("node-[1-2]")}
+    log = tmp_path / "reboot.log"
+    result = run_cli(
+        "node", "reboot", "node-[1-2]", "--reason", "sk-node-test image", "--yes",
+        "--timeout", "120", "--poll", "0.5", "--log", str(log),
+        "--lock", str(tmp_path / "node.lock"), "--json",
+    )  # fmt: skip
+    report = json.loads(result.stdout)
+    assert [r["action"] for r in report["nodes"]] == ["done", "done"], report
+    assert "REBOOT_ISSUED" in result.stderr or "REBOOT_REQUESTED" in result.stderr
+    after = {n.name: n for n in query.nodes("node-[1-2]")}
+    for name, node in after.items():
+        assert node.state == "IDLE" and not node.flags, node.state_text
+        assert node.boot_time and before[name] and node.boot_time > before[name]
+    actions = sorted(line.split()[2] for line in log.read_text().splitlines())
+    assert actions == ["action=reboot"] * 2 + ["action=will-reboot"] * 2
+    # the node runs jobs again after its reboot
+    out = run_slurm(["srun", "-w", "node-1", "-N1", "hostname"], timeout=60).stdout
+    assert out.strip() == "node-1"
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def test_a_node_that_never_comes_back_is_reported_after_the_timeout(
+    private: sandbox.SandboxSpec, run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """node-2's slurmd is frozen (SIGSTOP): the reboot is accepted by slurmctld, but the node
+    never runs its RebootProgram: reported after --timeout, exit 1."""
+    import signal
+
+    from tests.integration.conftest import recorded_pid
+
+    monkeypatch.setenv("SLURM_CONF", str(private.slurm_conf))
+    if private.root:
+        monkeypatch.setenv("PATH", f"{private.bin_dir}:{os.environ['PATH']}")
+    tini = recorded_pid(private, "node-node-2")
+    (supervisor,) = _children(tini)
+    (slurmd,) = _children(supervisor)
+    assert "slurmd" in Path(f"/proc/{slurmd}/cmdline").read_text()
+    os.kill(slurmd, signal.SIGSTOP)
+    try:
+        result = run_cli(
+            "node", "reboot", "node-2", "--yes", "--timeout", "6", "--poll", "0.5",
+            "--lock", str(tmp_path / "node.lock"), exit_code=1,
+        )  # fmt: skip
+        assert "not back within --timeout 6 s" in result.stdout
+        assert "node-2 not back within 6 s" in result.stderr
+    finally:
+        os.kill(slurmd, signal.SIGCONT)
