@@ -289,3 +289,49 @@ def test_follow_reports_a_node_that_never_comes_back(monkeypatch: pytest.MonkeyP
     assert done == {} and missing == {"node-1": "DOWN+REBOOT_ISSUED"}
     assert len(lines) == 1  # one line per change of state, not per poll
     assert now[0] == pytest.approx(10)
+
+
+class Killed(BaseException):
+    """Stands for the SIGKILL a faultpoint sends: nothing after it runs."""
+
+
+@pytest.mark.parametrize(
+    ("verb", "args"),
+    [
+        ("drain", ["node-1", "--reason", "fan"]),
+        ("resume", ["node-3", "--no-check"]),
+        ("reboot", ["node-1", "--no-wait"]),
+    ],
+)
+def test_killed_between_change_and_record_leaves_the_intent_and_the_next_run_settles_it(
+    verb: str, args: list[str], fake: FakeSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from slurmkit import faultpoint
+    from slurmkit.cli import cli
+    from slurmkit.undrain import actionlog
+
+    log = tmp_path / "node.log"
+    point = f"node-{verb}.after-change"
+    reached: list[str] = []
+
+    def die(name: str) -> None:
+        reached.append(name)
+        if name == point:
+            raise Killed
+
+    monkeypatch.setattr(faultpoint, "reached", die)
+    common = ["--yes", "--log", str(log), *_lock(tmp_path)]
+    with pytest.raises(Killed):
+        CliRunner().invoke(cli, ["node", verb, *args, *common], catch_exceptions=False)
+    assert reached == [point]
+    assert len(fake.changing()) == 1  # the change was made
+    (intent,) = actionlog.open_intents(log)  # and only its intent is on record
+    assert intent.action == f"will-{verb}"
+    monkeypatch.setattr(faultpoint, "reached", lambda name: None)
+    result = CliRunner().invoke(cli, ["node", "show", "node-2"])  # reading settles nothing
+    assert actionlog.open_intents(log) == [intent] and result.exit_code == 0
+    nothing = CliRunner().invoke(cli, ["node", "drain", "node-3", "--reason", "x", *common])
+    assert f"{intent.nodes[0]} {verb} done" in nothing.stderr, nothing.stderr
+    assert actionlog.open_intents(log) == []
