@@ -4,8 +4,10 @@ srun-launcher: every task prints the RANK/LOCAL_RANK/WORLD_SIZE it was given and
 ``slurmkit launch-env --launcher srun`` says inside it; both must be Slurm's ranks.
 preprocess-array: every input is processed exactly once across chunks, a failed chunk
 is the only one redone on a rerun, a finished run's rerun skips every chunk, and an
-empty list fails with exit 2. (mpirun is rendered and linted only, in the unit tests:
-the sandbox has no OpenMPI.)
+empty list fails with exit 2. mpirun: the template's hostfile (``slurmkit hostfile
+--format openmpi``) places gpus_per_node ranks on each node, with the host's Open MPI
+(``openmpi-bin``, from scripts/bootstrap); inside another Slurm version's root the host's
+/usr is not there, so that test runs on the host's 22.05 only.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from slurmkit import sandbox
 from slurmkit.slurm._exec import run_slurm
 from tests.integration.conftest import poll
 from tests.integration.test_templates import FINAL, Templates, templates, wait_final
@@ -143,3 +146,49 @@ def test_preprocess_array_with_an_empty_list_exits_2(templates: Templates) -> No
     assert not (templates.root / "processed.txt").exists()
     log = (templates.root / "logs" / f"{name}-{job_id}_0.out").read_text()
     assert "is missing or empty: nothing to split" in log
+
+
+MPI_PY = """import os, socket
+e = os.environ
+print("MPI rank={} local={} size={} node={} master={}".format(
+    e["OMPI_COMM_WORLD_RANK"], e["OMPI_COMM_WORLD_LOCAL_RANK"], e["OMPI_COMM_WORLD_SIZE"],
+    socket.gethostname(), e["MASTER_ADDR"]), flush=True)
+"""
+
+
+def test_mpirun_places_gpus_per_node_ranks_on_each_node(
+    cluster: sandbox.SandboxSpec, templates: Templates
+) -> None:
+    if cluster.root:
+        import pytest
+
+        pytest.skip("mpirun is the host's Open MPI: not inside another Slurm version's root")
+    (templates.root / "mpi.py").write_text(MPI_PY)
+    venv_bin = Path(sys.executable).parent
+    job_id, name = templates.submit(
+        "mpirun",
+        "nodes=2",
+        "gpus_per_node=2",
+        "cpus_per_task=1",
+        "time=5",
+        f"python={sys.executable}",
+        "script=mpi.py",
+        "mpirun_args=--allow-run-as-root",
+        f"setup=export PATH={venv_bin}:$PATH",
+    )
+    assert wait_final(job_id, name) == "COMPLETED", templates.log(name, job_id)
+    log = templates.log(name, job_id)
+    rows = [
+        dict(w.split("=", 1) for w in line.split()[1:])
+        for line in log.splitlines()
+        if line.startswith("MPI ")
+    ]
+    assert sorted(int(r["rank"]) for r in rows) == [0, 1, 2, 3]
+    assert {r["size"] for r in rows} == {"4"}
+    nodes = sorted({r["node"] for r in rows})
+    assert len(nodes) == 2
+    first = min(rows, key=lambda r: int(r["rank"]))["node"]
+    for row in rows:  # ranks 0-1 on the first node (MASTER_ADDR), 2-3 on the second
+        assert (row["node"] == first) == (int(row["rank"]) < 2), rows
+        assert row["master"] == first
+    assert f"{first} slots=2" in log

@@ -37,8 +37,7 @@ EXERCISED = {
     "nccl-barrier-test",
     "dcgmi-diag",
     "cpus-per-task-test",
-    # issue 17: run in test_launch_templates.py; mpirun is rendered and linted only (unit
-    # tests): the sandbox has no OpenMPI
+    # issue 17: run in test_launch_templates.py (mpirun with the host's Open MPI on 22.05)
     "srun-launcher",
     "preprocess-array",
     "mpirun",
