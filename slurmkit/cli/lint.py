@@ -29,9 +29,22 @@ if TYPE_CHECKING:
     metavar="X",
     help="Lint for this Slurm version (e.g. 22.05, 24.11.5) instead of the installed one.",
 )
-@click.option("--list-rules", is_flag=True, help="List the rules (id, severity, what) and exit.")
+@click.option(
+    "--list-rules",
+    is_flag=True,
+    help="List the rules (id, severity, precision measured on published scripts) and exit.",
+)
+@click.option("--explain", "explain", metavar="RULE", help="Why RULE exists, an example, the fix.")
+@click.option(
+    "--info", "show_info", is_flag=True, help="Also show info findings (rules below 90% precision)."
+)
 def lint_command(
-    scripts: tuple[str, ...], as_json: bool, slurm_version: str | None, list_rules: bool
+    scripts: tuple[str, ...],
+    as_json: bool,
+    slurm_version: str | None,
+    list_rules: bool,
+    explain: str | None,
+    show_info: bool,
 ) -> None:
     """Check sbatch scripts for the mistakes that silently cost a training (SCRIPT - is stdin).
 
@@ -39,19 +52,28 @@ def lint_command(
     a script breaks it on purpose with `# slurmkit-lint: disable=RULE` on the line or
     the line above.
 
+    Errors mean the job will do the wrong thing, warnings that it very likely will; rules
+    right less than 90% of the time on published scripts are info, shown with --info.
+
     Exit 0 no errors (warnings alone are fine), 1 errors found, 2 a script is missing or
     not text.
     """
     if list_rules:
         _print_rules(as_json)
         return
+    if explain is not None:
+        _explain(explain)
+        return
     if not scripts:
         raise UsageError("lint: give at least one SCRIPT (or - for stdin), or --list-rules")
     texts = _read_all(scripts)
     context = _context(slurm_version)
     findings = _lint(texts, context)
+    hidden = sum(f.severity == "info" for f in findings)
+    if not show_info:
+        findings = [f for f in findings if f.severity != "info"]
     errors = sum(f.severity == "error" for f in findings)
-    warnings = len(findings) - errors
+    warnings = sum(f.severity == "warning" for f in findings)
     if as_json:
         from slurmkit.cli._output import print_json
 
@@ -62,6 +84,7 @@ def lint_command(
                 "scripts": [name for name, _ in texts],
                 "errors": errors,
                 "warnings": warnings,
+                "info": hidden,
                 "findings": [f.to_json() for f in findings],
             }
         )
@@ -74,8 +97,10 @@ def lint_command(
         ]
         if lines:
             click.echo("".join(lines), nl=False)
+        infos = f", {hidden} info{' (--info shows them)' if hidden and not show_info else ''}"
         click.echo(
-            f"slurmkit: {_count(errors, 'error')}, {_count(warnings, 'warning')} in "
+            f"slurmkit: {_count(errors, 'error')}, {_count(warnings, 'warning')}"
+            f"{infos if hidden else ''} in "
             f"{_count(len(texts), 'script')} (Slurm {_version_label(context)})",
             err=True,
         )
@@ -132,16 +157,58 @@ def _lint(texts: list[tuple[str, str]], context: LintContext) -> list[Finding]:
 
 
 def _print_rules(as_json: bool) -> None:
+    """Each rule with its precision measured on the corpus (committed data, not run here)."""
     from slurmkit.cli._output import print_json, print_table
     from slurmkit.lint import RULES
+    from slurmkit.lint.precision import PRECISION
 
-    rows = [{"id": r.id, "severity": r.severity, "summary": r.summary} for r in RULES]
+    rows = []
+    for r in RULES:
+        right, judged = PRECISION.get(r.id, (0, 0))
+        rows.append(
+            {
+                "id": r.id,
+                "severity": r.severity,
+                "right": right,
+                "judged": judged,
+                "summary": r.summary,
+            }
+        )
     if as_json:
         print_json(rows)
     else:
         print_table(
-            [(r["id"], r["severity"], r["summary"]) for r in rows], ["RULE", "SEVERITY", "WHAT"]
+            [
+                (
+                    r["id"],
+                    r["severity"],
+                    f"{100 * r['right'] // r['judged']}% ({r['right']}/{r['judged']})"
+                    if r["judged"]
+                    else "no finding",
+                    r["summary"],
+                )
+                for r in rows
+            ],
+            ["RULE", "SEVERITY", "PRECISION", "WHAT"],
         )
+
+
+def _explain(rule_id: str) -> None:
+    from slurmkit.lint import RULES
+    from slurmkit.lint.explain import EXPLAIN
+    from slurmkit.lint.precision import PRECISION
+
+    if rule_id not in EXPLAIN:
+        raise UsageError(f"--explain {rule_id!r}: no such rule (see `slurmkit lint --list-rules`)")
+    why, example, fix = EXPLAIN[rule_id]
+    severity = {r.id: r.severity for r in RULES}.get(rule_id, "warning")
+    right, judged = PRECISION.get(rule_id, (0, 0))
+    measured = f"{right} of {judged} findings right" if judged else "no finding"
+    example_lines = "".join(f"    {line}\n" for line in example.splitlines())
+    click.echo(
+        f"{rule_id} ({severity}; on published scripts: {measured})\n\n"
+        f"why: {why}\n\nexample:\n{example_lines}\nfix: {fix}"
+    )
 
 
 def _version_label(context: LintContext) -> str:

@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 from slurmkit.errors import UsageError
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.rules import RULE_IDS, RULES
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import NestingTooDeep
@@ -31,6 +31,7 @@ from slurmkit.slurm.records import SlurmVersion
 
 __all__ = [
     "ERROR",
+    "INFO",
     "RULES",
     "WARNING",
     "Finding",

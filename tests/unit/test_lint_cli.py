@@ -15,7 +15,7 @@ from slurmkit.slurm import query
 SAMPLES = Path(__file__).parent / "lint_samples"
 BAD = str(SAMPLES / "test-nodes.slurm")  # srun without -c: an error on 22.05 only
 CLEAN = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -c 4\nsrun -c 4 hostname\n"
-WARN_ONLY = "#!/bin/bash\n#SBATCH -N 1\nhostname\n"
+WARN_ONLY = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --output=out.log\nhostname\n"
 
 
 class FakeSinfo:
@@ -89,7 +89,21 @@ def test_without_slurm_the_rules_of_every_version_apply(run_cli, sinfo, tmp_path
 
 def test_warnings_alone_exit_0(run_cli, sinfo, tmp_path) -> None:
     result = run_cli("lint", write(tmp_path, "w.slurm", WARN_ONLY), exit_code=0)
-    assert "warning: no --time" in result.stdout and "[missing-time]" in result.stdout
+    assert (
+        "warning: --output=out.log" in result.stdout and "[output-without-jobid]" in result.stdout
+    )
+    # missing-time is info (0 of 45 right on published scripts): hidden, and counted
+    assert "[missing-time]" not in result.stdout
+    assert "1 info (--info shows them)" in result.stderr
+    shown = run_cli("lint", "--info", write(tmp_path, "w.slurm", WARN_ONLY), exit_code=0)
+    assert "info: no --time" in shown.stdout and "[missing-time]" in shown.stdout
+
+
+def test_explain_prints_why_example_fix_and_precision(run_cli, sinfo) -> None:
+    out = run_cli("lint", "--explain", "tee-without-pipefail").stdout
+    assert out.startswith("tee-without-pipefail (warning; on published scripts: 18 of 18")
+    assert "why:" in out and "example:" in out and "fix: set -o pipefail" in out
+    run_cli("lint", "--explain", "no-such-rule", exit_code=2)
 
 
 def test_json_output(run_cli, sinfo, tmp_path) -> None:
@@ -148,5 +162,9 @@ def test_list_rules(run_cli, sinfo) -> None:
     table = run_cli("lint", "--list-rules").stdout
     assert "srun-cpus-per-task" in table and "nodes-mismatch" in table
     rows = json.loads(run_cli("lint", "--list-rules", "--json").stdout)
-    assert {"id": "missing-time", "severity": "warning", "summary": "no #SBATCH --time"} in rows
+    by_id = {row["id"]: row for row in rows}
+    assert by_id["missing-time"]["severity"] == "info"
+    assert (by_id["missing-time"]["right"], by_id["missing-time"]["judged"]) == (0, 45)
+    assert (by_id["srun-cpus-per-task"]["right"], by_id["srun-cpus-per-task"]["judged"]) == (18, 18)
+    assert "100% (18/18)" in table
     assert sinfo.calls == []

@@ -23,7 +23,7 @@ def rules(text: str, version: str | None = "22.05.8") -> set[str]:
 def test_rules_have_unique_ids_and_known_severities() -> None:
     ids = [rule.id for rule in RULES]
     assert len(ids) == len(set(ids))
-    assert {rule.severity for rule in RULES} <= {"error", "warning"}
+    assert {rule.severity for rule in RULES} <= {"error", "warning", "info"}
 
 
 def test_a_clean_script_has_no_findings() -> None:
@@ -237,7 +237,7 @@ def test_nproc_per_node_against_gres_and_gpus_without_request() -> None:
     text = LAUNCH + "srun -c 32 torchrun --nproc_per_node 4 t.py\n"
     assert found(text) == [(7, "warning", "gpus-per-node-mismatch")]
     text = HEAD + "#SBATCH -c 8\nGPUS_PER_NODE=8\nsrun -c 8 python t.py\n"
-    assert found(text) == [(5, "warning", "gpus-per-node-mismatch")]
+    assert found(text) == [(5, "info", "gpus-per-node-mismatch")]
 
 
 def test_launcher_cpus() -> None:
@@ -251,7 +251,7 @@ def test_launcher_cpus() -> None:
 
 def test_launcher_outside_srun_on_several_nodes() -> None:
     text = LAUNCH + "torchrun --nnodes=2 --nproc_per_node=8 t.py\n"
-    assert found(text) == [(7, "warning", "launcher-outside-srun")]
+    assert found(text) == [(7, "info", "launcher-outside-srun")]
     text = LAUNCH + 'pdsh -w "$NODES" torchrun --nnodes=2 --nproc_per_node=8 t.py\n'
     assert found(text) == []
 
@@ -260,7 +260,7 @@ def test_launcher_outside_srun_on_several_nodes() -> None:
 
 
 def test_missing_time_and_shebang() -> None:
-    assert found("#!/bin/bash\n#SBATCH -N 1\nhostname\n") == [(2, "warning", "missing-time")]
+    assert found("#!/bin/bash\n#SBATCH -N 1\nhostname\n") == [(2, "info", "missing-time")]
     assert found("#SBATCH -t 5\nhostname\n") == [(1, "error", "missing-shebang")]
     assert found("\n#!/bin/bash\n#SBATCH -t 5\n") == [(1, "error", "missing-shebang")]
     assert found("echo not a batch script\n") == []  # no #SBATCH: nothing to say
@@ -335,16 +335,16 @@ def test_tee_without_pipefail() -> None:
 
 
 def test_clear_in_a_batch_script() -> None:
-    assert found(HEAD + "clear\necho hi\n") == [(4, "warning", "terminal-command")]
-    assert found(HEAD + "tput clear\n") == [(4, "warning", "terminal-command")]
+    assert found(HEAD + "clear\necho hi\n") == [(4, "info", "terminal-command")]
+    assert found(HEAD + "tput clear\n") == [(4, "info", "terminal-command")]
     assert found(HEAD + "echo clear\n") == []
 
 
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("srun --jobid=1234 py-spy dump", [(4, "warning", "srun-without-overlap")]),
-        ("srun --jobid 1234 --gres=gpu:0 py-spy dump", [(4, "warning", "srun-without-overlap")]),
+        ("srun --jobid=1234 py-spy dump", [(4, "info", "srun-without-overlap")]),
+        ("srun --jobid 1234 --gres=gpu:0 py-spy dump", [(4, "info", "srun-without-overlap")]),
         ("srun --jobid=$TRAIN --overlap --gres=gpu:0 py-spy dump", []),
         ("srun --jobid $SLURM_JOBID ./test.py", []),
         ('srun --jobid "${SLURM_JOB_ID}" ./test.py', []),
@@ -361,7 +361,7 @@ def test_gres_zero_alone_is_explained() -> None:
 
 def test_step_beside_a_background_step() -> None:
     text = HEAD + "srun python train.py &\nsrun nvidia-smi\nwait\nsrun post\n"
-    assert found(text) == [(5, "warning", "srun-without-overlap")]
+    assert found(text) == [(5, "info", "srun-without-overlap")]
     text = HEAD + "srun python train.py &\nsrun --overlap nvidia-smi\n"
     assert found(text) == []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.findings import WARNING, Finding, Rule
+from slurmkit.lint.findings import INFO, WARNING, Finding, Rule
 from slurmkit.lint.rules.cpus import other_job
 from slurmkit.lint.script import Script, Srun
 
@@ -146,11 +146,11 @@ RULE_TEE = Rule(
     _tee,
 )
 RULE_TERMINAL = Rule(
-    "terminal-command", WARNING, "clear/reset/tput clear in a batch script (no terminal)", _terminal
+    "terminal-command", INFO, "clear/reset/tput clear in a batch script (no terminal)", _terminal
 )
 RULE_OVERLAP = Rule(
     "srun-without-overlap",
-    WARNING,
+    INFO,
     "monitoring srun --jobid (or a step beside a background step) without --overlap blocks",
     _blocking_srun,
 )

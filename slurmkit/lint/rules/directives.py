@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.directives import AFTER_COMMAND, INDENTED, WRONG_CASE
-from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.rules.launchers import launcher_lines
 from slurmkit.lint.script import Script
 
@@ -185,7 +185,9 @@ RULE_CONTINUED = Rule(
     "#SBATCH line ending in a backslash (sbatch does not join lines)",
     _continued,
 )
-RULE_TIME = Rule("missing-time", WARNING, "no #SBATCH --time", _time)
+RULE_TIME = Rule(
+    "missing-time", INFO, "no #SBATCH --time (site policy: the partition's default applies)", _time
+)
 RULE_OUTPUT = Rule(
     "output-without-jobid",
     WARNING,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.directives import node_range, to_int
-from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.script import Script, Srun
 
 LAUNCHER = re.compile(
@@ -202,9 +202,12 @@ def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         if request is None:
             if value > 0 and script.directives:
+                # Unknown, not wrong: a cluster that does not manage GPUs as GRES
+                # gives every job all of a node's GPUs (as on the AWS clusters of the
+                # corpus), and sbatch may be given --gres on its command line.
                 yield script.finding(
                     binding.line,
-                    WARNING,
+                    INFO,
                     RULE_GPUS.id,
                     f"GPUS_PER_NODE={value} but no #SBATCH line requests GPUs: the workers "
                     "find no GPU unless sbatch is given --gres on its command line",
@@ -255,7 +258,7 @@ RULE_CPUS = Rule(
 )
 RULE_OUTSIDE = Rule(
     "launcher-outside-srun",
-    WARNING,
+    INFO,
     "a multi-node job runs its launcher in the batch step only (first node)",
     _launcher_outside_srun,
 )

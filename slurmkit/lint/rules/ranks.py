@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.findings import ERROR, Finding, Rule
+from slurmkit.lint.findings import ERROR, INFO, Finding, Rule
 from slurmkit.lint.script import Script, Srun
 from slurmkit.lint.shell import Word
 
@@ -93,7 +93,7 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
 
 RULE_RANKS = Rule(
     "srun-rank-expanded-early",
-    ERROR,
+    INFO,
     'srun bash -c "... $SLURM_PROCID ..." (or $SLURM_NODEID, $SLURM_LOCALID, $(hostname)): '
     "expanded once in the batch step, so every task gets rank 0",
     _ranks,

@@ -1,0 +1,138 @@
+"""``lint --explain RULE``: why a rule exists, an example that breaks it, and the fix.
+
+Kept apart from the checks so that the text a user reads can say what the corpus of
+published scripts showed (precision, and why a rule was lowered to info) without
+touching the rules themselves.
+"""
+
+from __future__ import annotations
+
+# rule -> (why, example, fix)
+EXPLAIN: dict[str, tuple[str, str, str]] = {
+    "bash-syntax": (
+        "bash refuses the script before it runs a line: the job fails at once, often after "
+        "hours in the queue.",
+        'echo "unterminated',
+        "close the quote, $(…), block or heredoc that the finding names (line and column).",
+    ),
+    "missing-shebang": (
+        "sbatch refuses a script whose first line is not #! and an interpreter.",
+        "# Copyright …\n#SBATCH -N 2",
+        "make the first line #!/bin/bash.",
+    ),
+    "dos-line-breaks": (
+        "sbatch refuses a script with \\r\\n line breaks (DOS line breaks).",
+        "#!/bin/bash\\r\\n",
+        "dos2unix SCRIPT",
+    ),
+    "sbatch-directive-ignored": (
+        "sbatch reads #SBATCH lines only before the first command; later, indented or "
+        "misspelt ones are comments, so the job runs without the option.",
+        "module load x\n#SBATCH --gres=gpu:8",
+        "move the line up into the header, before the first command.",
+    ),
+    "sbatch-continuation": (
+        "sbatch does not join a #SBATCH line ending in a backslash with the next.",
+        "#SBATCH --nodes=2 \\",
+        "one option per #SBATCH line.",
+    ),
+    "missing-time": (
+        "without --time the partition's default limit applies. Info only: on the corpus "
+        "this was never a mistake (0 of 45 right): the default is the site's choice.",
+        "#SBATCH -N 1   (no --time)",
+        "#SBATCH --time=HH:MM:SS where the site asks for it (shorter jobs backfill sooner).",
+    ),
+    "output-without-jobid": (
+        "a fixed --output/--error name is overwritten (or interleaved) by every later run, "
+        "so the log of the failed run is gone.",
+        "#SBATCH --output=out.log",
+        "#SBATCH --output=%x-%j.out (arrays: %x-%A_%a.out)",
+    ),
+    "output-per-node": (
+        "the batch step runs on the first node only, so %N in #SBATCH --output names one "
+        "file after the first node, not one per node.",
+        "#SBATCH --output=log-%N.out",
+        "srun --output=%x-%j-%N.out for per-node logs.",
+    ),
+    "array-without-limit": (
+        "all tasks of a training array start at once and resume the same checkpoint.",
+        "#SBATCH --array=0-9",
+        "#SBATCH --array=0-9%1 to run them one after another.",
+    ),
+    "srun-cpus-per-task": (
+        "on Slurm 22.05-23.02 srun does not read SLURM_CPUS_PER_TASK: each task of a step "
+        "gets 1 CPU however many the job asked for, and data loaders or OpenMP threads "
+        "crawl on it. 18 of 18 findings on the corpus (22.05) were right.",
+        "#SBATCH --cpus-per-task=16\nsrun python train.py",
+        "srun --cpus-per-task=$SLURM_CPUS_PER_TASK …, or export "
+        "SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK before the srun.",
+    ),
+    "slurm-cpus-per-task-env": (
+        "setting SLURM_CPUS_PER_TASK to another value than the job's: 23.11+ srun reads it "
+        "(24.11 srun dies on the mismatch); earlier versions ignore it.",
+        "export SLURM_CPUS_PER_TASK=4   (job has -c 8)",
+        "set SRUN_CPUS_PER_TASK, or pass srun -c.",
+    ),
+    "nodes-mismatch": (
+        "the launcher waits for a number of nodes the job does not have: the rendezvous "
+        "times out, or the extra nodes idle.",
+        "#SBATCH --nodes=2\ntorchrun --nnodes=4 …",
+        "--nnodes=$SLURM_NNODES",
+    ),
+    "launcher-tasks-per-node": (
+        "torchrun, accelerate and deepspeed each start their own workers: two tasks per "
+        "node start two groups of workers on the same GPUs.",
+        "#SBATCH --ntasks-per-node=8\nsrun torchrun --nproc_per_node=8 …",
+        "#SBATCH --ntasks-per-node=1 for launcher jobs.",
+    ),
+    "gpus-per-node-mismatch": (
+        "the launcher starts more workers than the job has GPUs per node (error), or fewer "
+        "(warning). GPUS_PER_NODE with no GPU request at all is info: clusters that do not "
+        "manage GPUs as GRES give every job all GPUs (0 of 6 such findings were right).",
+        "#SBATCH --gres=gpu:4\nGPUS_PER_NODE=8",
+        "derive it: GPUS_PER_NODE=$SLURM_GPUS_ON_NODE",
+    ),
+    "launcher-cpus-per-task": (
+        "with no --cpus-per-task anywhere the task running a launcher gets 1 CPU, shared "
+        "by the launcher, every worker and their data loaders.",
+        "#SBATCH --gres=gpu:8\ntorchrun --nproc_per_node=8 train.py",
+        "#SBATCH --cpus-per-task=N (and srun -c on 22.05-23.02).",
+    ),
+    "launcher-outside-srun": (
+        "a launcher in the batch step runs on the first node only. Info only: launchers "
+        "that reach the other nodes themselves (mpirun, pdsh, a hostfile) are right there "
+        "(0 of 3 right on the corpus).",
+        "#SBATCH -N 2\ntorchrun --nnodes=2 train.py",
+        "srun --ntasks-per-node=1 torchrun …",
+    ),
+    "srun-rank-expanded-early": (
+        'srun bash -c "… $SLURM_PROCID …": the batch shell expands the value once, as '
+        "task 0 on the first node. Info only: the common case is --node_rank/--machine_rank "
+        "with a c10d rendezvous, which ignores it, or a one-task job (0 of 12 right).",
+        'srun bash -c "python train.py --rank $SLURM_PROCID"',
+        "single quotes or \\$SLURM_PROCID, so each task's shell expands it.",
+    ),
+    "tee-without-pipefail": (
+        "a pipeline's status is its last command's: `train | tee log` ends 0 when train "
+        "fails, so the job ends COMPLETED and dependent jobs start. 18 of 18 right.",
+        "srun python train.py 2>&1 | tee log",
+        "set -o pipefail near the top of the script.",
+    ),
+    "terminal-command": (
+        "clear/reset need a terminal. Info only: sbatch exports the submitting shell's "
+        "TERM, so clear writes escape codes into the log and succeeds (0 of 9 right).",
+        "clear; srun …",
+        "drop it.",
+    ),
+    "srun-without-overlap": (
+        "a step started beside a running step waits for its CPUs unless --overlap. Info "
+        "only: the steps of the corpus ran on other nodes or in other branches (0 of 9).",
+        "srun --jobid $SLURM_JOB_ID nvidia-smi",
+        "srun --overlap …",
+    ),
+    "unknown-rule": (
+        "a slurmkit-lint comment names no rule, so it silences nothing.",
+        "# slurmkit-lint: disable=no-such-rule",
+        "use an id from `slurmkit lint --list-rules`.",
+    ),
+}
