@@ -91,6 +91,7 @@ NO_STATE_CHANGE: set[str] = {
     "nodes xor",
     "pyspy",  # reads stacks
     "run",  # runs exactly the command you typed, like pdsh
+    "sandbox build",  # a cached Slurm root for the local test cluster (issue 18)
     "sandbox down",  # the local test cluster this user started, not a site's Slurm
     "sandbox env",
     "sandbox fault",  # nft rules on that local test cluster's loopback addresses
