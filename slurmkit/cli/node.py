@@ -212,6 +212,14 @@ def resume_command(
     metavar="CHECKS",
     help="Run faulty scan --checks CHECKS on the nodes once back; drain those that fail.",
 )
+@click.option(
+    "--check-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("slurmkit-checks"),
+    show_default=True,
+    metavar="DIR",
+    help="With --validate: faulty scan's work folder (job script and log).",
+)
 @_change_options
 def reboot_command(
     nodes: str,
@@ -221,6 +229,7 @@ def reboot_command(
     poll: float,
     no_wait: bool,
     validate_checks: str | None,
+    check_dir: Path,
     dry_run: bool,
     yes: bool,
     log_path: Path | None,
@@ -252,7 +261,7 @@ def reboot_command(
     )
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
     options = _options(rule.dry_run, log_path, lock_path, lock_wait)
-    check = validator(checks, _confirm.notify) if checks else None
+    check = validator(checks, _confirm.notify, work_dir=check_dir) if checks else None
     question = "Reboot these nodes" + (f", then validate ({validate_checks})?" if checks else "?")
     report = reboot(nodes, options, rebooting, _asker(yes, question), check)
     _finish(report, as_json, rule)

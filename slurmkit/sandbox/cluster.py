@@ -27,7 +27,7 @@ from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem, SlurmError, UsageError
 from slurmkit.files import write_atomic
 from slurmkit.locks import default_lock_dir, default_lock_path, hold
-from slurmkit.sandbox import build, configs, netfault, rootfs, versions
+from slurmkit.sandbox import build, configs, netfault, nodemunge, rootfs, versions
 from slurmkit.sandbox.daemons import (
     Daemon,
     children_of,
@@ -785,6 +785,8 @@ def _start_nodes(spec: SandboxSpec, where: _Where) -> None:
         )
         init_pid = _wait_child(outer.pid, f"node {name} to start", "tini")
         _record(spec, Daemon(f"node-{name}", init_pid, f"-N {name}"))
+        if versions.munge_per_node(spec.slurm):  # issue 18: 25.11 needs a munged per node
+            nodemunge.start(spec, name, init_pid, lambda *a: _spawn(spec, *a))
         # -r: the node's root directory (the version's root, or / on the host)
         config = str(spec.path("ssh", f"sshd_config-{name}"))
         enter = find_program("nsenter") or "nsenter"

@@ -19,7 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from slurmkit.sandbox import virtual
+from slurmkit.sandbox import versions, virtual
 from slurmkit.sandbox.spec import SandboxSpec
 
 DB_USER = "slurm"
@@ -95,6 +95,7 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
     lines.append(f"PartitionName=gpu Nodes={spec.nodelist} Default=YES MaxTime=INFINITE State=UP")
     lines.append(f"PartitionName=cpu Nodes={spec.nodelist} MaxTime=INFINITE State=UP")
     lines.extend(virtual.slurm_conf_lines(spec))  # --virtual-nodes N (issue 18)
+    lines.extend(versions.extra_conf(spec.slurm))  # a version's own lines (issue 18)
     return "\n".join(lines) + "\n"
 
 

@@ -188,6 +188,39 @@ def test_reboot_follows_the_nodes_back_to_idle(
     assert out.strip() == "node-1"
 
 
+def test_reboot_validate_drains_the_node_that_fails_its_check(
+    private: sandbox.SandboxSpec, run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """--validate runs faulty scan on the nodes once back; node-2 fails its cmd check (a
+    marker file names it) and is drained by the scan's drain, node-1 passes."""
+    monkeypatch.setenv("SLURM_CONF", str(private.slurm_conf))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    if private.root:
+        monkeypatch.setenv("PATH", f"{private.bin_dir}:{os.environ['PATH']}")
+    (tmp_path / "broken-node-2").touch()
+    check = f"cmd:test ! -e {tmp_path}/broken-$(hostname)"
+    try:
+        result = run_cli(
+            "node", "reboot", "node-[1-2]", "--yes", "--timeout", "120", "--poll", "0.5",
+            "--validate", check, "--check-dir", str(tmp_path / "checks"),
+            "--lock", str(tmp_path / "node.lock"), "--json", exit_code=1,
+        )  # fmt: skip
+        report = json.loads(result.stdout)
+        rows = {r["node"]: r for r in report["nodes"]}
+        assert rows["node-1"]["action"] == "done", rows
+        assert (
+            rows["node-2"]["action"] == "failed"
+            and "drained by faulty scan" in rows["node-2"]["why"]
+        )
+        assert report["validation"]["failing"] == ["node-2"]
+        (node2,) = query.nodes("node-2", exact_reasons=True)
+        assert "DRAIN" in node2.flags and (node2.reason or "").startswith("slurmkit: cmd:")
+        (node1,) = query.nodes("node-1")
+        assert node1.state == "IDLE" and not node1.flags
+    finally:
+        run_slurm(["scontrol", "update", "nodename=node-2", "state=resume"], check=False)
+
+
 def _children(pid: int) -> list[int]:
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []
