@@ -88,11 +88,25 @@ SUBCOMMANDS: LazyRegistry = {
     lazy_subcommands=SUBCOMMANDS,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.version_option(__version__, "--version", prog_name="slurmkit")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, value: _print_version(ctx) if value else None,
+    help="Show the version and the query backend in use, then exit.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Print every command slurmkit runs, to stderr.")
+@click.option(
+    "--backend",
+    type=click.Choice(["auto", "pyslurm", "commands"]),
+    default=None,
+    help="Who answers read-only queries: pyslurm's C API or Slurm's commands "
+    "(env: SLURMKIT_BACKEND; default auto: pyslurm when installed for the cluster's version).",
+)
 @click.option("--debug", is_flag=True, hidden=True, help="Show tracebacks for errors.")
 @click.pass_context
-def cli(ctx: click.Context, verbose: bool, debug: bool) -> None:
+def cli(ctx: click.Context, verbose: bool, backend: str | None, debug: bool) -> None:
     """SLURM operations toolbox: node lists, hostfiles, undrain, trains, cron, checks, py-spy.
 
     Exit codes: 0 done, 1 done with findings or skips, 2 usage or environment error.
@@ -102,6 +116,35 @@ def cli(ctx: click.Context, verbose: bool, debug: bool) -> None:
         from slurmkit import _proc  # imported here: subprocess costs start-up time
 
         _proc.set_verbose(True)
+    if backend is not None:
+        from slurmkit.slurm import backend as query_backend
+
+        query_backend.choose(backend)
+
+
+def _print_version(ctx: click.Context) -> None:
+    """``slurmkit --version``: the package, then which backend answers queries here and why.
+
+    ``--backend`` may follow ``--version`` on the line; eager options run first, so it
+    is read from the raw arguments.
+    """
+    from slurmkit.slurm import backend as query_backend
+
+    args = list(ctx.params.get("_args", [])) or _raw_args()
+    for i, arg in enumerate(args):
+        if arg.startswith("--backend="):
+            query_backend.choose(arg.split("=", 1)[1])
+        elif arg == "--backend" and i + 1 < len(args):
+            query_backend.choose(args[i + 1])
+    click.echo(f"slurmkit, version {__version__}")
+    click.echo(query_backend.describe())
+    ctx.exit(0)
+
+
+def _raw_args() -> list[str]:
+    import sys
+
+    return sys.argv[1:]
 
 
 def main() -> None:

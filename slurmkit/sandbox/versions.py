@@ -40,6 +40,10 @@ class SlurmVersion:
     # built from SchedMD's source into a cached prefix on the host (no Debian ships it;
     # see slurmkit.sandbox.build) instead of a Debian root: ``suite`` is then ""
     from_source: bool = False
+    # slurm.conf lines this version needs in the sandbox alone
+    extra_conf: tuple[str, ...] = ()
+    # one munged per node (slurmkit.sandbox.nodemunge): one credential decoded on many nodes
+    munge_per_node: bool = False
 
 
 OFFERED: dict[str, SlurmVersion] = {
@@ -47,7 +51,10 @@ OFFERED: dict[str, SlurmVersion] = {
     "24.11": SlurmVersion("24.11", "trixie", cgroup_disabled=True),
     # The one series pyslurm exists for on the package registry (the pyslurm backend);
     # its slurmd on the host, without systemd/dbus, must be told there are no cgroups.
-    "25.11": SlurmVersion("25.11", "", cgroup_disabled=True, from_source=True),
+    # 25.11's srun sends one signed launch request to every node of a step: with one
+    # munged shared by all nodes the second decode is refused as a replay (srun -N2
+    # fails), so each node gets its own munged (see nodemunge).
+    "25.11": SlurmVersion("25.11", "", cgroup_disabled=True, from_source=True, munge_per_node=True),
     "26.05": SlurmVersion(
         "26.05",
         "sid",
@@ -72,6 +79,17 @@ def series(version_text: str) -> str:
     """``slurm-wlm 24.11.5`` or ``24.11.5`` -> ``24.11``."""
     number = version_text.split()[-1] if version_text.split() else ""
     return ".".join(number.split(".")[:2])
+
+
+def munge_per_node(version: str) -> bool:
+    offered = OFFERED.get(version)
+    return bool(offered and offered.munge_per_node)
+
+
+def extra_conf(version: str) -> list[str]:
+    """The version's own slurm.conf lines for the sandbox (none for most)."""
+    offered = OFFERED.get(version)
+    return list(offered.extra_conf) if offered else []
 
 
 def root_dir(version: str) -> Path:

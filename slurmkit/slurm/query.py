@@ -10,6 +10,11 @@ honour filters (22.05's ``squeue --json`` ignores them and its ``sacct --json``
 reports exit code 0 for failed jobs), carry what JSON lacks (per-node GRES
 indices of ``scontrol show job -d``) and are far smaller. The JSON parsers
 in :mod:`.parse_json` stay available for callers that already hold JSON.
+
+The read-only queries (nodes, jobs, job, partitions, drain reasons, job and
+partition nodelists) may instead be answered by pyslurm with the same records
+(:mod:`.backend` decides, :mod:`.backend_pyslurm` answers); these functions stay
+the one entry point either way. State changes always run the commands.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from datetime import datetime
 
 from slurmkit import _proc
 from slurmkit.errors import NotFound, SlurmkitError, SlurmParseError
-from slurmkit.slurm import _exec
+from slurmkit.slurm import _exec, backend
 from slurmkit.slurm.parse_text import (
     DELIMITER,
     REASON_COLUMNS,
@@ -164,6 +169,8 @@ def nodes(names: Names | None = None, *, exact_reasons: bool = False) -> list[No
     `` Comment=`` or a newline is read whole: for anything that acts on reasons (undrain).
     Raises NotFound naming the first unknown node.
     """
+    if (api := backend.module()) is not None:
+        return api.nodes(names, exact_reasons=exact_reasons)
     return parse_scontrol_nodes(_stdout(nodes_argv(names, oneliner=not exact_reasons)))
 
 
@@ -180,6 +187,8 @@ def jobs(
     ``states="all"`` to include recently finished jobs. Unknown job ids give
     an empty list: a job that left the queue is not an error here.
     """
+    if (api := backend.module()) is not None:
+        return api.jobs(job_ids, user, name, states, nodelist)
     argv = squeue_argv(job_ids, user, name, states, nodelist)
     try:
         return parse_squeue(_stdout(argv, _SQUEUE_ENV))
@@ -195,6 +204,8 @@ def job(job_id: str) -> Job:
     For an array id that names several records, the one whose own id or
     ``4_1``-style id matches is returned, else the first.
     """
+    if (api := backend.module()) is not None:
+        return api.job(job_id)
     try:
         found = parse_scontrol_jobs(_stdout(job_argv(job_id)))
     except NotFound as exc:
@@ -205,11 +216,15 @@ def job(job_id: str) -> Job:
 
 
 def partitions() -> list[Partition]:
+    if (api := backend.module()) is not None:
+        return api.partitions()
     return parse_scontrol_partitions(_stdout(partitions_argv()))
 
 
 def drain_reasons() -> list[DrainReason]:
     """Nodes that are down, drained, draining or failing, grouped by reason (``sinfo -R``)."""
+    if (api := backend.module()) is not None:
+        return api.drain_reasons()
     return parse_sinfo_reasons(_stdout(drain_reasons_argv()))
 
 
@@ -219,6 +234,8 @@ def job_nodelist(jobid: str) -> str:
     Raises NotFound for an unknown job and a SlurmkitError for a job that has
     no nodes yet (pending), so callers never act on an empty list by accident.
     """
+    if (api := backend.module()) is not None:
+        return api.job_nodelist(jobid)
     argv = squeue_argv(job_ids=jobid, columns=SQUEUE_NODELIST_COLUMNS)
     try:
         rows = parse_squeue(_stdout(argv, _SQUEUE_ENV), SQUEUE_NODELIST_COLUMNS)
@@ -235,6 +252,8 @@ def job_nodelist(jobid: str) -> str:
 
 def partition_nodelist(name: str) -> str:
     """The compact nodelist of a partition; NotFound when there is no such partition."""
+    if (api := backend.module()) is not None:
+        return api.partition_nodelist(name)
     try:
         found = parse_scontrol_partitions(_stdout(partitions_argv(name)))
     except NotFound as exc:

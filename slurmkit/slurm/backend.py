@@ -1,0 +1,167 @@
+"""Which backend answers the read-only queries: Slurm's commands, or pyslurm's C API.
+
+Chosen once per process: ``--backend pyslurm|commands`` (the CLI calls :func:`choose`),
+else ``$SLURMKIT_BACKEND``, else automatically: pyslurm when it is installed, its
+Slurm series (pyslurm 25.11.x is built for Slurm 25.11) matches the cluster's
+(``sinfo --version`` of the clients on PATH), and a configuration exists for
+libslurm to read. Anything else falls back to the commands with one line under
+``-v``, never a traceback.
+
+Two facts shape the checks, both measured on 25.11: ``import pyslurm`` initialises
+libslurm, and libslurm without a configuration (no ``SLURM_CONF``, no
+``/etc/slurm/slurm.conf``) prints ``fatal: Could not establish a configuration
+source`` and ends the whole Python process; so does a libslurm reading another
+release's configuration it cannot parse. So nothing imports pyslurm before the
+configuration and the versions were checked, and the installed pyslurm's version is
+read from its package metadata, not by importing it.
+
+``--backend pyslurm`` where pyslurm is not installed is an error (exit 2) that says
+how to install it; where it is installed but the versions differ it says so on one
+line and the command runs on the commands (a wrong backend must never answer).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from importlib import metadata, util
+from pathlib import Path
+from types import ModuleType
+
+from slurmkit.errors import EnvironmentProblem, SlurmkitError, UsageError
+
+ENV = "SLURMKIT_BACKEND"
+CHOICES = ("auto", "pyslurm", "commands")
+INSTALL_HINT = (
+    "pip install 'slurmkit[pyslurm]' on a Slurm 25.11 host, with SLURM_INCLUDE_DIR and "
+    "SLURM_LIB_DIR naming Slurm's include/ and lib/ directories"
+)
+_DEFAULT_CONF = Path("/etc/slurm/slurm.conf")
+
+
+@dataclass(frozen=True)
+class Selected:
+    """The backend in use and why: ``name`` is ``pyslurm`` or ``commands``."""
+
+    name: str
+    detail: str  # e.g. "pyslurm 25.11.2 for Slurm 25.11.7", or why pyslurm is not used
+    module: ModuleType | None = None
+
+
+_choice: str | None = None
+_selected: Selected | None = None
+
+
+def choose(name: str | None) -> None:
+    """Set the backend for this process (``--backend``); None goes back to the environment."""
+    global _choice, _selected
+    if name is not None and name not in CHOICES:
+        raise UsageError(f"unknown backend {name!r}: one of {', '.join(CHOICES)}")
+    _choice = name
+    _selected = None
+
+
+def requested() -> str:
+    value = (_choice or os.environ.get(ENV) or "auto").strip().lower()
+    if value not in CHOICES:
+        raise UsageError(f"{ENV}={value!r} is not a backend: one of {', '.join(CHOICES)}")
+    return value
+
+
+def reset() -> None:
+    """Forget the selection (tests; a process that changed SLURM_CONF or PATH)."""
+    global _selected
+    _selected = None
+
+
+def pyslurm_version() -> str | None:
+    """The installed pyslurm's version, from its metadata (importing it could end the process)."""
+    if util.find_spec("pyslurm") is None:
+        return None
+    try:
+        return metadata.version("pyslurm")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _series(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _config_present() -> bool:
+    conf = os.environ.get("SLURM_CONF")
+    return Path(conf).is_file() if conf else _DEFAULT_CONF.is_file()
+
+
+def _say(line: str) -> None:
+    from slurmkit import _proc
+
+    if _proc.is_verbose():
+        print(f"slurmkit: {line}", file=sys.stderr, flush=True)
+
+
+def selected() -> Selected:
+    """The backend for this process, decided on first use and then kept."""
+    global _selected
+    if _selected is None:
+        _selected = _select(requested())
+    return _selected
+
+
+def _select(want: str) -> Selected:
+    if want == "commands":
+        return Selected("commands", "chosen")
+    version = pyslurm_version()
+    if version is None:
+        if want == "pyslurm":
+            raise EnvironmentProblem(
+                f"--backend pyslurm: pyslurm is not installed ({INSTALL_HINT})"
+            )
+        return _fallback("pyslurm is not installed")
+    if not _config_present():
+        why = f"pyslurm {version}: no slurm.conf (SLURM_CONF) for libslurm to read"
+        return _fallback(why, want)
+    from slurmkit.slurm import query
+
+    try:
+        cluster = query.version()
+    except SlurmkitError as exc:
+        return _fallback(f"pyslurm {version}: the cluster's version is unknown ({exc})", want)
+    if _series(version) != f"{cluster.major}.{cluster.minor:02d}":
+        return _fallback(
+            f"pyslurm {version} is for Slurm {_series(version)}, the cluster runs {cluster}: "
+            "version mismatch",
+            want,
+        )
+    try:
+        from slurmkit.slurm import backend_pyslurm
+    except Exception as exc:  # a broken build: ImportError, or libslurm missing symbols
+        return _fallback(f"pyslurm {version} does not import: {type(exc).__name__}: {exc}", want)
+    return Selected("pyslurm", f"pyslurm {version} for Slurm {cluster}", backend_pyslurm)
+
+
+def _fallback(why: str, want: str = "auto") -> Selected:
+    """Commands instead of pyslurm: under -v on auto, always when pyslurm was asked for."""
+    line = f"query backend: commands ({why})"
+    if want == "pyslurm":
+        print(f"slurmkit: {line}", file=sys.stderr, flush=True)
+    else:
+        _say(line)
+    return Selected("commands", why)
+
+
+def module() -> ModuleType | None:
+    """The pyslurm backend module when it is the one in use, else None (the commands)."""
+    return selected().module
+
+
+def describe() -> str:
+    """One line for ``slurmkit --version``: the backend and why; never raises."""
+    try:
+        chosen = selected()
+    except SlurmkitError as exc:
+        return f"query backend: none ({exc})"
+    if chosen.name == "pyslurm":
+        return f"query backend: pyslurm ({chosen.detail})"
+    return f"query backend: commands ({chosen.detail})"
