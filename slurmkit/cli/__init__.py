@@ -101,6 +101,8 @@ SUBCOMMANDS: LazyRegistry = {
     "--backend",
     type=click.Choice(["auto", "pyslurm", "commands"]),
     default=None,
+    is_eager=True,  # before an eager --version that comes after it on the line
+    callback=lambda _ctx, _param, value: _choose_backend(value),
     help="Who answers read-only queries: pyslurm's C API or Slurm's commands "
     "(env: SLURMKIT_BACKEND; default auto: pyslurm when installed for the cluster's version).",
 )
@@ -116,21 +118,25 @@ def cli(ctx: click.Context, verbose: bool, backend: str | None, debug: bool) -> 
         from slurmkit import _proc  # imported here: subprocess costs start-up time
 
         _proc.set_verbose(True)
-    if backend is not None:
+
+
+def _choose_backend(name: str | None) -> str | None:
+    if name is not None:
         from slurmkit.slurm import backend as query_backend
 
-        query_backend.choose(backend)
+        query_backend.choose(name)
+    return name
 
 
 def _print_version(ctx: click.Context) -> None:
     """``slurmkit --version``: the package, then which backend answers queries here and why.
 
-    ``--backend`` may follow ``--version`` on the line; eager options run first, so it
-    is read from the raw arguments.
+    A ``--backend`` before ``--version`` was applied already (both are eager); one after
+    it is read from the command line.
     """
     from slurmkit.slurm import backend as query_backend
 
-    args = list(ctx.params.get("_args", [])) or _raw_args()
+    args = _raw_args()
     for i, arg in enumerate(args):
         if arg.startswith("--backend="):
             query_backend.choose(arg.split("=", 1)[1])
