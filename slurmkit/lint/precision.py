@@ -9,13 +9,10 @@ made no finding on the corpus. Data, not computed when lint runs.
 PRECISION: dict[str, tuple[int, int]] = {
     "gpus-per-node-mismatch": (0, 6),
     "launcher-cpus-per-task": (9, 9),
-    "launcher-outside-srun": (0, 3),
     "missing-shebang": (3, 3),
     "missing-time": (0, 45),
     "output-without-jobid": (6, 6),
     "srun-cpus-per-task": (18, 18),
-    "srun-rank-expanded-early": (0, 12),
-    "srun-without-overlap": (0, 9),
     "tee-without-pipefail": (18, 18),
     "terminal-command": (0, 9),
 }

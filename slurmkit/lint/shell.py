@@ -252,11 +252,22 @@ class Parsed:
     heredocs: list[Heredoc] = field(default_factory=list)
     comments: list[Comment] = field(default_factory=list)
     problems: list[SyntaxProblem] = field(default_factory=list)
+    # Each if/case: the character ranges of its branches, of which bash runs one.
+    branches: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
     _line_starts: list[int] = field(default_factory=list, repr=False)
     _pipelines: dict[int, list[Command]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+
+    def exclusive(self, a: int, b: int) -> bool:
+        """Whether offsets ``a`` and ``b`` lie in different branches of one if/case."""
+        for ranges in self.branches:
+            where = [i for i, (start, end) in enumerate(ranges) if start <= a < end]
+            other = [i for i, (start, end) in enumerate(ranges) if start <= b < end]
+            if where and other and where != other:
+                return True
+        return False
 
     def line_of(self, offset: int) -> int:
         """1-based line of an offset."""
@@ -365,6 +376,29 @@ class _Reader:
         self.pipe_of_node: dict[int, int] = {}
         self.redirected: list[Any] = []
 
+    def _branches(self, node: Any) -> None:
+        """The character ranges of an ``if``'s or ``case``'s branches: at most one runs.
+
+        ``if``: the ``then`` part (from ``then`` to the first ``elif``/``else``/``fi``),
+        each ``elif_clause`` and the ``else_clause``; ``case``: each ``case_item``.
+        """
+        ranges: list[tuple[int, int]] = []
+        if node.type == "case_statement":
+            ranges = [self.span(c) for c in node.children if c.type == "case_item"]
+        else:
+            then_start: int | None = None
+            for child in node.children:
+                if child.type == "then" and not ranges and then_start is None:
+                    then_start = self.span(child)[1]
+                elif child.type in ("elif_clause", "else_clause", "fi"):
+                    if then_start is not None:
+                        ranges.append((then_start, self.span(child)[0]))
+                        then_start = None
+                    if child.type != "fi":
+                        ranges.append(self.span(child))
+        if len(ranges) > 1:
+            self.result.branches.append(tuple(ranges))
+
     def span(self, node: Any) -> tuple[int, int]:
         offsets = self.offsets
         if offsets.ascii:
@@ -410,6 +444,8 @@ class _Reader:
                 continue
             if kind == "redirected_statement":
                 self.redirected.append((node, depth))
+            elif kind in ("if_statement", "case_statement"):
+                self._branches(node)
             self._push_children(node, depth, background, pipeline, stack)
         result.commands.sort(key=lambda c: c.start)
         for node, _ in self.redirected:

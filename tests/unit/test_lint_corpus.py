@@ -81,3 +81,92 @@ def test_severity_follows_measured_precision() -> None:
         right, judged = PRECISION.get(rule.id, (0, 0))
         if judged and right / judged < 0.9 and rule.id != "gpus-per-node-mismatch":
             assert rule.severity == INFO, rule.id
+
+
+# Rule fixes the corpus led to, each from what Slurm, bash or the launcher really does.
+
+TWO_NODES = "#!/bin/bash\n#SBATCH --time=1:00:00\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n"
+
+
+def _rules(text: str, version: str = "22.05") -> set[str]:
+    context = LintContext(SlurmVersion.parse(version), "option")
+    return {f.rule for f in lint_text(text, "t.sh", context)}
+
+
+@pytest.mark.parametrize(
+    ("body", "fires"),
+    [
+        # static rendezvous (torchrun's default): the node rank decides; every node gets 0
+        ('srun -c 1 bash -c "torchrun --nnodes 2 --node_rank $SLURM_PROCID t.py"', True),
+        # c10d: torchrun passes --node_rank only to the static rendezvous; c10d ranks nodes
+        (
+            'srun -c 1 bash -c "torchrun --nnodes 2 --node_rank $SLURM_PROCID '
+            '--rdzv_backend c10d --rdzv_endpoint h:29500 t.py"',
+            False,
+        ),
+        (
+            'L="accelerate launch --machine_rank $SLURM_PROCID --rdzv_backend=c10d"\n'
+            'srun -c 1 bash -c "$L t.py"',
+            False,
+        ),
+        (
+            'srun -c 1 bash -c "torchrun --node-rank=$SLURM_NODEID --rdzv-backend=c10d t.py"',
+            False,
+        ),
+        # c10d, but the rank also feeds something that is no node rank
+        (
+            'srun -c 1 bash -c "RANK=$SLURM_PROCID torchrun --node_rank $SLURM_PROCID '
+            '--rdzv_backend c10d t.py"',
+            True,
+        ),
+    ],
+)
+def test_node_rank_of_a_c10d_rendezvous_is_not_needed(body: str, fires: bool) -> None:
+    assert ("srun-rank-expanded-early" in _rules(TWO_NODES + body + "\n")) is fires
+
+
+def test_a_job_of_one_task_gets_rank_0_right() -> None:
+    one = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH -N 1\n#SBATCH --ntasks-per-node=1\n"
+    body = 'srun bash -c "python t.py --rank $SLURM_PROCID"\n'
+    assert "srun-rank-expanded-early" not in _rules(one + body)
+    two = one.replace("--ntasks-per-node=1", "--ntasks-per-node=2")
+    assert "srun-rank-expanded-early" in _rules(two + body)
+    assert "srun-rank-expanded-early" in _rules(one + body.replace("srun", "srun -n 2"))
+
+
+def test_steps_in_exclusive_branches_never_run_together() -> None:
+    body = 'if [ -n "$A" ]; then\n  srun python train.py &\nelse\n  srun python train.py\nfi\n'
+    assert "srun-without-overlap" not in _rules(TWO_NODES + body)
+    after = 'if [ -n "$A" ]; then\n  srun python train.py &\nfi\nsrun python other.py\n'
+    assert "srun-without-overlap" in _rules(TWO_NODES + after)
+
+
+def test_steps_pinned_to_node_lists_lint_cannot_compare_are_unknown() -> None:
+    body = "srun -N1 -n1 --nodelist=$VLLM_NODE serve &\nsrun --nodelist=$TRAIN_NODES train\n"
+    assert "srun-without-overlap" not in _rules(TWO_NODES + body)
+    same = 'srun -N1 -n1 -w "$head" serve &\nsrun -w "$head" client\n'
+    assert "srun-without-overlap" in _rules(TWO_NODES + same)
+
+
+@pytest.mark.parametrize(
+    ("line", "fires"),
+    [
+        ("torchrun --nnodes 2 --nproc_per_node 8 t.py", True),
+        ("accelerate launch --num_machines 2 --mpirun_hostfile hostfile t.py", False),
+        ("deepspeed --hostfile hostfile t.py", False),
+        ("deepspeed t.py", True),
+    ],
+)
+def test_launchers_that_reach_the_other_nodes_themselves(line: str, fires: bool) -> None:
+    assert ("launcher-outside-srun" in _rules(TWO_NODES + "#SBATCH -c 8\n" + line + "\n")) is fires
+
+
+def test_node_lists_kept_in_a_variable_count_where_it_is_assigned() -> None:
+    body = (
+        "srun -N1 -n1 --nodelist=$VLLM_NODE serve &\n"
+        'SRUN_ARGS=" --wait=60 --nodelist=$NODELIST"\n'
+        'srun $SRUN_ARGS bash -c "train"\n'
+    )
+    assert "srun-without-overlap" not in _rules(TWO_NODES + body)
+    same = body.replace("--nodelist=$NODELIST", "--nodelist=$VLLM_NODE")
+    assert "srun-without-overlap" in _rules(TWO_NODES + same)

@@ -251,7 +251,7 @@ def test_launcher_cpus() -> None:
 
 def test_launcher_outside_srun_on_several_nodes() -> None:
     text = LAUNCH + "torchrun --nnodes=2 --nproc_per_node=8 t.py\n"
-    assert found(text) == [(7, "info", "launcher-outside-srun")]
+    assert found(text) == [(7, "warning", "launcher-outside-srun")]
     text = LAUNCH + 'pdsh -w "$NODES" torchrun --nnodes=2 --nproc_per_node=8 t.py\n'
     assert found(text) == []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
@@ -72,7 +73,13 @@ def _blocking_srun(script: Script, context: LintContext) -> Iterator[Finding]:
         if srun.has("overlap"):
             continue
         no_gpus = _asks_no_gpus(srun)
-        sharing = [r for r in running if r is not srun and not _can_run_beside(r, srun)]
+        sharing = [
+            r
+            for r in running
+            if r is not srun
+            and not script.parsed.exclusive(r.command.start, here)
+            and not _can_run_beside(script, r, srun)
+        ]
         if other_job(srun):
             why = (
                 "an srun into another job's allocation (--jobid) waits until that job's "
@@ -102,7 +109,7 @@ def _blocking_srun(script: Script, context: LintContext) -> Iterator[Finding]:
         )
 
 
-def _can_run_beside(running: Srun, new: Srun) -> bool:
+def _can_run_beside(script: Script, running: Srun, new: Srun) -> bool:
     """Whether ``new`` can start while ``running`` holds its resources.
 
     Yes when they are pinned to different nodes (``-w "$head"`` and ``-w "$node_i"``,
@@ -112,7 +119,7 @@ def _can_run_beside(running: Srun, new: Srun) -> bool:
     """
     if running.has("exact", "cpus-per-task") or new.has("exact"):
         return True
-    a, b = _placement(running), _placement(new)
+    a, b = _placement(script, running), _placement(script, new)
     if a is None or b is None:
         return False
     if a[0] == b[0] == "only":
@@ -120,15 +127,40 @@ def _can_run_beside(running: Srun, new: Srun) -> bool:
     return a[0] != b[0] and a[1] == b[1]
 
 
-def _placement(srun: Srun) -> tuple[str, str] | None:
-    """("only", nodes) for -w/--nodelist, ("except", nodes) for --exclude, None: anywhere."""
+def _placement(script: Script, srun: Srun) -> tuple[str, str] | None:
+    """("only", nodes) for -w/--nodelist, ("except", nodes) for --exclude, None: anywhere.
+
+    Options kept in a variable (``SRUN_ARGS="… --nodelist=$NODELIST"; srun $SRUN_ARGS …``)
+    count as written where the variable is assigned: bash splits them into srun's words.
+    Only the long spellings are read there, so a program's own ``-w`` is not taken.
+    """
     only = srun.option(*_ONLY)
     if only is not None and only.value:
         return "only", only.value
     excluded = srun.option(*_EXCEPT)
     if excluded is not None and excluded.value:
         return "except", excluded.value
+    if _options_from_variables(srun):
+        text = script.expanded_source(script.source(srun.command))
+        found = _LONG_PLACEMENT.findall(text)
+        if found:
+            option, value = found[-1]
+            return ("only" if option == "nodelist" else "except"), value.strip("\"'")
     return None
+
+
+def _options_from_variables(srun: Srun) -> bool:
+    """Whether a word before the program is a bare expansion (options from a variable)."""
+    first_program = srun.program[0].end if srun.program else srun.command.end
+    # ``srun $SRUN_ARGS prog``: lint cannot tell the expansion from the program, so the
+    # first program word counts too.
+    return any(
+        w.expands and not w.raw.startswith(("'", '"')) and w.start < first_program
+        for w in srun.command.words[1:]
+    )
+
+
+_LONG_PLACEMENT = re.compile(r"--(nodelist|exclude)[= ]+(\S+)")
 
 
 def _asks_no_gpus(srun: Srun) -> bool:

@@ -31,6 +31,10 @@ _PROC_ARGS = re.compile(
     r"--(?P<opt>nproc_per_node|nproc-per-node|num_gpus|num-gpus)[= ]+(?P<n>\d+)\b"
 )
 _REMOTE = re.compile(r"(?<![\w-])(pdsh|ssh|mpirun|clush)(?![\w-])")
+# Launcher options that make the launcher start the other nodes' processes itself:
+# accelerate's multi-CPU mode runs mpirun over --mpirun_hostfile, deepspeed (and
+# accelerate's deepspeed mode) reach every host of the hostfile with pdsh or ssh.
+_REACHES_NODES = re.compile(r"--(?:mpirun_hostfile|deepspeed_hostfile|hostfile)(?![\w-])")
 
 
 def _may_launch(text: str) -> bool:
@@ -143,8 +147,11 @@ def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Fin
         return
     if any(srun_launcher(script, s) for s in script.sruns):
         return
-    if any(_REMOTE.search(line) for _, line in script.code_lines(heredocs=True)):
-        return  # started per node some other way (pdsh, ssh, mpirun)
+    if any(
+        _REMOTE.search(line) or _REACHES_NODES.search(line)
+        for _, line in script.code_lines(heredocs=True)
+    ):
+        return  # started per node some other way (pdsh, ssh, mpirun, a launcher's hostfile)
     line, name = launchers[0]
     yield script.finding(
         line,
@@ -258,7 +265,7 @@ RULE_CPUS = Rule(
 )
 RULE_OUTSIDE = Rule(
     "launcher-outside-srun",
-    INFO,
+    WARNING,
     "a multi-node job runs its launcher in the batch step only (first node)",
     _launcher_outside_srun,
 )

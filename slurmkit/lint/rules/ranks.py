@@ -10,6 +10,7 @@ is assigned. Read from the syntax tree: only expansions bash really performs cou
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
@@ -34,6 +35,28 @@ def _early(word: Word) -> list[str]:
 PER_NODE = frozenset({"$SLURM_NODEID", "$SLURMD_NODENAME", "$(hostname)"})
 
 
+_NODE_RANK = r"--(?:node[_-]rank|machine[_-]rank)(?:=|\s+)"
+_C10D = re.compile(r"--rdzv[_-]backend(?:=|\s+)[\"']?c10d\b")
+
+
+def _ignored_node_rank(script: Script, srun: Srun, text: str, value: str) -> bool:
+    """Whether ``value`` is only ever a node rank that the launcher's c10d rendezvous ignores.
+
+    torchrun hands ``--node_rank`` to the static rendezvous alone (its default); with
+    ``--rdzv_backend c10d`` the rendezvous numbers the nodes as they join, so an early
+    0 on every node forms the group right. accelerate's ``--machine_rank`` becomes
+    torchrun's ``--node_rank``. Any other use of the value (``RANK=$SLURM_PROCID``)
+    still counts.
+    """
+    if not value.startswith("$") or value.startswith("$("):
+        return False
+    name = re.escape(value[1:])
+    uses = re.findall(r"(" + _NODE_RANK + r")?\$(?:\{" + name + r"\}|" + name + r"\b)", text)
+    if not uses or not all(uses):
+        return False
+    return bool(_C10D.search(script.expanded_source(script.source(srun.command))))
+
+
 def _right_anyway(script: Script, srun: Srun) -> frozenset[str]:
     """Values the batch step's expansion gets right for this step's every task.
 
@@ -45,10 +68,22 @@ def _right_anyway(script: Script, srun: Srun) -> frozenset[str]:
     ntasks = srun.option("ntasks")
     if ntasks is not None and ntasks.value == "1":
         return frozenset({"*"})
+    if _one_task_job(script) and not srun.has("ntasks", "ntasks-per-node", "nodes"):
+        return frozenset({"*"})
     nodes = srun.option("nodes")
     if (nodes is not None and nodes.value == "1") or script.job.nodes == (1, 1):
         return PER_NODE
     return frozenset()
+
+
+def _one_task_job(script: Script) -> bool:
+    """A job of one task in all (one node, one task on it): each step has that one task."""
+    job = script.job
+    if job.integer("ntasks") == 1:
+        return True
+    return (
+        job.nodes == (1, 1) and job.integer("ntasks-per-node") == 1 and job.value("ntasks") is None
+    )
 
 
 def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -73,6 +108,9 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
                         via = f" through ${name} (assigned on line {binding.line})"
                         break
             early = [value for value in early if value not in right]
+            if early:
+                source = binding.value.text if via else word.text  # type: ignore[union-attr]
+                early = [v for v in early if not _ignored_node_rank(script, srun, source, v)]
             if not early:
                 continue
             quoted = word.raw.startswith('"') or via
