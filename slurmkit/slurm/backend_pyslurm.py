@@ -412,7 +412,33 @@ def _load_jobs() -> list[Any]:
     return list(_call("load jobs", pyslurm.Jobs.load).values())
 
 
-_DEFAULT_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING"})
+# squeue's short state names (``--states=PD,R``), spelled out as job records hold them
+_SHORT_STATES = {
+    "PD": "PENDING",
+    "R": "RUNNING",
+    "CG": "COMPLETING",
+    "CD": "COMPLETED",
+    "CF": "CONFIGURING",
+    "CA": "CANCELLED",
+    "F": "FAILED",
+    "TO": "TIMEOUT",
+    "NF": "NODE_FAIL",
+    "PR": "PREEMPTED",
+    "S": "SUSPENDED",
+    "ST": "STOPPED",
+    "SI": "SIGNALING",
+    "SO": "STAGE_OUT",
+    "RS": "RESIZING",
+    "RQ": "REQUEUED",
+    "RH": "REQUEUE_HOLD",
+    "RF": "REQUEUE_FED",
+    "RD": "RESV_DEL_HOLD",
+    "RV": "REVOKED",
+    "SE": "SPECIAL_EXIT",
+    "BF": "BOOT_FAIL",
+    "DL": "DEADLINE",
+    "OOM": "OUT_OF_MEMORY",
+}
 
 
 def jobs(
@@ -432,7 +458,7 @@ def jobs(
     ids = set(_split(job_ids))
     if len(ids) == 1:
         found = _one_job_order(found, next(iter(ids)).split("_", 1)[0])
-    wanted_states = {s.upper() for s in _split(states)}
+    wanted_states = {_SHORT_STATES.get(s.upper(), s.upper()) for s in _split(states)}
     nodes_wanted = set(_names(nodelist)) if nodelist else set()
     out = []
     for job in found:
@@ -442,10 +468,13 @@ def jobs(
             continue
         if name and job.name not in name.split(","):
             continue
-        if "ALL" not in wanted_states:
-            allowed = wanted_states or _DEFAULT_STATES
-            if job.state not in allowed and not (job.state_flags & allowed):
+        if not wanted_states:  # squeue's default: every job not finished, and completing ones
+            if job.state in FINISHED_JOB_STATES and "COMPLETING" not in job.state_flags:
                 continue
+        elif "ALL" not in wanted_states and not (
+            job.state in wanted_states or job.state_flags & wanted_states
+        ):
+            continue
         if nodes_wanted and not (set(_names(job.nodelist)) & nodes_wanted):
             continue
         out.append(job)
