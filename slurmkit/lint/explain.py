@@ -38,7 +38,7 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     ),
     "missing-time": (
         "without --time the partition's default limit applies. Info only: on the corpus "
-        "this was never a mistake (0 of 45 right): the default is the site's choice.",
+        "this was never a mistake: the default is the site's choice.",
         "#SBATCH -N 1   (no --time)",
         "#SBATCH --time=HH:MM:SS where the site asks for it (shorter jobs backfill sooner).",
     ),
@@ -62,7 +62,7 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     "srun-cpus-per-task": (
         "on Slurm 22.05-23.02 srun does not read SLURM_CPUS_PER_TASK: each task of a step "
         "gets 1 CPU however many the job asked for, and data loaders or OpenMP threads "
-        "crawl on it. 18 of 18 findings on the corpus (22.05) were right.",
+        "crawl on it.",
         "#SBATCH --cpus-per-task=16\nsrun python train.py",
         "srun --cpus-per-task=$SLURM_CPUS_PER_TASK …, or export "
         "SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK before the srun.",
@@ -88,7 +88,7 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     "gpus-per-node-mismatch": (
         "the launcher starts more workers than the job has GPUs per node (error), or fewer "
         "(warning). GPUS_PER_NODE with no GPU request at all is info: clusters that do not "
-        "manage GPUs as GRES give every job all GPUs (0 of 6 such findings were right).",
+        "manage GPUs as GRES give every job all GPUs (none of these was right on the corpus).",
         "#SBATCH --gres=gpu:4\nGPUS_PER_NODE=8",
         "derive it: GPUS_PER_NODE=$SLURM_GPUS_ON_NODE",
     ),
@@ -110,22 +110,24 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     ),
     "srun-rank-expanded-early": (
         'srun bash -c "… $SLURM_PROCID …": the batch shell expands the value once, as '
-        "task 0 on the first node. Info only: no finding on published scripts was right. "
-        "--node_rank/--machine_rank with a c10d rendezvous (which ignores it) and one-task "
-        "jobs are now exempt (4 of 4 corpus findings); $(hostname) is mostly the master "
-        "address, where the first node is meant (5 held-out findings, none right).",
-        'srun bash -c "python train.py --rank $SLURM_PROCID"',
-        "single quotes or \\$SLURM_PROCID, so each task's shell expands it.",
+        "task 0 on the first node, so every task gets the same rank. Not judged: values "
+        "that are right anyway, which were every earlier finding on published scripts: "
+        "--node_rank/--machine_rank under a c10d rendezvous (it ignores them), torchrun's "
+        "--role (a log label), $(hostname) as the master or rendezvous address (the first "
+        "node is meant), and one-task jobs.",
+        'srun bash -c "torchrun --nnodes 2 --node_rank $SLURM_PROCID train.py"',
+        "single quotes or \\$SLURM_PROCID, so each task's shell expands it; or "
+        "--rdzv_backend c10d, which needs no node rank.",
     ),
     "tee-without-pipefail": (
         "a pipeline's status is its last command's: `train | tee log` ends 0 when train "
-        "fails, so the job ends COMPLETED and dependent jobs start. 18 of 18 right.",
+        "fails, so the job ends COMPLETED and dependent jobs start.",
         "srun python train.py 2>&1 | tee log",
         "set -o pipefail near the top of the script.",
     ),
     "terminal-command": (
         "clear/reset need a terminal. Info only: sbatch exports the submitting shell's "
-        "TERM, so clear writes escape codes into the log and succeeds (0 of 9 right).",
+        "TERM, so clear writes escape codes into the log and succeeds.",
         "clear; srun …",
         "drop it.",
     ),

@@ -101,7 +101,11 @@ def test_warnings_alone_exit_0(run_cli, sinfo, tmp_path) -> None:
 
 def test_explain_prints_why_example_fix_and_precision(run_cli, sinfo) -> None:
     out = run_cli("lint", "--explain", "tee-without-pipefail").stdout
-    assert out.startswith("tee-without-pipefail (warning; on published scripts: 18 of 18")
+    from slurmkit.lint.precision import PRECISION
+
+    right, judged = PRECISION["tee-without-pipefail"]
+    measured = f"on published scripts: {right} of {judged} findings right"
+    assert out.startswith(f"tee-without-pipefail (warning; {measured})")
     assert "why:" in out and "example:" in out and "fix: set -o pipefail" in out
     run_cli("lint", "--explain", "no-such-rule", exit_code=2)
 
@@ -164,7 +168,10 @@ def test_list_rules(run_cli, sinfo) -> None:
     rows = json.loads(run_cli("lint", "--list-rules", "--json").stdout)
     by_id = {row["id"]: row for row in rows}
     assert by_id["missing-time"]["severity"] == "info"
-    assert (by_id["missing-time"]["right"], by_id["missing-time"]["judged"]) == (0, 45)
-    assert (by_id["srun-cpus-per-task"]["right"], by_id["srun-cpus-per-task"]["judged"]) == (18, 18)
-    assert "100% (18/18)" in table
+    from slurmkit.lint.precision import PRECISION  # the committed table, shown as is
+
+    for rule in ("missing-time", "srun-cpus-per-task"):
+        assert (by_id[rule]["right"], by_id[rule]["judged"]) == PRECISION[rule]
+    right, judged = PRECISION["srun-cpus-per-task"]
+    assert right == judged and f"100% ({right}/{judged})" in table
     assert sinfo.calls == []

@@ -1,4 +1,4 @@
-"""lint on 50 published sbatch scripts against hand judgments (issue 21 items 1 and 5).
+"""lint on 64 published sbatch scripts against hand judgments (issue 21 items 1 and 5).
 
 ``tests/fixtures/real-scripts/EXPECTED.tsv`` says, for every finding lint makes there,
 whether the job really would do the wrong thing (judged against Slurm and bash, not
@@ -40,8 +40,8 @@ def test_corpus_is_sourced() -> None:
     """Every script has its source row (repository, path, commit, licence), and back."""
     sources = _rows("SOURCES.tsv")
     assert {r["file"] for r in sources} == {p.name for p in _scripts()}
-    assert len(sources) >= 50
-    assert len({r["repository"] for r in sources}) >= 20
+    assert len(sources) >= 60
+    assert len({r["repository"] for r in sources}) >= 30
     allowed = {"Apache-2.0", "BSD-3-Clause", "MIT", "MIT-0", "CC-BY-SA-4.0"}
     assert {r["licence"] for r in sources} <= allowed
     assert all(len(r["commit"]) == 40 for r in sources)
@@ -170,3 +170,13 @@ def test_node_lists_kept_in_a_variable_count_where_it_is_assigned() -> None:
     assert "srun-without-overlap" not in _rules(TWO_NODES + body)
     same = body.replace("--nodelist=$NODELIST", "--nodelist=$VLLM_NODE")
     assert "srun-without-overlap" in _rules(TWO_NODES + same)
+
+
+def test_array_tasks_that_read_their_index_are_distinct_runs() -> None:
+    head = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --job-name=train\n#SBATCH --array=0-17\n"
+    sweep = 'lr=(1e-4 2e-4)\npython train.py --lr "${lr[$SLURM_ARRAY_TASK_ID]}"\n'
+    assert "array-without-limit" not in _rules(head + sweep)
+    # the same run repeated: every task resumes the same checkpoint at once
+    assert "array-without-limit" in _rules(head + "python train.py --resume ckpt/\n")
+    # a comment naming the variable is no use of it
+    assert "array-without-limit" in _rules(head + "# $SLURM_ARRAY_TASK_ID\npython train.py\n")

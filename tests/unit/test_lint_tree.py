@@ -278,11 +278,11 @@ def test_the_seed_s_single_quoted_launches_are_right() -> None:
 def test_the_seed_s_launch_in_double_quotes_gives_every_node_rank_0() -> None:
     text = HEAD + SEED_TORCH.replace("bash -c '", 'bash -c "').replace("test.py'", 'test.py"')
     (finding,) = [f for f in lint(text) if f.rule == "srun-rank-expanded-early"]
-    assert (finding.line, finding.severity) == (11, "info")
+    assert (finding.line, finding.severity) == (11, "error")
     assert "$SLURM_PROCID inside double quotes" in finding.message
     assert "single quotes" in finding.fix and "\\$SLURM_PROCID" in finding.fix
     text = HEAD + SEED_NCCL.replace("bash -c '", 'bash -c "').replace("SCRIPT'", 'SCRIPT"')
-    assert found(text) == [(6, "info", "srun-rank-expanded-early")]
+    assert found(text) == [(6, "error", "srun-rank-expanded-early")]
 
 
 @pytest.mark.parametrize(

@@ -144,6 +144,9 @@ def _per_node(script: Script, context: LintContext) -> Iterator[Finding]:
         )
 
 
+_TASK_INDEX = re.compile(r"\$\{?SLURM_ARRAY_TASK_ID\b")
+
+
 def _array(script: Script, context: LintContext) -> Iterator[Finding]:
     setting = script.job.get("array")
     if setting is None or setting.value is None:
@@ -152,6 +155,10 @@ def _array(script: Script, context: LintContext) -> Iterator[Finding]:
     training = bool(launcher_lines(script)) or bool(_TRAINING.search(name))
     limit = re.search(r"%(\d+)\s*$", setting.value)
     if not training or (limit and limit.group(1) == "1"):
+        return
+    # Tasks that read their index run different things (a sweep's settings, a shard):
+    # distinct runs, not one training resuming the same checkpoint in parallel.
+    if any(_TASK_INDEX.search(line) for _, line in script.code_lines(heredocs=True)):
         return
     now = (
         f"%{limit.group(1)} runs {limit.group(1)} at once"

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.findings import ERROR, INFO, Finding, Rule
+from slurmkit.lint.findings import ERROR, Finding, Rule
 from slurmkit.lint.script import Script, Srun
 from slurmkit.lint.shell import Word
 
@@ -39,22 +39,39 @@ _NODE_RANK = r"--(?:node[_-]rank|machine[_-]rank)(?:=|\s+)"
 _C10D = re.compile(r"--rdzv[_-]backend(?:=|\s+)[\"']?c10d\b")
 
 
-def _ignored_node_rank(script: Script, srun: Srun, text: str, value: str) -> bool:
-    """Whether ``value`` is only ever a node rank that the launcher's c10d rendezvous ignores.
+_ROLE = r"--role(?:=|\s+)"
+_ADDRESS = r"--(?:rdzv[_-]endpoint|master[_-]addr|main[_-]process[_-]ip)(?:=|\s+)"
+_ADDRESS_NAME = re.compile(r"ADDR|HOST|IP|ENDPOINT|HEAD|MASTER", re.IGNORECASE)
+_HOSTNAME = r"(?:\$\(hostname\b[^)]*\)|`hostname\b[^`]*`)"
 
-    torchrun hands ``--node_rank`` to the static rendezvous alone (its default); with
-    ``--rdzv_backend c10d`` the rendezvous numbers the nodes as they join, so an early
-    0 on every node forms the group right. accelerate's ``--machine_rank`` becomes
-    torchrun's ``--node_rank``. Any other use of the value (``RANK=$SLURM_PROCID``)
-    still counts.
+
+def _harmless(script: Script, srun: Srun, text: str, value: str, via: str) -> bool:
+    """Whether the batch step's value is what every task needs anyway, wherever it is used.
+
+    - torchrun's ``--role`` is a label in the logs, nothing more.
+    - ``--node_rank``/``--machine_rank``: torchrun hands the node rank to the static
+      rendezvous alone (its default); with ``--rdzv_backend c10d`` the rendezvous numbers
+      the nodes as they join, so an early 0 on every node forms the group right.
+      accelerate's ``--machine_rank`` becomes torchrun's ``--node_rank``.
+    - ``$(hostname)`` as the rendezvous or master address (``--rdzv_endpoint``,
+      ``--master_addr``, ``--main_process_ip``, or a variable named like
+      ``MASTER_ADDR``): the first node is the one meant.
+    Any other use of the value (``RANK=$SLURM_PROCID``) still counts.
     """
-    if not value.startswith("$") or value.startswith("$("):
-        return False
+    if value.startswith("$("):
+        if via and _ADDRESS_NAME.search(via):
+            return True
+        uses = re.findall("(" + _ROLE + "|" + _ADDRESS + ")?" + _HOSTNAME, text)
+        return bool(uses) and all(uses)
     name = re.escape(value[1:])
-    uses = re.findall(r"(" + _NODE_RANK + r")?\$(?:\{" + name + r"\}|" + name + r"\b)", text)
-    if not uses or not all(uses):
+    uses = re.findall(
+        "(" + _ROLE + ")?(" + _NODE_RANK + r")?\$(?:\{" + name + r"\}|" + name + r"\b)", text
+    )
+    if not uses or any(not role and not rank for role, rank in uses):
         return False
-    return bool(_C10D.search(script.expanded_source(script.source(srun.command))))
+    if any(rank for _, rank in uses):
+        return bool(_C10D.search(script.expanded_source(script.source(srun.command))))
+    return True
 
 
 def _right_anyway(script: Script, srun: Srun) -> frozenset[str]:
@@ -99,18 +116,19 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
             if not word.expands and not word.substitutes:
                 continue
             early = _early(word)
-            via = ""
+            via = via_name = ""
             if not early:
                 for name in sorted(word.expands):
                     binding = bindings.get(name)
                     if binding is not None and binding.line <= srun.line:
                         early = _early(binding.value)  # type: ignore[arg-type]
                         via = f" through ${name} (assigned on line {binding.line})"
+                        via_name = name
                         break
             early = [value for value in early if value not in right]
             if early:
-                source = binding.value.text if via else word.text  # type: ignore[union-attr]
-                early = [v for v in early if not _ignored_node_rank(script, srun, source, v)]
+                source = binding.value.text if via else script.source(srun.command)  # type: ignore[union-attr]
+                early = [v for v in early if not _harmless(script, srun, source, v, via_name)]
             if not early:
                 continue
             quoted = word.raw.startswith('"') or via
@@ -131,7 +149,7 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
 
 RULE_RANKS = Rule(
     "srun-rank-expanded-early",
-    INFO,
+    ERROR,
     'srun bash -c "... $SLURM_PROCID ..." (or $SLURM_NODEID, $SLURM_LOCALID, $(hostname)): '
     "expanded once in the batch step, so every task gets rank 0",
     _ranks,
