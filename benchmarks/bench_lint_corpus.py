@@ -61,6 +61,9 @@ def measure() -> dict[str, dict[str, list[int]]]:
         for (_, _, rule), verdict in judged.items():
             if verdict == "right":
                 table[rule][version][4] += 1
+        for r in rows:  # real defects lint does not find: they count against recall
+            if version in r["versions"].split(",") and r["verdict"] == "missed":
+                table[r["rule"]][version][4] += 1
         for file, line, rule, severity in findings(version):
             cell = table[rule][version]
             cell[0] += 1

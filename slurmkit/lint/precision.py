@@ -7,6 +7,7 @@ made no finding on the corpus. Data, not computed when lint runs.
 """
 
 PRECISION: dict[str, tuple[int, int]] = {
+    "bash-syntax": (6, 6),
     "gpus-per-node-mismatch": (0, 6),
     "launcher-cpus-per-task": (12, 12),
     "missing-shebang": (3, 3),

@@ -797,6 +797,7 @@ class _Reader:
             return
         stack = [root]
         found: list[SyntaxProblem] = []
+        errors_seen: list[Any] = []
         end_of_text = len(self.data.rstrip())
         while stack:
             node = stack.pop()
@@ -810,11 +811,34 @@ class _Reader:
                 if problem is not None:
                     found.append(problem)
                     continue
+                errors_seen.append(node)
             if node.has_error:
                 stack.extend(node.children)
+        if not any(p.severity == "error" for p in found) and errors_seen:
+            problem = self._unclosed_at(errors_seen)
+            if problem is not None:
+                found.append(problem)
         found.sort(key=lambda p: (p.line, p.column))
         errors = [p for p in found if p.severity == "error"]
         self.result.problems = errors[:1] + [p for p in found if p.severity != "error"]
+
+    def _unclosed_at(self, errors: list[Any]) -> SyntaxProblem | None:
+        """A ``${`` that bash never closes, where the grammar also stopped understanding.
+
+        ``CMD="… ${WORK/ds.json …"``: bash reads on to the matching ``}``, swallowing the
+        closing quote, and fails at the end of the text; the grammar may recover in the
+        middle instead. Both signals must agree (the unclosed ``${`` at an error node), so
+        a grammar gap elsewhere is still unknown, never wrong.
+        """
+        unclosed = _unclosed_expansion(self.data)
+        if unclosed is None:
+            return None
+        if not any(e.start_byte - 2 <= unclosed < e.end_byte for e in errors):
+            return None
+        start = self.offsets.at(unclosed, _point(self.data, unclosed))
+        line = self.result.line_of(start)
+        column = start - self.result._line_starts[line - 1] + 1
+        return SyntaxProblem(line, column, "the expansion ${… opened here is never closed")
 
     def _position(self, node: Any) -> tuple[int, int]:
         start, _ = self.span(node)
@@ -859,6 +883,11 @@ class _Reader:
             candidate = (position, -len(opener), what)
             best = candidate if best is None or candidate < best else best
         if best is None:
+            # The opener may lie before the error (in the assignment the grammar kept).
+            unclosed = _unclosed_expansion(self.data)
+            if unclosed is not None:
+                best = (unclosed - node.start_byte, -2, "the expansion ${…")
+        if best is None:
             return None
         offset = node.start_byte + best[0]
         start = self.offsets.at(offset, _point(self.data, offset))
@@ -898,6 +927,28 @@ _OPENERS = (
     (b">(", b")", "the process substitution >(…"),
     (b"case", b"esac", "this case (no esac)"),
 )
+
+
+def _unclosed_expansion(raw: bytes) -> int | None:
+    """Where the outermost ``${`` that no ``}`` closes starts, or None.
+
+    ``"… ${WORK/configs/ds.json …"``: bash reads to the ``}`` that matches, nested
+    ``${…}`` included, so the string's closing quote is swallowed and bash stops at the
+    end of the text. The grammar then wraps the whole script in one error without a
+    missing node. Counting ``${`` against ``}`` can only err towards closing too early
+    (a function's ``}``), so what it reports is still open in bash too.
+    """
+    openers: list[int] = []
+    index = raw.find(b"${")
+    while 0 <= index < len(raw):
+        if raw.startswith(b"${", index) and (index == 0 or raw[index - 1 : index] != b"\\"):
+            openers.append(index)
+            index += 2
+            continue
+        if raw[index : index + 1] == b"}" and openers:
+            openers.pop()
+        index += 1
+    return openers[0] if openers else None
 
 
 def _point(data: bytes, offset: int) -> tuple[int, int]:

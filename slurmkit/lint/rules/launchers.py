@@ -147,6 +147,8 @@ def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Fin
         return
     if any(srun_launcher(script, s) for s in script.sruns):
         return
+    if any(problem.severity == "error" for problem in script.parsed.problems):
+        return  # bash refuses the script (bash-syntax): the sruns after that are unread
     if any(
         _REMOTE.search(line) or _REACHES_NODES.search(line)
         for _, line in script.code_lines(heredocs=True)
