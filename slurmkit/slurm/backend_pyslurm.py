@@ -60,8 +60,31 @@ _UNREACHABLE = re.compile(
 )
 
 
+# The configuration libslurm was initialised with (import pyslurm reads SLURM_CONF).
+_conf_in_use = os.environ.get("SLURM_CONF", "")
+
+
+def _follow_slurm_conf() -> None:
+    """Re-initialise libslurm when SLURM_CONF changed since it was read, as the commands
+    (one process each) would read the new one. A file that is not there is refused
+    here: libslurm would end the whole process on it."""
+    global _conf_in_use
+    current = os.environ.get("SLURM_CONF", "")
+    if current == _conf_in_use:
+        return
+    if current and not os.path.isfile(current):
+        raise ControllerUnreachable(
+            f"pyslurm: cannot locate slurmctld: SLURM_CONF={current} does not exist",
+            ["slurm_init"],
+        )
+    pyslurm.slurm_fini()
+    pyslurm.slurm_init(current or None)
+    _conf_in_use = current
+
+
 def _call(what: str, load: Any, *args: Any) -> Any:
     """One pyslurm RPC, its failure turned into the command backend's error classes."""
+    _follow_slurm_conf()
     try:
         return load(*args)
     except pyslurm.RPCError as exc:
