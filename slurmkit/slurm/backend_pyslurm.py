@@ -82,20 +82,23 @@ def _follow_slurm_conf() -> None:
     _conf_in_use = current
 
 
-def _call(what: str, load: Any, *args: Any) -> Any:
-    """One pyslurm RPC, its failure turned into the command backend's error classes."""
+def _call(command: str, load: Any, *args: Any) -> Any:
+    """One pyslurm RPC, its failure turned into the command backend's error and message:
+    ``command`` is the client the commands backend would have run for the same query
+    (``squeue: cannot reach slurmctld: Unable to contact slurm controller ...``)."""
     _follow_slurm_conf()
     try:
         return load(*args)
     except pyslurm.RPCError as exc:
         message = str(exc).strip() or "no message"
+        argv = [command, "(pyslurm)"]
         if _UNREACHABLE.search(message):
             raise ControllerUnreachable(
-                f"pyslurm: cannot reach slurmctld: {message}", [what], None, message
+                f"{command}: cannot reach slurmctld: {message}", argv, None, message
             ) from None
         if re.search(r"invalid (job id|node name|partition name)|does not exist", message, re.I):
-            raise NotFound(f"pyslurm: {message}", [what], None, message) from None
-        raise SlurmError(f"pyslurm {what} failed: {message}", [what], None, message) from None
+            raise NotFound(f"{command}: {message}", argv, None, message) from None
+        raise SlurmError(f"{command} (pyslurm) failed: {message}", argv, None, message) from None
 
 
 def _when(epoch: int | None) -> datetime | None:
@@ -212,8 +215,8 @@ def _node(n: Any) -> Node:
     )
 
 
-def _load_nodes() -> list[Any]:
-    loaded = _call("load nodes", pyslurm.Nodes.load)
+def _load_nodes(command: str = "scontrol") -> list[Any]:
+    loaded = _call(command, pyslurm.Nodes.load)
     return list(loaded.values())
 
 
@@ -290,9 +293,9 @@ def drain_reasons() -> list[DrainReason]:
     ignored), keeps them in the order they are met going through the partitions'
     nodes, and sorts the groups by partition order, then by raw state, highest first.
     """
-    loaded = _load_nodes()
+    loaded = _load_nodes("sinfo")
     records = {n.name: _node(n) for n in loaded}
-    partitions = [p for p in _load_partitions()]
+    partitions = _load_partitions("sinfo")
     order: list[str] = []
     for p in partitions:
         order.extend(_names(p.nodes) if p.nodes else [])
@@ -334,8 +337,8 @@ def _partition_index(partitions: list[Any], position: int, order: list[str]) -> 
 # ---------------------------------------------------------------- partitions
 
 
-def _load_partitions() -> list[Any]:
-    return list(_call("load partitions", pyslurm.Partitions.load).values())
+def _load_partitions(command: str = "scontrol") -> list[Any]:
+    return list(_call(command, pyslurm.Partitions.load).values())
 
 
 def _partition(p: Any) -> Partition:
@@ -431,8 +434,8 @@ def _squeue_job(j: Any) -> Job:
     )
 
 
-def _load_jobs() -> list[Any]:
-    return list(_call("load jobs", pyslurm.Jobs.load).values())
+def _load_jobs(command: str = "squeue") -> list[Any]:
+    return list(_call(command, pyslurm.Jobs.load).values())
 
 
 # squeue's short state names (``--states=PD,R``), spelled out as job records hold them
@@ -637,7 +640,7 @@ def _detail_job(j: Any, threads: dict[str, int]) -> Job:
 
 def job(job_id: str) -> Job:
     """One job with scontrol's detail; an array id gives the matching record, else the first."""
-    found = [j for j in _load_jobs() if _matches(j, job_id)]
+    found = [j for j in _load_jobs("scontrol") if _matches(j, job_id)]
     if not found:
         raise NotFound(f"unknown job {job_id}", ["load job", job_id])
     running = any(j.allocated_nodes for j in found)
