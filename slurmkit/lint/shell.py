@@ -254,6 +254,7 @@ class Parsed:
     problems: list[SyntaxProblem] = field(default_factory=list)
     # Each if/case: the character ranges of its branches, of which bash runs one.
     branches: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    _branch_cache: dict[int, dict[int, int]] = field(default_factory=dict, repr=False)
     _line_starts: list[int] = field(default_factory=list, repr=False)
     _pipelines: dict[int, list[Command]] = field(default_factory=dict, repr=False)
 
@@ -262,12 +263,24 @@ class Parsed:
 
     def exclusive(self, a: int, b: int) -> bool:
         """Whether offsets ``a`` and ``b`` lie in different branches of one if/case."""
-        for ranges in self.branches:
-            where = [i for i, (start, end) in enumerate(ranges) if start <= a < end]
-            other = [i for i, (start, end) in enumerate(ranges) if start <= b < end]
-            if where and other and where != other:
-                return True
-        return False
+        if not self.branches:
+            return False
+        where, other = self._branch_of(a), self._branch_of(b)
+        return any(other.get(block, index) != index for block, index in where.items())
+
+    def _branch_of(self, offset: int) -> dict[int, int]:
+        """{if/case number: branch number} of every branch holding ``offset`` (cached)."""
+        cache = self._branch_cache
+        found = cache.get(offset)
+        if found is None:
+            found = {}
+            for block, ranges in enumerate(self.branches):
+                if ranges[0][0] <= offset < ranges[-1][1]:
+                    for index, (start, end) in enumerate(ranges):
+                        if start <= offset < end:
+                            found[block] = index
+            cache[offset] = found
+        return found
 
     def line_of(self, offset: int) -> int:
         """1-based line of an offset."""

@@ -77,8 +77,8 @@ def _blocking_srun(script: Script, context: LintContext) -> Iterator[Finding]:
             r
             for r in running
             if r is not srun
-            and not script.parsed.exclusive(r.command.start, here)
             and not _can_run_beside(script, r, srun)
+            and not script.parsed.exclusive(r.command.start, here)
         ]
         if other_job(srun):
             why = (
@@ -91,7 +91,14 @@ def _blocking_srun(script: Script, context: LintContext) -> Iterator[Finding]:
                 "its resources on the nodes this step may use: this step waits until it ends"
             )
         else:
-            if srun.command.background and srun.command.depth == 0:
+            # A background step that asks only for what it needs (--exact, or -c since
+            # 21.08) never holds a later step back: not kept, so a script of thousands
+            # of them is not compared pair by pair.
+            if (
+                srun.command.background
+                and srun.command.depth == 0
+                and not srun.has("exact", "cpus-per-task")
+            ):
                 running.append(srun)
             continue
         if no_gpus:
