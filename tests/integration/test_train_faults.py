@@ -29,7 +29,7 @@ import pytest
 
 from slurmkit import _proc, sandbox
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import poll
+from tests.integration.conftest import poll, recorded_pid
 
 VENV = Path(__file__).resolve().parents[2] / ".venv" / "bin"
 SLURMKIT = VENV / "slurmkit"
@@ -182,21 +182,17 @@ def test_killed_at_a_faultpoint_is_settled_and_stop_stops_everything(
 # ---------------------------------------------------------------- a hung slurmctld
 
 
-def _slurmctld_pid() -> int:
-    out = _proc.run([str(SLURMKIT), "sandbox", "status", "--json"], timeout=60).stdout
-    (pid,) = [d["pid"] for d in json.loads(out)["daemons"] if d["name"] == "slurmctld"]
-    return int(pid)
-
-
 def _answers() -> bool:
     return run_slurm(["squeue", "--noheader"], check=False, timeout=30).returncode == 0
 
 
-def test_a_hung_slurmctld_during_start_leaves_exactly_one_array(make_train) -> None:
+def test_a_hung_slurmctld_during_start_leaves_exactly_one_array(
+    make_train, cluster: sandbox.SandboxSpec
+) -> None:
     """The issue: sbatch timed out, start deleted the folder, the array ran; a retry made two."""
     train = make_train("hung")
     args = ["start", str(train.work / "a.slurm"), "--runs", "2", "--name", train.name]
-    pid = _slurmctld_pid()
+    pid = recorded_pid(cluster, "slurmctld")  # this version's sandbox, not the default dir
     os.kill(pid, signal.SIGSTOP)
     try:
         first = train.cli(*args)
