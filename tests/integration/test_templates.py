@@ -41,6 +41,8 @@ EXERCISED = {
     "srun-launcher",
     "preprocess-array",
     "mpirun",
+    # issue 16: run by `faulty scan --checks net` in test_faulty_net.py
+    "net-check",
 }
 # The sandbox's nodes: gpu:4 and 8 CPUs each; small requests so other tests fit beside.
 SMALL_GPU = ("gpus_per_node=4", "cpus_per_task=1")
