@@ -12,6 +12,7 @@ empty list fails with exit 2. mpirun: the template's hostfile (``slurmkit hostfi
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -150,9 +151,12 @@ def test_preprocess_array_with_an_empty_list_exits_2(templates: Templates) -> No
 
 MPI_PY = """import os, socket
 e = os.environ
-print("MPI rank={} local={} size={} node={} master={}".format(
+line = "MPI rank={} local={} size={} node={} master={}".format(
     e["OMPI_COMM_WORLD_RANK"], e["OMPI_COMM_WORLD_LOCAL_RANK"], e["OMPI_COMM_WORLD_SIZE"],
-    socket.gethostname(), e["MASTER_ADDR"]), flush=True)
+    socket.gethostname(), e["MASTER_ADDR"])
+print(line, flush=True)
+with open("mpi-rank-" + e["OMPI_COMM_WORLD_RANK"] + ".txt", "w") as out:
+    out.write(line + "\\n")
 """
 
 
@@ -178,12 +182,12 @@ def test_mpirun_places_gpus_per_node_ranks_on_each_node(
     )
     assert wait_final(job_id, name) == "COMPLETED", templates.log(name, job_id)
     log = templates.log(name, job_id)
-    rows = [
-        dict(w.split("=", 1) for w in line.split()[1:])
-        for line in log.splitlines()
-        if line.startswith("MPI ")
-    ]
-    assert sorted(int(r["rank"]) for r in rows) == [0, 1, 2, 3]
+    # each rank also writes its line to its own file (the job's folder is shared)
+    text = "".join(p.read_text() for p in sorted(templates.root.glob("mpi-rank-*.txt")))
+    found = re.findall(r"MPI rank=(\d+) local=(\d+) size=(\d+) node=(\S+) master=(\S+)", text)
+    keys = ("rank", "local", "size", "node", "master")
+    rows = [dict(zip(keys, match, strict=True)) for match in found]
+    assert sorted(int(r["rank"]) for r in rows) == [0, 1, 2, 3], log
     assert {r["size"] for r in rows} == {"4"}
     nodes = sorted({r["node"] for r in rows})
     assert len(nodes) == 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,6 +160,7 @@ def private() -> Iterator[sandbox.SandboxSpec]:
         yield report.spec
     finally:
         sandbox.down(spec.dir)
+        shutil.rmtree(spec.dir, ignore_errors=True)
 
 
 def test_reboot_follows_the_nodes_back_to_idle(
