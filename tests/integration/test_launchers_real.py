@@ -2,9 +2,9 @@
 
 test_templates.py runs these templates with a stand-in that prints its arguments; only a
 real launcher shows that what a template gives it forms a process group. Each test here
-renders a template (or, for mpirun, a minimal script around ``slurmkit hostfile --format
-openmpi``), submits it to the sandbox and runs a tiny distributed program on CPU (gloo):
-every rank prints its rank, the world size, its node and the sum of an ``all_reduce``.
+renders a shipped template, submits it to the sandbox and runs a tiny distributed program
+on CPU (gloo): every rank prints its rank, the world size, its node and the sum of an
+``all_reduce``.
 The test asserts every rank once, the world size, the ranks on each node in Slurm's node
 order (the first node holds rank 0: it is MASTER_ADDR) and the sum.
 
@@ -14,7 +14,7 @@ only with ``SLURMKIT_TEST_LAUNCHERS=1`` (``./scripts/test`` sets it in CI and bu
 venv first). The nodes run the venv's python by its absolute path,
 ``SLURMKIT_LAUNCHERS_PYTHON`` (default /opt/slurmkit/launchers-venv/bin/python): /opt is
 bound into every Slurm version's root. mpirun is the host's Open MPI (``openmpi-bin``,
-installed by scripts/bootstrap).
+installed by scripts/bootstrap), found on the batch node's PATH.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from tests.integration.conftest import poll
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("SLURMKIT_TEST_LAUNCHERS") != "1",
-    reason="real launchers need SLURMKIT_TEST_LAUNCHERS=1 and the venv of scripts/launchers-venv",
+    reason="real launchers run only with SLURMKIT_TEST_LAUNCHERS=1 (./scripts/test: in CI, in the "
+    "first Slurm version's session; their venv is scripts/launchers-venv)",
 )
 
 PYTHON = Path(
@@ -197,46 +198,29 @@ def test_real_launcher_forms_a_four_rank_group_over_two_nodes(
     assert_group(launch.log(name, job_id), nodes, per_node=2)
 
 
-MPIRUN_JOB = """#!/bin/bash
-#SBATCH --job-name={name}
-#SBATCH --nodes=2
-#SBATCH --ntasks-per-node=3
-#SBATCH --cpus-per-task=1
-#SBATCH --time=10
-#SBATCH --output={log}
-set -eo pipefail
-hostfile=$(mktemp)
-trap 'rm -f "$hostfile"' EXIT
-{slurmkit} hostfile --format openmpi -o "$hostfile"
-echo "hostfile: $(tr '\\n' ',' <"$hostfile")"
-hosts=$({slurmkit} nodes expand "$SLURM_JOB_NODELIST")
-export MASTER_ADDR=${{hosts%%$'\\n'*}} MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))
-export OMP_NUM_THREADS=1
-mpirun --allow-run-as-root --hostfile "$hostfile" -np 6 \\
-  -x MASTER_ADDR -x MASTER_PORT -x OMP_NUM_THREADS \\
-  {python} train.py mpirun
-"""
-
-
-def test_mpirun_places_three_ranks_per_node_from_the_openmpi_hostfile(launch: Launch) -> None:
-    """Open MPI's mpirun reads ``slurmkit hostfile --format openmpi`` (slots from
-    --ntasks-per-node=3) and places ranks 0-2 on the first node, 3-5 on the second."""
-    slurmkit = shutil.which("slurmkit") or str(Path(sys.executable).parent / "slurmkit")
-    name = launch.new_name()
-    log = launch.root / "logs" / f"{name}-%j.out"
-    script = launch.root / "mpirun.slurm"
-    script.write_text(
-        MPIRUN_JOB.format(
-            name=name,
-            log=shlex.quote(str(log)),
-            slurmkit=shlex.quote(slurmkit),
-            python=shlex.quote(str(PYTHON)),
-        )
+def test_mpirun_template_places_three_ranks_per_node_from_the_openmpi_hostfile(
+    launch: Launch,
+) -> None:
+    """The mpirun template: Open MPI's mpirun reads ``slurmkit hostfile --format openmpi``
+    (3 slots a node, from gpus_per_node=3) and places ranks 0-2 on the first node and 3-5
+    on the second; the ranks join torch's gloo group from Open MPI's rank variables."""
+    slurmkit_bin = Path(shutil.which("slurmkit") or Path(sys.executable).parent / "slurmkit")
+    job_id, name = launch.submit_template(
+        "mpirun",
+        "nodes=2",
+        "gpus_per_node=3",
+        "cpus_per_task=1",
+        "time=10",
+        f"python={PYTHON}",
+        "script=train.py",
+        "script_args=mpirun",
+        # The sandbox's jobs run as root, which mpirun refuses unless told.
+        "mpirun_args=--allow-run-as-root -x OMP_NUM_THREADS",
+        # slurmkit (for `slurmkit hostfile`) where the batch step runs; one thread a rank.
+        f"setup=export PATH={shlex.quote(str(slurmkit_bin.parent))}:$PATH OMP_NUM_THREADS=1",
     )
-    out = run_slurm(["sbatch", "--parsable", f"--chdir={launch.root}", str(script)])
-    job_id = out.stdout.strip().split(";")[0]
     assert wait_final(job_id, name) == "COMPLETED", launch.log(name, job_id)
     text = launch.log(name, job_id)
     nodes = job_nodes(job_id, name)
-    assert f"hostfile: {nodes[0]} slots=3,{nodes[1]} slots=3," in text
+    assert f"\n{nodes[0]} slots=3\n{nodes[1]} slots=3\n" in text, text
     assert_group(text, nodes, per_node=3)
