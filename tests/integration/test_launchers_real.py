@@ -75,6 +75,10 @@ dist.all_reduce(grad)
 node = os.environ["SLURMD_NODENAME"]
 line = f"SK_RANK rank={rank} world={world} node={node} sum={grad.item():g}\\n"
 os.write(1, line.encode())  # one write: whole lines even where outputs are merged
+# And in a file of its own in the job's (shared) folder: mpirun's output forwarding has
+# been seen to drop a rank's line from a completed job's log. "x": a rank twice fails.
+with open(f"ranks/{rank}", "x") as out:
+    out.write(line)
 dist.destroy_process_group()
 """
 
@@ -121,6 +125,7 @@ def launch(cluster: sandbox.SandboxSpec, run_cli, tmp_path: Path) -> Iterator[La
         pytest.fail(f"no launcher venv python at {PYTHON}: run ./scripts/launchers-venv")
     (tmp_path / "train.py").write_text(TRAIN_PY)
     (tmp_path / "logs").mkdir()
+    (tmp_path / "ranks").mkdir()
     helper = Launch(run_cli=run_cli, root=tmp_path)
     try:
         yield helper
@@ -148,11 +153,15 @@ def job_nodes(job_id: str, name: str) -> list[str]:
     return hostlist.expand(nodelist)
 
 
-def assert_group(log: str, nodes: list[str], per_node: int) -> None:
-    """Every rank once, one world of all of them, ranks by node in Slurm's order, the sum."""
+def assert_group(root: Path, log: str, nodes: list[str], per_node: int) -> None:
+    """Every rank once, one world of all of them, ranks by node in Slurm's order, the sum.
+
+    Read from the ranks' own files (root/ranks/<rank>); the job log is shown on failure.
+    """
     world = len(nodes) * per_node
-    ranks = {}
-    for match in RANK_LINE.finditer(log):
+    ranks: dict[int, tuple[int, str, float]] = {}
+    text = "".join(p.read_text() for p in sorted((root / "ranks").iterdir()))
+    for match in RANK_LINE.finditer(text):
         rank, size, node, total = match.groups()
         assert int(rank) not in ranks, f"rank {rank} printed twice:\n{log}"
         ranks[int(rank)] = (int(size), node, float(total))
@@ -195,7 +204,7 @@ def test_real_launcher_forms_a_four_rank_group_over_two_nodes(
     assert wait_final(job_id, name) == "COMPLETED", launch.log(name, job_id)
     nodes = job_nodes(job_id, name)
     assert len(nodes) == 2
-    assert_group(launch.log(name, job_id), nodes, per_node=2)
+    assert_group(launch.root, launch.log(name, job_id), nodes, per_node=2)
 
 
 def test_mpirun_template_places_three_ranks_per_node_from_the_openmpi_hostfile(
@@ -223,4 +232,4 @@ def test_mpirun_template_places_three_ranks_per_node_from_the_openmpi_hostfile(
     text = launch.log(name, job_id)
     nodes = job_nodes(job_id, name)
     assert f"\n{nodes[0]} slots=3\n{nodes[1]} slots=3\n" in text, text
-    assert_group(text, nodes, per_node=3)
+    assert_group(launch.root, text, nodes, per_node=3)
