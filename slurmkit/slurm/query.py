@@ -8,8 +8,8 @@ take lists or hostlists and never loop over nodes, so a command touching
 Text rather than ``--json`` everywhere: the text forms work on every version,
 honour filters (22.05's ``squeue --json`` ignores them and its ``sacct --json``
 reports exit code 0 for failed jobs), carry what JSON lacks (per-node GRES
-indices of ``scontrol show job -d``) and are far smaller. The JSON parsers
-in :mod:`.parse_json` stay available for callers that already hold JSON.
+indices of ``scontrol show job -d``) and are far smaller. There is no JSON
+parser: one that only its own tests called was deleted (issue 15).
 
 The read-only queries (nodes, jobs, job, partitions, drain reasons, job and
 partition nodelists) may instead be answered by pyslurm with the same records
