@@ -170,7 +170,7 @@ def render_command(
     the script's --exclude (one more #SBATCH line), unless --no-exclude.
     """
     from slurmkit.faulty.excluded import add_to_script
-    from slurmkit.templating.output import write_atomic
+    from slurmkit.files import write_atomic
 
     listed = _excluded(no_exclude, state)
     rendered = _render(name, assignments, vars_file)
@@ -224,7 +224,7 @@ def submit_command(
     an --exclude given after `--`), unless --no-exclude.
     """
     from slurmkit.faulty.excluded import add_to_args, add_to_script, exclude_values
-    from slurmkit.templating.submit import prepare, send
+    from slurmkit.slurm.submit import prepare, send
 
     listed = _excluded(no_exclude, state)
     rendered = _render(name, assignments, vars_file)

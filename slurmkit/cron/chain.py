@@ -100,7 +100,7 @@ def start_chains(
 
     With ``journal``: intent before each sbatch, outcome after (see the module doc).
     """
-    from slurmkit.templating.submit import sbatch_argv
+    from slurmkit.slurm.submit import sbatch_argv
 
     moment = now or datetime.now()
     user = current_user()
@@ -134,7 +134,7 @@ def _submit_chain(
     notify: Notify,
 ) -> None:
     """One first run: intent, sbatch with the token, outcome; no answer: look in the queue."""
-    from slurmkit.templating.submit import submit
+    from slurmkit.slurm.submit import submit
 
     chain = outcome.chain
     if journal is not None:

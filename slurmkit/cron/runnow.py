@@ -59,7 +59,7 @@ def folder_jobs(folder: Path) -> list[Path]:
 
 
 def run_now(cron: CronDir, periods: Sequence[Period], *, dry_run: bool = False) -> list[Submission]:
-    from slurmkit.templating.submit import submit
+    from slurmkit.slurm.submit import submit
 
     results: list[Submission] = []
     for period in periods:

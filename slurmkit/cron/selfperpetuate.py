@@ -73,10 +73,10 @@ def selfperpetuate(
     dry_run: bool = False,
     now: datetime | None = None,
 ) -> PerpetualOutcome:
+    from slurmkit.files import write_atomic
+    from slurmkit.slurm.submit import sbatch_argv, submit
     from slurmkit.templating import config as site_config
     from slurmkit.templating import render_template
-    from slurmkit.templating.output import write_atomic
-    from slurmkit.templating.submit import sbatch_argv, submit
 
     script = Path(os.path.abspath(script))
     if not script.is_file():

@@ -152,7 +152,7 @@ def _make_dir(path: Path) -> bool:
 
 
 def _write(path: Path, text: str) -> Path:
-    from slurmkit.templating.output import write_atomic
+    from slurmkit.files import write_atomic
 
     try:
         return write_atomic(path, text)

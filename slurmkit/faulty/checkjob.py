@@ -88,8 +88,8 @@ def submit_check(
     that gets no answer is resolved by looking the job's unique name up in the queue;
     ``notify`` (always shown, unlike progress) says what is awaited and what was found.
     """
+    from slurmkit.slurm.submit import prepare, send, trusted_folder
     from slurmkit.templating import config, render_template
-    from slurmkit.templating.submit import prepare, send, trusted_folder
 
     folder = trusted_folder(work_dir, "--dir")
     name = f"{prefix}-{secrets.token_hex(3)}"

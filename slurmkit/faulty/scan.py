@@ -25,8 +25,8 @@ from slurmkit.faulty.history import SCAN_JOB_PREFIX
 from slurmkit.faulty.report import ScanReport, node_results, outside
 from slurmkit.faulty.targets import Targets, choose
 from slurmkit.hostlist import expand
+from slurmkit.slurm.submit import trusted_folder
 from slurmkit.templating.results import parse_check_lines
-from slurmkit.templating.submit import trusted_folder
 
 TEMPLATE = "faulty-node-check"
 DEFAULT_TIMEOUT = 900.0

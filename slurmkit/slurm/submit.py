@@ -1,4 +1,4 @@
-"""Submitting a rendered script: one ``sbatch --parsable`` through the Slurm layer.
+"""Submitting a job script: one ``sbatch --parsable`` through the Slurm layer.
 
 :func:`submit_rendered` is the one path for a script slurmkit renders (``template
 submit``, ``faulty scan``, ``cpus check``). sbatch reads that script on **stdin**, so no
@@ -16,10 +16,12 @@ keep in their own folder (cron chains, train wrappers).
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from slurmkit._proc import Completed
@@ -80,8 +82,14 @@ def trusted_folder(path: Path, what: str) -> Path:
     return private_dir(folder, what=what)
 
 
+def script_path(folder: Path, template_name: str, now: datetime | None = None) -> Path:
+    """``<folder>/<template>-<YYYYmmdd-HHMMSS>-<4 hex>.slurm``: sortable, unique per submit."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    return folder / f"{template_name}-{stamp}-{secrets.token_hex(2)}.slurm"
+
+
 @dataclass(frozen=True)
-class Submission:
+class PreparedSubmission:
     """A rendered script ready for sbatch; ``record``: the copy kept, never read by sbatch."""
 
     text: str
@@ -96,23 +104,21 @@ class Submission:
 
 def prepare(
     text: str, folder: Path, name: str, extra: Sequence[str] = (), what: str = "work dir"
-) -> Submission:
+) -> PreparedSubmission:
     """Check (or create) ``folder`` and write the record copy of ``text`` into it."""
-    from slurmkit.templating.output import script_path
-
     trusted = trusted_folder(folder, what)
     record = write_atomic(script_path(trusted, name), text)
-    return Submission(text=text, record=record, argv=tuple(sbatch_argv(None, extra)))
+    return PreparedSubmission(text=text, record=record, argv=tuple(sbatch_argv(None, extra)))
 
 
-def send(submission: Submission) -> str:
+def send(submission: PreparedSubmission) -> str:
     """Submit a prepared script on stdin and return the job id."""
     return submit_text(submission.text, submission.argv[2:])
 
 
 def submit_rendered(
     text: str, folder: Path, name: str, extra: Sequence[str] = (), what: str = "work dir"
-) -> tuple[str, Submission]:
+) -> tuple[str, PreparedSubmission]:
     """Prepare and send: the one way slurmkit submits a script it rendered."""
     submission = prepare(text, folder, name, extra, what)
     return send(submission), submission

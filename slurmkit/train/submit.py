@@ -22,7 +22,7 @@ from slurmkit.faulty import excluded
 from slurmkit.files import write_atomic
 from slurmkit.journal import comment_for, new_token
 from slurmkit.slurm import query
-from slurmkit.templating.submit import sbatch_argv, submit_text
+from slurmkit.slurm.submit import sbatch_argv, submit_text
 from slurmkit.train import reconcile, wrapper
 from slurmkit.train.bashcheck import bash_syntax_error
 from slurmkit.train.directives import Directive, Header, merged, parse_words, read_header

@@ -9,9 +9,9 @@ import pytest
 
 from slurmkit.errors import EnvironmentProblem, TemplateError, UsageError
 from slurmkit.files import write_atomic
+from slurmkit.slurm.submit import script_path
 from slurmkit.templating import config, discover, find, render_template
 from slurmkit.templating.header import parse_header
-from slurmkit.templating.output import script_path
 from slurmkit.templating.param_types import BadValue, Duration, parse_type
 from slurmkit.templating.results import parse_check_lines, parse_cpus_lines, parse_cpus_verdict
 from slurmkit.templating.values import load_vars_file, parse_assignments, resolve
