@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from slurmkit.errors import SlurmkitError, UsageError
+from slurmkit.grammar.gres import gpu_count
 from slurmkit.hostlist import expand, fold
-from slurmkit.lint.directives import gres_gpus
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Node
 
@@ -78,7 +78,7 @@ def choose(partition: str | None, nodes: int | None, nodelist: str | None) -> Ta
         raise SlurmkitError(
             f"--nodes {nodes}: only {len(usable)} node(s) of the partition can run a job now"
         )
-    counts = {n.name: gres_gpus(n.gres) or 0 for n in usable}
+    counts = {n.name: gpu_count(n.gres) or 0 for n in usable}
     if nodes is not None:
         return Targets(count=nodes, nodelist=None, gpus=counts)
     return Targets(

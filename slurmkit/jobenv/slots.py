@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 from slurmkit import hostlist
 from slurmkit.errors import SlurmkitError, SlurmParseError, UsageError
+from slurmkit.grammar import gres
 from slurmkit.jobenv import slurmvars
 from slurmkit.jobenv.allocation import Allocation
 from slurmkit.slurm.records import Job
@@ -242,7 +243,7 @@ def _job_gres(ctx: _Context) -> Found | None:
         return None
     if any(d.gres for d in job.gres_detail):
         return _gres_detail(job, ctx.alloc.hosts)
-    count = slurmvars.gres_count(job.gres_per_node)
+    count = gres.gpu_count(job.gres_per_node)
     if count:
         return [count] * ctx.nodes, f"scontrol show job: TresPerNode={job.gres_per_node}"
     return None
@@ -258,7 +259,7 @@ def _gres_detail(job: Job, hosts: tuple[str, ...]) -> Found | None:
     """Per-node GPU counts from the ``Nodes=... GRES=gpu:4(IDX:0-3)`` lines, keyed by node name."""
     counts: dict[str, int] = {}
     for detail in job.gres_detail:
-        gpus = slurmvars.gres_count(detail.gres) or 0
+        gpus = gres.gpu_count(detail.gres) or 0
         counts.update(dict.fromkeys(hostlist.expand(detail.nodes), gpus))
     if not any(counts.values()):
         return None

@@ -10,24 +10,19 @@ say which variable was malformed instead of guessing a slot count:
 - ``SLURM_JOB_GPUS`` / ``SLURM_STEP_GPUS``: *global* GPU ids (``2,3``), so the
   count is the number of ids, never the largest id plus one;
 - ``SLURM_GPUS_PER_NODE``: ``4``, ``a100:4`` or ``a100:2,v100:2``;
-- GRES strings: ``gpu:4``, ``gpu:h100:4``, ``gpu:4(IDX:0-3)``,
-  ``gpu:h100:2(IDX:0,2),gpu:a100:1(IDX:3)``, ``gpu:4(S:0-1)``, bare ``gpu``.
 
-Node names are never parsed here: that is :mod:`slurmkit.hostlist`'s job.
+GRES strings are :mod:`slurmkit.grammar.gres`'s; node names are :mod:`slurmkit.hostlist`'s.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from slurmkit.errors import SlurmParseError
 
 _REPEATED = re.compile(r"(\d+)(?:\(x(\d+)\))?")
 _ID_RANGE = re.compile(r"(\d+)(?:-(\d+))?")
 _TYPED_COUNT = re.compile(r"(?:([^:,()=\s]+):)?(\d+)")
-# name[:type][:count][(IDX:...|S:...)] -- the count, when present, is the last numeric field.
-_GRES_ITEM = re.compile(r"([A-Za-z][\w.-]*)((?::[^:()=\s]+)*(?:=\d+)?)(\([^()]*\))?")
 
 
 def parse_repeated(text: str) -> list[tuple[int, int]]:
@@ -77,49 +72,4 @@ def typed_counts(text: str) -> int:
         if not match:
             raise SlurmParseError(f"not a [type:]count list: {text!r}")
         total += int(match.group(2))
-    return total
-
-
-def split_top_level(text: str) -> Iterator[str]:
-    """Split on commas outside parentheses: ``gpu:2(IDX:0,2),mps:100`` has two items."""
-    depth, start = 0, 0
-    for i, char in enumerate(text):
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth < 0:
-                raise SlurmParseError(f"unbalanced parentheses in {text!r}")
-        elif char == "," and depth == 0:
-            yield text[start:i]
-            start = i + 1
-    if depth != 0:
-        raise SlurmParseError(f"unbalanced parentheses in {text!r}")
-    yield text[start:]
-
-
-def gres_count(text: str, name: str = "gpu") -> int | None:
-    """Units of GRES ``name`` in a GRES string, summed over types; None when it has none.
-
-    ``gpu:h100:4(IDX:0-3)`` -> 4; ``gpu`` -> 1 (Slurm's implied count);
-    ``gpu:a100`` -> 1 (a type, no count); ``gres:gpu:4`` and ``gres/gpu:4``
-    (22.05 and 23.02+ spellings) -> 4; the TRES form ``gres/gpu:h100=4`` -> 4.
-    Other GRES (``mps``, ``shard``) are ignored.
-    """
-    text = text.strip()
-    if not text or text in ("(null)", "N/A", "None"):
-        return None
-    total: int | None = None
-    for raw in split_top_level(text):
-        item = re.sub(r"^gres[:/]", "", raw.strip())
-        if not item:
-            continue
-        match = _GRES_ITEM.fullmatch(item)
-        if not match:
-            raise SlurmParseError(f"not a GRES string: {text!r}")
-        if match.group(1) != name:
-            continue
-        fields = [f for f in re.split(r"[:=]", match.group(2)) if f]
-        count = int(fields[-1]) if fields and fields[-1].isdigit() else 1
-        total = (total or 0) + count
     return total

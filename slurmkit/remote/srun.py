@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from slurmkit.errors import ControllerUnreachable, SlurmNotInstalled, UsageError
+from slurmkit.grammar import gres
 from slurmkit.hostlist import fold
 from slurmkit.remote import command as cmd
 from slurmkit.remote.base import RemoteOptions, TransportMissing
@@ -30,9 +31,6 @@ from slurmkit.slurm._exec import first_message, run_slurm
 from slurmkit.slurm.records import Job
 
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
-# gpu:4, gpu:a100:4(IDX:0-3), gres:gpu:4 in GRES strings; gres/gpu=8, gres/gpu:a100=8 in TRES.
-_GRES_GPU = re.compile(r"\bgpu(?::[A-Za-z0-9_.-]+)?:(\d+)")
-_TRES_GPU = re.compile(r"\bgres/gpu(?::[^=,]+)?=(\d+)")
 _TIMEOUT_RC = 124
 _BACKSTOP = 30.0
 
@@ -95,10 +93,8 @@ class SrunTransport:
 
 def holds_gpus(job: Job) -> bool:
     """Whether the job was given GPUs, from its allocated TRES or its per-node GRES detail."""
-    gres = [job.gres_per_node, *(alloc.gres for alloc in job.gres_detail)]
-    counts = [int(n) for text in gres for n in _GRES_GPU.findall(text)]
-    counts += [int(n) for n in _TRES_GPU.findall(job.alloc_tres)]
-    return any(counts)
+    texts = [job.alloc_tres, job.gres_per_node, *(alloc.gres for alloc in job.gres_detail)]
+    return any(gres.gpu_count(text) for text in texts)
 
 
 def parse(

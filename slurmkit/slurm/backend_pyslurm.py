@@ -34,6 +34,7 @@ from typing import Any
 import pyslurm
 
 from slurmkit.errors import ControllerUnreachable, NotFound, SlurmError, SlurmkitError
+from slurmkit.grammar import gres as gres_grammar
 from slurmkit.slurm.records import (
     FINISHED_JOB_STATES,
     HELD_REASONS,
@@ -44,7 +45,6 @@ from slurmkit.slurm.records import (
     Partition,
     job_state,
     node_state,
-    normalize_gres,
     plausible_end,
 )
 
@@ -411,7 +411,7 @@ def _squeue_job(j: Any) -> Job:
         batch_host=_text(j.batch_host),
         num_nodes=j.num_nodes,
         num_cpus=j.cpus,
-        gres_per_node=normalize_gres(_gres_text(j.gres_per_node)),
+        gres_per_node=gres_grammar.normalize(_gres_text(j.gres_per_node)),
         submit_time=_when(j.submit_time),
         start_time=_when(j.start_time),
         end_time=plausible_end(_when(j.end_time), state, limit),

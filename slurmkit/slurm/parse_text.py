@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 
 from slurmkit.errors import SlurmParseError
+from slurmkit.grammar import gres as gres_grammar
 from slurmkit.slurm.records import (
     FINISHED_JOB_STATES,
     HELD_REASONS,
@@ -29,7 +30,6 @@ from slurmkit.slurm.records import (
     SlurmVersion,
     job_state,
     node_state,
-    normalize_gres,
     plausible_end,
 )
 
@@ -357,7 +357,7 @@ def job_from_row(row: Mapping[str, str]) -> Job:
         batch_host=text_or_none(row.get("batch_host")),
         num_nodes=parse_int(row.get("num_nodes")),
         num_cpus=parse_int(row.get("num_cpus")),
-        gres_per_node=normalize_gres(row.get("gres_per_node")),
+        gres_per_node=gres_grammar.normalize(row.get("gres_per_node")),
         submit_time=parse_time(row.get("submit_time")),
         start_time=parse_time(row.get("start_time")),
         end_time=plausible_end(parse_time(row.get("end_time")), state, limit),
@@ -697,7 +697,7 @@ def _job_from_block(block: Sequence[str]) -> Job:
         num_nodes=parse_int(kv.get("NumNodes")),
         num_cpus=parse_int(kv.get("NumCPUs")),
         cpus_per_task=parse_int(kv.get("CPUs/Task")),
-        gres_per_node=normalize_gres(kv.get("TresPerNode")),
+        gres_per_node=gres_grammar.normalize(kv.get("TresPerNode")),
         gres_detail=details,
         alloc_tres=text_or_none(alloc) or "",
         submit_time=parse_time(kv.get("SubmitTime")),

@@ -5,7 +5,7 @@ produce these, so a command never needs to know which Slurm version or output
 format answered. Values Slurm leaves unset (``0`` times, ``(null)``, ``N/A``,
 ``UNLIMITED``) become ``None`` here; times are timezone-aware datetimes.
 
-The small canonicalising functions (node/job state, GRES strings, end times)
+The small canonicalising functions (node/job state, end times)
 live here too because both parser modules must agree on them exactly.
 """
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from slurmkit.errors import SlurmParseError
+from slurmkit.grammar import gres as gres_grammar
 
 # Base node states; everything else Slurm attaches ("DRAIN", "NOT_RESPONDING",
 # "COMPLETING", "POWERED_DOWN", ...) is a flag.
@@ -91,14 +92,6 @@ def job_state(parts: Iterable[str]) -> tuple[str, frozenset[str]]:
     if not words:
         return "UNKNOWN", frozenset()
     return words[0], frozenset(words[1:])
-
-
-def normalize_gres(text: str | None) -> str:
-    """``gres:gpu:4`` (22.05) and ``gres/gpu:4`` (23.02+) both become ``gpu:4``."""
-    if not text or text in ("N/A", "(null)", "None"):
-        return ""
-    items = [re.sub(r"^gres[:/]", "", item.strip()) for item in text.split(",")]
-    return ",".join(item for item in items if item)
 
 
 def plausible_end(end: datetime | None, state: str, time_limit: int | None) -> datetime | None:
@@ -208,8 +201,7 @@ class GresAlloc:
     @property
     def gpu_indices(self) -> str | None:
         """``0-3`` from ``gpu:4(IDX:0-3)``: which devices the job got."""
-        match = re.search(r"IDX:([^)]*)\)", self.gres)
-        return match.group(1) if match else None
+        return gres_grammar.gpu_indices(self.gres)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slurmkit.errors import SlurmParseError
+from slurmkit.grammar import gres
 from slurmkit.slurm.parse_text import parse_duration
-from slurmkit.slurm.records import normalize_gres
 from slurmkit.train.directives import Header
 
 # Options that shape the allocation; a difference in any of them is a refusal.
@@ -79,7 +79,7 @@ def _same(option: str, a: str | None, b: str | None) -> bool:
         except SlurmParseError:
             return a.strip() == b.strip()
     if option == "gres":
-        return normalize_gres(a) == normalize_gres(b)
+        return gres.normalize(a) == gres.normalize(b)
     return a.strip() == b.strip()
 
 

@@ -1,4 +1,7 @@
-"""Slurm's compact formats: per-node repetition lists, GPU id lists, typed counts, GRES strings."""
+"""Slurm's compact formats: per-node repetition lists, GPU id lists, typed counts.
+
+GRES strings are tested in test_grammar_gres.py.
+"""
 
 from __future__ import annotations
 
@@ -77,39 +80,3 @@ def test_gpus_per_node_values(text: str, count: int) -> None:
 def test_malformed_gpus_per_node(text: str) -> None:
     with pytest.raises(SlurmParseError):
         slurmvars.typed_counts(text)
-
-
-@pytest.mark.parametrize(
-    ("text", "count"),
-    [
-        ("gpu:4", 4),
-        ("gpu:h100:4", 4),
-        ("gpu:4(IDX:0-3)", 4),
-        ("gpu:h100:4(IDX:0-3)", 4),
-        ("gpu:1(IDX:1)", 1),  # sandbox, --gpus-per-task: ids need not start at 0
-        ("gpu:2(IDX:1-2)", 2),
-        ("gpu:h100:2(IDX:0,2),gpu:a100:1(IDX:3)", 3),  # two types on one node
-        ("gpu:4(S:0-1)", 4),
-        ("gres:gpu:4", 4),  # 22.05 TresPerNode
-        ("gres/gpu:4", 4),  # 23.02+ TresPerNode
-        ("gres/gpu:h100=4", 4),  # TRES spelling
-        ("gpu", 1),
-        ("gpu:a100", 1),
-        ("gpu:0", 0),
-        ("gpu:4,mps:100", 4),
-        ("gpu:1g.5gb:2", 2),  # MIG type
-    ],
-)
-def test_gpu_counts_in_gres(text: str, count: int) -> None:
-    assert slurmvars.gres_count(text) == count
-
-
-@pytest.mark.parametrize("text", ["", "(null)", "N/A", "mps:100", "shard:2,license:1"])
-def test_gres_without_gpus(text: str) -> None:
-    assert slurmvars.gres_count(text) is None
-
-
-@pytest.mark.parametrize("text", ["gpu:4(IDX:0-3", "gpu:4)", "4:gpu", "gpu::"])
-def test_malformed_gres(text: str) -> None:
-    with pytest.raises(SlurmParseError):
-        slurmvars.gres_count(text)

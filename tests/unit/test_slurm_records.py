@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slurmkit.errors import SlurmParseError
+from slurmkit.grammar import gres
 from slurmkit.slurm.records import (
     NODE_BASE_STATES,
     GresAlloc,
@@ -17,7 +18,6 @@ from slurmkit.slurm.records import (
     SlurmVersion,
     job_state,
     node_state,
-    normalize_gres,
     plausible_end,
 )
 
@@ -73,7 +73,7 @@ def test_job_state_drops_cancelled_by_uid() -> None:
     [("gres:gpu:4", "gpu:4"), ("gres/gpu:4", "gpu:4"), ("N/A", ""), (None, "")],
 )
 def test_gres_per_node_is_the_same_string_on_every_version(text: str | None, expected: str) -> None:
-    assert normalize_gres(text) == expected
+    assert gres.normalize(text) == expected
 
 
 def _node(state: str, *flags: str) -> Node:
