@@ -111,7 +111,7 @@ def load_smtp_config(
 
 def _file_values(path: Path | None, env: Mapping[str, str]) -> tuple[Path | None, dict[str, Any]]:
     """(the file, its [smtp] table); (None, {}) when no file gives SMTP settings."""
-    from slurmkit.templating.config import ENV_VAR, default_path, load_toml
+    from slurmkit.config import ENV_VAR, default_path, load_toml
 
     chosen = path or (Path(env[ENV_VAR]) if env.get(ENV_VAR) else default_path())
     if path is None and not env.get(ENV_VAR) and not chosen.exists():

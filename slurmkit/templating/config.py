@@ -1,6 +1,6 @@
-"""Site defaults for template parameters: $SLURMKIT_CONFIG, else ~/.config/slurmkit/config.toml.
+"""Site defaults for template parameters, read from the config files by :mod:`slurmkit.config`.
 
-The file saves everyone from typing the same partition and account on every render::
+The files save everyone from typing the same partition and account on every render::
 
     [defaults]              # any template that declares these parameters gets them
     partition = "gpu"
@@ -10,21 +10,24 @@ The file saves everyone from typing the same partition and account on every rend
     [template.torchrun]     # only for one template; wins over [defaults]
     nodes = 4
 
+The layers are those of every command's defaults: ``/etc/slurmkit/config.toml``, then
+``$SLURMKIT_CONFIG`` or ``~/.config/slurmkit/config.toml`` (the later file wins per key).
 ``--from-file`` and ``--set`` win over both. A file named by ``$SLURMKIT_CONFIG`` must
-exist (the user asked for it); the default path may be absent.
+exist (the user asked for it); the default paths may be absent.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from slurmkit.errors import EnvironmentProblem, UsageError
+from slurmkit import config as _config
+from slurmkit.config import ENV_VAR, default_path, load_toml
+from slurmkit.errors import UsageError
 
-ENV_VAR = "SLURMKIT_CONFIG"
+__all__ = ["ENV_VAR", "SiteConfig", "default_path", "load", "load_toml"]
 
 
 @dataclass(frozen=True)
@@ -38,44 +41,18 @@ class SiteConfig:
         return {**self.defaults, **self.per_template.get(template, {})}
 
 
-def default_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "slurmkit" / "config.toml"
-
-
-def load_toml(path: Path, what: str) -> dict[str, Any]:
-    """Parse a TOML file into a dict; any fault is one usage-error line naming the file."""
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ModuleNotFoundError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[import-not-found,no-redef]
-        except ModuleNotFoundError:
-            raise EnvironmentProblem(
-                f"reading {what} needs Python 3.11+ or the 'tomli' package"
-            ) from None
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise UsageError(f"{what} {path} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"{what} {path} is a directory") from None
-    except PermissionError:
-        raise UsageError(f"{what} {path} is not readable") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{what} {path} is not valid TOML: {exc}") from None
-
-
 def load(path: Path | None = None, environ: Mapping[str, str] | None = None) -> SiteConfig:
-    """The site config: ``path`` if given, else ``$SLURMKIT_CONFIG``, else the default path."""
-    env = os.environ if environ is None else environ
-    explicit = path is not None or bool(env.get(ENV_VAR))
-    chosen = path or (Path(env[ENV_VAR]) if env.get(ENV_VAR) else default_path())
-    if not explicit and not chosen.exists():
+    """The template sections of ``path`` if given, else of every config file that applies."""
+    if path is not None:
+        return _from_data(_config.read(path).data, path)
+    layered = _config.load(environ)
+    if not layered.files:
         return SiteConfig()
-    data = load_toml(chosen, "config file")
-    return _from_data(data, chosen)
+    for config_file in layered.files:
+        _from_data(config_file.data, config_file.path)  # each file's shape, named in errors
+    named = [f.path for f in layered.files if "defaults" in f.data or "template" in f.data]
+    chosen = named[-1] if named else layered.files[-1].path
+    return _from_data(layered.values, chosen)
 
 
 def _from_data(data: dict[str, Any], path: Path) -> SiteConfig:
