@@ -55,6 +55,20 @@ def ssh_transport_options(applies_to: str) -> Callable[[Callable[..., Any]], Cal
             metavar="FILE",
             help="ssh config to use instead of ~/.ssh/config (like ssh -F).",
         ),
+        # Issue 17: clusters whose ssh user is not root. sudo -n never prompts: a node
+        # without a rule fails at once with sudo's line; everything is shlex-quoted.
+        click.option("--sudo", is_flag=True, help="Run the command on each node via sudo -n."),
+        click.option(
+            "--sudo-user",
+            metavar="USER",
+            help="Run it as USER via sudo -n -u USER (implies --sudo).",
+        ),
+        click.option(
+            "--env-setup",
+            metavar="FILE|CMD",
+            help="Source FILE (a path on the nodes) or run CMD in sh first, e.g. "
+            "/opt/conda/bin/activate; as the sudo user. Fails the node if it fails.",
+        ),
     ]
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,6 +79,9 @@ def ssh_transport_options(applies_to: str) -> Callable[[Callable[..., Any]], Cal
             fanout: int,
             insecure: bool,
             ssh_config: Path | None,
+            sudo: bool,
+            sudo_user: str | None,
+            env_setup: str | None,
             **kwargs: Any,
         ) -> Any:
             ssh = RemoteOptions(
@@ -72,6 +89,9 @@ def ssh_transport_options(applies_to: str) -> Callable[[Callable[..., Any]], Cal
                 fanout=fanout,
                 insecure=insecure,
                 ssh_config=ssh_config,
+                sudo=sudo,
+                sudo_user=sudo_user,
+                env_setup=env_setup,
             )
             return command(*args, ssh=ssh, **kwargs)
 

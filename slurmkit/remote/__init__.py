@@ -15,7 +15,7 @@ installed, the ssh transport runs instead and a notice says so.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import import_module
 
 from slurmkit.errors import UsageError
@@ -28,7 +28,7 @@ from slurmkit.remote.base import (
     TransportMissing,
     check_node_names,
 )
-from slurmkit.remote.command import Command, to_shell
+from slurmkit.remote.command import Command, remote_line, sudo_problem, to_shell
 from slurmkit.remote.result import FAILED, OK, STATUSES, TIMEOUT, UNREACHABLE, NodeResult
 
 TRANSPORTS: dict[str, str] = {
@@ -90,7 +90,9 @@ def run(
     """Run ``command`` on ``nodes`` (a hostlist or names); never raises for one node's failure.
 
     ``command`` is a shell command line (str) or an argv (several words,
-    quoted one by one).
+    quoted one by one). ``options.env_setup`` and ``options.sudo``/``sudo_user``
+    wrap it on every transport alike (:func:`.command.remote_line`); a node where
+    sudo refuses gets sudo's own line as its error, and the others go on.
     """
     from slurmkit.hostlist import expand
 
@@ -99,15 +101,31 @@ def run(
     if not names:
         raise UsageError("no nodes given")
     check_node_names(names)
-    line = to_shell(command)
+    line = remote_line(
+        to_shell(command),
+        sudo=options.sudo,
+        sudo_user=options.sudo_user,
+        env_setup=options.env_setup,
+    )
     name = _choose(via, options)
     try:
-        return RunOutcome(name, transport_class(name)(options).run(names, line))
+        results = transport_class(name)(options).run(names, line)
     except TransportMissing as exc:
         if name != "pdsh":
             raise
         options.notify(f"{exc}: using the ssh transport (paramiko) instead")
-        return RunOutcome("ssh", transport_class("ssh")(options).run(names, line))
+        name, results = "ssh", transport_class("ssh")(options).run(names, line)
+    if options.elevated:
+        results = [_explain_sudo(r) for r in results]
+    return RunOutcome(name, results)
+
+
+def _explain_sudo(result: NodeResult) -> NodeResult:
+    """sudo's refusal as the node's error: "exit code 1" alone would hide why."""
+    if result.status != FAILED:
+        return result
+    problem = sudo_problem(result.stderr, result.exit_code)
+    return replace(result, error=problem) if problem else result
 
 
 def _choose(via: str, options: RemoteOptions) -> str:

@@ -24,6 +24,8 @@ DEFAULT_FANOUT = 32
 # What may reach pdsh's -w or ssh as a host: pdsh reads "^file", "-host" and
 # "/regex/" in -w, and ssh reads a leading "-" as an option.
 _NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+# What sudo -u takes: a POSIX-ish user name, or #UID. A leading "-" would be an option.
+_USER_NAME = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_.-]*\$?|#[0-9]+)")
 
 
 def _to_stderr(message: str) -> None:
@@ -37,6 +39,12 @@ class RemoteOptions:
     ``timeout`` bounds the command on each node, ``connect_timeout`` the
     connection; ``notify`` receives one-line notices meant for stderr
     (fallbacks, --insecure warnings).
+
+    ``sudo`` runs the command through ``sudo -n`` on each node (as root, or as
+    ``sudo_user``, which implies ``sudo``), for clusters whose ssh user is not
+    root; ``env_setup`` is sourced (a path) or run (a command line) in the
+    same shell before the command, as that user. See
+    :func:`slurmkit.remote.command.remote_line`.
     """
 
     timeout: float = DEFAULT_TIMEOUT
@@ -45,6 +53,9 @@ class RemoteOptions:
     insecure: bool = False
     ssh_config: Path | None = None
     jobid: str | None = None
+    sudo: bool = False
+    sudo_user: str | None = None
+    env_setup: str | None = None
     notify: Callable[[str], None] = field(default=_to_stderr, compare=False)
 
     def __post_init__(self) -> None:
@@ -54,6 +65,15 @@ class RemoteOptions:
             raise UsageError("--timeout and --connect-timeout must be positive, finite seconds")
         if self.fanout < 1:
             raise UsageError(f"--fanout must be at least 1, got {self.fanout}")
+        if self.sudo_user is not None and not _USER_NAME.fullmatch(self.sudo_user):
+            raise UsageError(f"--sudo-user: not a user name: {self.sudo_user!r}")
+        if self.env_setup is not None and (not self.env_setup.strip() or "\0" in self.env_setup):
+            raise UsageError("--env-setup: give a file to source or a command line")
+
+    @property
+    def elevated(self) -> bool:
+        """Whether commands go through sudo (``--sudo`` or ``--sudo-user``)."""
+        return self.sudo or self.sudo_user is not None
 
 
 class TransportMissing(EnvironmentProblem):

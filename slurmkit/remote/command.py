@@ -45,6 +45,72 @@ def to_shell(command: Command) -> str:
     return text
 
 
+# Exit code of a command whose --env-setup failed (as coreutils' env uses 125 for itself).
+ENV_SETUP_FAILED = 125
+
+
+def env_setup_line(setup: str) -> str:
+    """The shell line for ``--env-setup``: a path is sourced (``. PATH``), else run as given.
+
+    A path is one word holding a ``/`` (``/opt/conda/bin/activate``,
+    ``~/venv/bin/activate``, ``./env.sh``): it is quoted, ``~/`` kept as
+    ``$HOME``. Anything else is the user's own command line, meant for a shell
+    (``. /opt/conda/bin/activate base``, ``module load cuda``). It runs in the
+    same ``sh`` as the command, so what it exports and defines is seen by it.
+    """
+    word = setup.strip()
+    if "/" in word and not any(c.isspace() for c in word):
+        if word.startswith("~/"):
+            return f'. "$HOME"/{shlex.quote(word[2:])}'
+        return f". {shlex.quote(word)}"
+    return setup
+
+
+def remote_line(
+    command: str,
+    *,
+    sudo: bool = False,
+    sudo_user: str | None = None,
+    env_setup: str | None = None,
+) -> str:
+    """The command line a transport runs, with ``--env-setup`` and ``--sudo`` applied.
+
+    ``env_setup`` runs first in the same shell, in a group whose failure ends the
+    script with exit 125 and one line on stderr, so a broken activation never runs
+    the command in the wrong environment. With ``sudo`` (or a ``sudo_user``) the
+    whole script runs under ``sudo -n -H [-u USER] -- sh -c SCRIPT``: ``-n`` never
+    prompts (a node without a sudo rule fails at once with sudo's own "a password
+    is required"), and the setup runs as the target user, in its shell. Every word
+    is quoted with :func:`shlex.quote`; nothing user-given is spliced unquoted.
+    """
+    script = command
+    if env_setup is not None:
+        script = (
+            f"{{ {env_setup_line(env_setup)}\n}} || {{ rc=$?; "
+            f'echo {shlex.quote("slurmkit: --env-setup failed")}" (exit $rc)" >&2; '
+            f"exit {ENV_SETUP_FAILED}; }}\n{command}"
+        )
+    if not (sudo or sudo_user is not None):
+        return script
+    who = ["-u", sudo_user] if sudo_user is not None else []
+    return shlex.join(["sudo", "-n", "-H", *who, "--", "sh", "-c", script])
+
+
+def sudo_problem(stderr: str, exit_code: int | None) -> str | None:
+    """sudo's own refusal in a node's stderr, as that node's one-line error; None if not sudo's.
+
+    sudo prefixes its messages with ``sudo: `` and exits 1 ("a password is
+    required", "unknown user"); a node without sudo makes the shell say
+    ``sudo: not found`` (exit 127).
+    """
+    if exit_code == 127 and "sudo: not found" in stderr:
+        return "sudo is not installed on this node"
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if exit_code == 1 and lines and lines[0].startswith("sudo: "):
+        return lines[0]
+    return None
+
+
 def sh_c(script: str) -> str:
     """``sh -c '<script>'``: the one form every login shell passes on unchanged."""
     return f"sh -c {shlex.quote(script)}"
