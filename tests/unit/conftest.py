@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.fakes import FakeSlurm
+
 
 @pytest.fixture(autouse=True)
 def _commands_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
@@ -17,3 +19,17 @@ def _commands_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     backend.choose(None)
     yield
     backend.choose(None)
+
+
+@pytest.fixture
+def fake_slurm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlurm]:
+    """The one fake Slurm (tests/fakes/slurm.py) installed at ``_proc.runner``; ``sinfo
+    --version`` is asked afresh, since each test's fake may answer another version."""
+    from slurmkit import _proc
+    from slurmkit.slurm import query
+
+    fake = FakeSlurm()
+    monkeypatch.setattr(_proc, "runner", fake)
+    query.version.cache_clear()
+    yield fake
+    query.version.cache_clear()

@@ -1,13 +1,12 @@
 """Queries at the argv seam: which Slurm command each runs, that it runs once, what it returns.
 
-A fake ``_proc.runner`` answers exact argv lists with recorded fixture text
+The shared fake Slurm (``tests/fakes``) answers exact argv lists with recorded fixture text
 (or, where no recording used our delimited format, rows built from the
 recorded values) and refuses any other call.
 """
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -15,46 +14,22 @@ from datetime import datetime, timezone
 import pytest
 from fixtures_path import read
 
-from slurmkit import _proc
 from slurmkit.errors import NotFound, SlurmkitError, SlurmParseError
 from slurmkit.slurm import _exec, query
 from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, SQUEUE_COLUMNS
 from slurmkit.slurm.records import SlurmVersion
+from tests.fakes import FakeSlurm
 
 UTC = timezone.utc
 SCENARIO = "05_node_not_responding"
 
 
-class FakeSlurm:
-    """Answers known argv lists, records every call, fails loudly on anything else."""
-
-    def __init__(self) -> None:
-        self.routes: dict[tuple[str, ...], tuple[int, str, str]] = {}
-        self.calls: list[tuple[str, ...]] = []
-        self.envs: list[dict[str, str] | None] = []
-
-    def on(self, argv: list[str], stdout: str = "", rc: int = 0, stderr: str = "") -> None:
-        self.routes[tuple(argv)] = (rc, stdout, stderr)
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        key = tuple(argv)
-        self.calls.append(key)
-        self.envs.append(env)
-        if key not in self.routes:
-            raise AssertionError(f"unexpected Slurm call: {shlex.join(key)}")
-        rc, stdout, stderr = self.routes[key]
-        return _proc.Completed(key, rc, stdout, stderr, 0.0)
-
-
 @pytest.fixture
-def slurm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlurm]:
-    fake = FakeSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
+def slurm(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlurm]:
+    """The shared fake Slurm, with times read in UTC."""
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
-    query.version.cache_clear()
-    yield fake
-    query.version.cache_clear()
+    yield fake_slurm
     monkeypatch.undo()
     time.tzset()
 
@@ -205,7 +180,7 @@ def test_jobs_builds_every_filter_into_one_squeue(slurm: FakeSlurm) -> None:
         ("4_1", "node-4", ""),
     ]
     assert slurm.calls == [tuple(argv)]
-    assert slurm.envs[0] is not None and slurm.envs[0]["SLURM_BITSTR_LEN"] == "0"
+    assert slurm.log[0].env is not None and slurm.log[0].env["SLURM_BITSTR_LEN"] == "0"
 
 
 def test_jobs_with_an_unknown_id_is_empty(slurm: FakeSlurm) -> None:

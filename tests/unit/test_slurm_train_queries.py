@@ -7,16 +7,13 @@ answer is the shared fixture ``err_scontrol_hold_999999``.
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Iterator
-
 import pytest
 from fixtures_path import entry, stderr
 
-from slurmkit import _proc
 from slurmkit.errors import NotFound, PermissionDenied, SlurmParseError
 from slurmkit.slurm import query
 from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS
+from tests.fakes import FakeSlurm
 
 # scontrol hold 115 while 115_1 had finished and 115_2-4 were pending.
 MIXED = "115_1: Job has already finished\n115_2-4: No error\n"
@@ -28,30 +25,9 @@ NOT_OWNER = "128_1-3: Invalid user id\n"
 SCANCEL_NOT_OWNER = "scancel: error: Kill job error on job id 128: Access/permission denied\n"
 
 
-class FakeSlurm:
-    """Answers known argv lists and refuses any other call."""
-
-    def __init__(self) -> None:
-        self.routes: dict[tuple[str, ...], tuple[int, str, str]] = {}
-        self.calls: list[tuple[str, ...]] = []
-
-    def on(self, argv: list[str], stdout: str = "", rc: int = 0, stderr: str = "") -> None:
-        self.routes[tuple(argv)] = (rc, stdout, stderr)
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        key = tuple(argv)
-        self.calls.append(key)
-        if key not in self.routes:
-            raise AssertionError(f"unexpected Slurm call: {shlex.join(key)}")
-        rc, out, err = self.routes[key]
-        return _proc.Completed(key, rc, out, err, 0.0)
-
-
 @pytest.fixture
-def slurm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlurm]:
-    fake = FakeSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
-    yield fake
+def slurm(fake_slurm: FakeSlurm) -> FakeSlurm:
+    return fake_slurm
 
 
 # ---------------------------------------------------------------- builders
