@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slurmkit import checkjob
 from slurmkit.errors import SlurmkitError
-from slurmkit.faulty import checkjob
 from slurmkit.lint.context import srun_inherits_cpus_per_task
 from slurmkit.slurm.records import SlurmVersion
 from slurmkit.templating.results import parse_cpus_lines, parse_cpus_verdict

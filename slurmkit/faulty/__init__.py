@@ -4,8 +4,8 @@
     drain.plan(report, dry_run) / drain.execute(outcome, confirm)
     history.history(since("7d"), top=20) -> HistoryReport
 
-The node-side work is the ``faulty-node-check`` template; :mod:`.checkjob` (submit a
-check template, wait with progress, read its log) is shared with ``cpus check``.
+The node-side work is the ``faulty-node-check`` template; :mod:`slurmkit.checkjob` (submit
+a check template, wait with progress, read its log) is shared with ``cpus check``.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from slurmkit import checkjob
 from slurmkit.errors import UsageError
-from slurmkit.faulty import captures, checkjob, net
+from slurmkit.faulty import captures, net
 from slurmkit.faulty.checks import across_nodes, needs_gpus
 from slurmkit.faulty.history import SCAN_JOB_PREFIX
 from slurmkit.faulty.report import ScanReport, node_results, outside
