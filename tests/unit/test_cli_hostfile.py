@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from fixtures_path import read
 
 from slurmkit import _proc
+from tests.fakes import FakeSlurm
 
 RUNNING_GPU = read("22.05", "03_jobs", "scontrol_show_job_d_running_gpu_2node.txt")  # job 3
 
@@ -27,33 +27,14 @@ GRES2 = {
 }
 
 
-class FakeSlurm:
-    def __init__(self) -> None:
-        self.answers: dict[tuple[str, ...], tuple[int, str, str]] = {}
-        self.calls: list[tuple[str, ...]] = []
-        self.missing = False
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        key = tuple(argv)
-        self.calls.append(key)
-        if self.missing:
-            raise FileNotFoundError(2, "No such file or directory", argv[0])
-        if key not in self.answers:
-            raise AssertionError(f"unexpected command: {shlex.join(key)}")
-        rc, out, err = self.answers[key]
-        return _proc.Completed(key, rc, out, err, 0.0)
-
-
 @pytest.fixture
-def slurm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlurm]:
-    """A clean environment (no job, no NNODES), quiet mode, and a fake Slurm."""
+def slurm(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlurm]:
+    """A clean environment (no job, no NNODES), quiet mode, and the shared fake Slurm."""
     for name in list(os.environ):
         if name.startswith(("SLURM_", "SLURMD_")) or name in ("NNODES", "SLURMKIT_VERBOSE"):
             monkeypatch.delenv(name)
     monkeypatch.setattr(_proc, "_verbose", False)
-    fake = FakeSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
-    yield fake
+    yield fake_slurm
 
 
 @pytest.fixture
@@ -142,7 +123,7 @@ def test_nodelist(run_cli, slurm: FakeSlurm) -> None:
 
 
 def test_jobid_from_outside(run_cli, slurm: FakeSlurm) -> None:
-    slurm.answers[_show_job("3")] = (0, RUNNING_GPU, "")
+    slurm.on(_show_job("3"), RUNNING_GPU)
     assert run_cli("hostfile", "--jobid", "3").stdout == "node-1 slots=4\nnode-2 slots=4\n"
     assert slurm.calls == [_show_job("3")]
 
@@ -152,20 +133,19 @@ def test_jobid_and_nodelist_conflict(run_cli, slurm: FakeSlurm) -> None:
 
 
 def test_unknown_job(run_cli, slurm: FakeSlurm) -> None:
-    slurm.answers[_show_job("999")] = (1, "", "slurm_load_jobs error: Invalid job id specified\n")
+    slurm.on(_show_job("999"), rc=1, stderr="slurm_load_jobs error: Invalid job id specified\n")
     result = run_cli("hostfile", "--jobid", "999", exit_code=2)
     assert result.stderr.startswith("slurmkit: unknown job 999")
     assert "Traceback" not in result.stderr
 
 
 def test_slurm_missing_and_controller_down(run_cli, slurm: FakeSlurm) -> None:
-    slurm.missing = True
+    slurm.missing("scontrol")
     assert "not found on PATH" in run_cli("hostfile", "--jobid", "3", exit_code=2).stderr
-    slurm.missing = False
-    slurm.answers[_show_job("3")] = (
-        1,
-        "",
-        "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n",
+    slurm.on(
+        _show_job("3"),
+        rc=1,
+        stderr="slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n",
     )
     assert "cannot reach slurmctld" in run_cli("hostfile", "--jobid", "3", exit_code=2).stderr
 

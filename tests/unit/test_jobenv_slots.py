@@ -8,16 +8,13 @@ answers come from the recorded fixtures, faked at the argv seam.
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Iterator
-
 import pytest
 from fixtures_path import read
 
-from slurmkit import _proc
 from slurmkit.errors import NotFound, SlurmkitError, UsageError
 from slurmkit.jobenv import allocation, slots
 from slurmkit.jobenv.allocation import Allocation
+from tests.fakes import FakeSlurm
 
 RUNNING_GPU = read("22.05", "03_jobs", "scontrol_show_job_d_running_gpu_2node.txt")  # job 3
 COMPLETED = read("22.05", "03_jobs", "scontrol_show_job_d_completed.txt")  # job 1
@@ -56,30 +53,14 @@ GPUS5 = {
 }
 
 
-class FakeSlurm:
-    """Answers ``scontrol --details show job ID`` with recorded text; refuses anything else."""
-
-    def __init__(self) -> None:
-        self.jobs: dict[str, tuple[int, str, str]] = {}
-        self.calls: list[tuple[str, ...]] = []
-
-    def job(self, job_id: str, text: str = "", rc: int = 0, stderr: str = "") -> None:
-        self.jobs[job_id] = (rc, text, stderr)
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        key = tuple(argv)
-        self.calls.append(key)
-        if key[:4] == ("scontrol", "--details", "show", "job") and key[4] in self.jobs:
-            rc, out, err = self.jobs[key[4]]
-            return _proc.Completed(key, rc, out, err, 0.0)
-        raise AssertionError(f"unexpected command: {shlex.join(key)}")
-
-
 @pytest.fixture
-def slurm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlurm]:
-    fake = FakeSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
-    yield fake
+def slurm(fake_slurm: FakeSlurm) -> FakeSlurm:
+    return fake_slurm
+
+
+def job(slurm: FakeSlurm, job_id: str, text: str = "", rc: int = 0, stderr: str = "") -> None:
+    """``scontrol --details show job JOB_ID`` answers ``text`` (or fails with ``stderr``)."""
+    slurm.on(["scontrol", "--details", "show", "job", job_id], text, rc=rc, stderr=stderr)
 
 
 def _env_alloc(env: dict[str, str]) -> Allocation:
@@ -87,7 +68,7 @@ def _env_alloc(env: dict[str, str]) -> Allocation:
 
 
 def _outside(slurm: FakeSlurm, text: str, job_id: str = "3") -> Allocation:
-    slurm.job(job_id, text)
+    job(slurm, job_id, text)
     return allocation.resolve({}, jobid=job_id)
 
 
@@ -133,7 +114,7 @@ def test_own_jobid_reads_the_environment(slurm: FakeSlurm) -> None:
 
 
 def test_other_jobid_asks_slurm_even_inside_a_job(slurm: FakeSlurm) -> None:
-    slurm.job("3", RUNNING_GPU)
+    job(slurm, "3", RUNNING_GPU)
     alloc = allocation.resolve(GRES2, jobid="3")
     assert alloc.env is None and alloc.job is not None
     assert alloc.hosts == ("node-1", "node-2")
@@ -142,16 +123,16 @@ def test_other_jobid_asks_slurm_even_inside_a_job(slurm: FakeSlurm) -> None:
 
 
 def test_pending_and_ended_jobs_have_no_allocation(slurm: FakeSlurm) -> None:
-    slurm.job("10", PENDING)
+    job(slurm, "10", PENDING)
     with pytest.raises(SlurmkitError, match=r"job 10 has no nodes allocated yet \(state PENDING"):
         allocation.resolve({}, jobid="10")
-    slurm.job("1", COMPLETED)
+    job(slurm, "1", COMPLETED)
     with pytest.raises(SlurmkitError, match=r"job 1 has ended \(COMPLETED\)"):
         allocation.resolve({}, jobid="1")
 
 
 def test_unknown_job(slurm: FakeSlurm) -> None:
-    slurm.job("999", rc=1, stderr="slurm_load_jobs error: Invalid job id specified\n")
+    job(slurm, "999", rc=1, stderr="slurm_load_jobs error: Invalid job id specified\n")
     with pytest.raises(NotFound, match="unknown job 999"):
         allocation.resolve({}, jobid="999")
 
@@ -229,7 +210,8 @@ def test_gpus_per_job_are_asked_per_node(slurm: FakeSlurm) -> None:
     """--gpus=5 on two nodes: SLURM_GPUS_ON_NODE=4 is the batch node's; Slurm says 4 and 1."""
     detail = "     Nodes=node-1 CPU_IDs=0-1 Mem=0 GRES=gpu:4(IDX:0-3)\n"
     detail += "     Nodes=node-2 CPU_IDs=0-1 Mem=0 GRES=gpu:1(IDX:0)\n"
-    slurm.job(
+    job(
+        slurm,
         "3",
         RUNNING_GPU.replace(
             "     Nodes=node-[1-2] CPU_IDs=0-3 Mem=0 GRES=gpu:4(IDX:0-3)\n", detail
@@ -245,7 +227,7 @@ def test_gpus_per_job_are_asked_per_node(slurm: FakeSlurm) -> None:
 
 @pytest.mark.parametrize("marker", ["SLURM_GPUS_PER_TASK", "SLURM_GPUS_PER_SOCKET"])
 def test_other_per_job_requests_also_ask(slurm: FakeSlurm, marker: str) -> None:
-    slurm.job("3", RUNNING_GPU)
+    job(slurm, "3", RUNNING_GPU)
     env = {**GPUS5, marker: "1"}
     del env["SLURM_GPUS"]
     found = slots.resolve_slots(_env_alloc(env))

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Iterator
-
 import pytest
 from fixtures_path import read
 
-from slurmkit import _proc
 from slurmkit.errors import NotFound, PermissionDenied, SlurmkitError, UsageError
 from slurmkit.jobenv import timelimit
 from slurmkit.slurm.parse_text import parse_scontrol_jobs
 from slurmkit.slurm.records import Job
+from tests.fakes import FakeSlurm
 
 RUNNING = read("22.05", "03_jobs", "scontrol_show_job_d_running_gpu_2node.txt")
 PENDING = read("22.05", "03_jobs", "scontrol_show_job_d_pending_resources.txt")
@@ -70,15 +67,6 @@ def test_job_time_unlimited_and_pending() -> None:
     pending = timelimit.job_time(_job(PENDING))
     assert pending.seconds_left is None and pending.start is None  # not the fake "expected" start
     assert dict(pending.rows())["time left"] == "- (not started)"
-
-
-@pytest.mark.parametrize(
-    ("seconds", "text"),
-    [(None, "UNLIMITED"), (0, "00:00:00"), (59, "00:00:59"), (3600, "01:00:00"),
-     (86400, "1-00:00:00"), (2 * 86400 + 3723, "2-01:02:03")],
-)  # fmt: skip
-def test_format_duration(seconds: int | None, text: str) -> None:
-    assert timelimit.format_duration(seconds) == text
 
 
 # ---------------------------------------------------------------- durations
@@ -171,32 +159,15 @@ def test_plan_refuses_ended_and_unlimited() -> None:
     assert (plan.before, plan.after) == (None, 7200)  # an admin may set a limit on an unlimited job
 
 
-class FakeScontrol:
-    """``scontrol update`` and ``scontrol --details show job 3`` at the argv seam; nothing else."""
-
-    def __init__(self, update: tuple[int, str], shown: str) -> None:
-        self.update, self.shown = update, shown
-        self.calls: list[tuple[str, ...]] = []
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        key = tuple(argv)
-        self.calls.append(key)
-        if key[:2] == ("scontrol", "update"):
-            rc, err = self.update
-            return _proc.Completed(key, rc, "", err, 0.0)
-        if key == ("scontrol", "--details", "show", "job", "3"):
-            return _proc.Completed(key, 0, self.shown, "", 0.0)
-        raise AssertionError(f"unexpected command: {shlex.join(key)}")
-
-
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeScontrol]:
-    runner = FakeScontrol((0, ""), _limited(RUNNING, "00:07:00"))
-    monkeypatch.setattr(_proc, "runner", runner)
-    yield runner
+def fake(fake_slurm: FakeSlurm) -> FakeSlurm:
+    """``scontrol update`` succeeds and ``show job 3`` reads back the raised limit."""
+    fake_slurm.on(["scontrol", "update", "**"])
+    fake_slurm.on(["scontrol", "--details", "show", "job", "3"], _limited(RUNNING, "00:07:00"))
+    return fake_slurm
 
 
-def test_apply_runs_one_update_then_reads_back(fake: FakeScontrol) -> None:
+def test_apply_runs_one_update_then_reads_back(fake: FakeSlurm) -> None:
     plan = timelimit.plan_extend(_job(_limited(RUNNING)), timelimit.parse_change("+2m"))
     job = timelimit.apply_extend(plan)
     assert job.time_limit == 420
@@ -206,8 +177,8 @@ def test_apply_runs_one_update_then_reads_back(fake: FakeScontrol) -> None:
     ]
 
 
-def test_permission_denied_explains_who_can(fake: FakeScontrol) -> None:
-    fake.update = (1, "Access/permission denied for job 3\n")
+def test_permission_denied_explains_who_can(fake: FakeSlurm) -> None:
+    fake.on(["scontrol", "update", "**"], rc=1, stderr="Access/permission denied for job 3\n")
     plan = timelimit.plan_extend(_job(_limited(RUNNING)), timelimit.parse_change("+1h"))
     with pytest.raises(PermissionDenied) as caught:
         timelimit.apply_extend(plan)
@@ -218,15 +189,19 @@ def test_permission_denied_explains_who_can(fake: FakeScontrol) -> None:
     assert caught.value.exit_code == 2
 
 
-def test_other_users_job_is_denied_too(fake: FakeScontrol) -> None:
-    fake.update = (1, "Invalid user id for job 3\n")  # real 22.05 text for someone else's job
+def test_other_users_job_is_denied_too(fake: FakeSlurm) -> None:
+    fake.on(
+        ["scontrol", "update", "**"], rc=1, stderr="Invalid user id for job 3\n"
+    )  # real 22.05 text for someone else's job
     plan = timelimit.plan_extend(_job(_limited(RUNNING)), timelimit.parse_change("+1h"))
     with pytest.raises(PermissionDenied, match="only Slurm operators"):
         timelimit.apply_extend(plan)
 
 
-def test_job_gone_between_plan_and_update(fake: FakeScontrol) -> None:
-    fake.update = (1, "slurm_update error: Invalid job id specified\n")
+def test_job_gone_between_plan_and_update(fake: FakeSlurm) -> None:
+    fake.on(
+        ["scontrol", "update", "**"], rc=1, stderr="slurm_update error: Invalid job id specified\n"
+    )
     plan = timelimit.plan_extend(_job(_limited(RUNNING)), timelimit.parse_change("+1h"))
     with pytest.raises(NotFound, match="unknown job 3"):
         timelimit.apply_extend(plan)
