@@ -23,8 +23,8 @@ from slurmkit.cron.chain import chain_jobs, current_user
 from slurmkit.cron.layout import CronConfig, CronDir
 from slurmkit.cron.period import Period, human_duration
 from slurmkit.cron.state import LastRun, read_state
+from slurmkit.slurm.liveness import can_run, is_running, stuck_reason
 from slurmkit.slurm.records import Job
-from slurmkit.watch.alive import can_run, is_running, stuck_reason
 
 HEALTHY = frozenset({"ok"})
 MIN_GRACE_SECONDS = 300

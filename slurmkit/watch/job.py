@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from slurmkit.errors import SlurmError
 from slurmkit.slurm import query
+from slurmkit.slurm.liveness import can_run, is_running, stuck_reason
 from slurmkit.slurm.records import Job
-from slurmkit.watch.alive import can_run, is_running, stuck_reason
 from slurmkit.watch.finding import Finding
 
 

@@ -16,9 +16,9 @@ from fixtures_path import VERSIONS, read
 
 from slurmkit import _proc
 from slurmkit.slurm import query
+from slurmkit.slurm.liveness import can_run, stuck_reason
 from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS, parse_scontrol_jobs
 from slurmkit.slurm.records import Job
-from slurmkit.watch.alive import can_run, stuck_reason
 from slurmkit.watch.job import OwnJob, assess_jobs, check_job
 
 NOBODY = OwnJob()
