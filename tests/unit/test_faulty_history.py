@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import shlex
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from slurmkit import _proc
 from slurmkit.errors import UsageError
 from slurmkit.faulty.history import rank, since
 from slurmkit.faulty.report import NodeResult, node_results
@@ -16,6 +14,7 @@ from slurmkit.slurm import _exec
 from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, parse_sacct
 from slurmkit.slurm.records import Job
 from slurmkit.templating.results import CheckResult
+from tests.fakes import FakeSlurm
 from tests.unit.fixtures_path import JOB_SCENARIOS, VERSIONS, read
 
 FIXTURE_COLUMNS = (
@@ -84,20 +83,12 @@ def test_since() -> None:
         since("soon", now)
 
 
-class FakeSacct:
-    def __init__(self, rows: list[dict[str, str]]) -> None:
-        self.rows = rows
-        self.calls: list[list[str]] = []
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        self.calls.append(list(argv))
-        if argv[0] != "sacct":
-            raise AssertionError(f"unexpected command: {shlex.join(argv)}")
-        out = "".join(
-            DELIMITER.join(row.get(name, "") for name, _ in SACCT_COLUMNS) + "\n"
-            for row in self.rows
-        )
-        return _proc.Completed(tuple(argv), 0, out, "", 0.01)
+def sacct(slurm: FakeSlurm, rows: list[dict[str, str]]) -> FakeSlurm:
+    """Any ``sacct`` call prints ``rows`` (fields in SACCT_COLUMNS order)."""
+    out = "".join(
+        DELIMITER.join(row.get(name, "") for name, _ in SACCT_COLUMNS) + "\n" for row in rows
+    )
+    return slurm.on(["sacct", "**"], out)
 
 
 def row(job_id: str, state: str, nodes: str) -> dict[str, str]:
@@ -111,16 +102,16 @@ def row(job_id: str, state: str, nodes: str) -> dict[str, str]:
     }
 
 
-def test_cli_one_sacct_call_and_a_table(run_cli, monkeypatch) -> None:
-    fake = FakeSacct(
+def test_cli_one_sacct_call_and_a_table(run_cli, fake_slurm: FakeSlurm) -> None:
+    fake = sacct(
+        fake_slurm,
         [
             row("1", "FAILED", "node-2"),
             row("2", "FAILED", "node-2"),
             row("3", "NODE_FAIL", "node-[1-2]"),
             row("4", "COMPLETED", "node-3"),
-        ]
+        ],
     )
-    monkeypatch.setattr(_proc, "runner", fake)
     before = len(_exec.call_log)
     result = run_cli("faulty", "history", "--since", "2d")
     assert len(_exec.call_log) - before == 1
@@ -135,33 +126,26 @@ def test_cli_one_sacct_call_and_a_table(run_cli, monkeypatch) -> None:
     assert "4 job(s) since" in result.stderr
 
 
-def test_cli_json_top_and_nothing_found(run_cli, monkeypatch) -> None:
-    monkeypatch.setattr(
-        _proc, "runner", FakeSacct([row(str(i), "FAILED", f"n{i}") for i in range(1, 6)])
-    )
+def test_cli_json_top_and_nothing_found(run_cli, fake_slurm: FakeSlurm) -> None:
+    sacct(fake_slurm, [row(str(i), "FAILED", f"n{i}") for i in range(1, 6)])
     data = json.loads(run_cli("faulty", "history", "--top", "2", "--json").stdout)
     assert [n["node"] for n in data["nodes"]] == ["n1", "n2"] and data["jobs"] == 5
-    monkeypatch.setattr(_proc, "runner", FakeSacct([row("1", "COMPLETED", "n1")]))
+    sacct(fake_slurm, [row("1", "COMPLETED", "n1")])
     result = run_cli("faulty", "history")
     assert result.stdout == "" and "no node ran a FAILED or NODE_FAIL job" in result.stderr
 
 
-def test_cli_bad_since_and_accounting_down(run_cli, monkeypatch) -> None:
+def test_cli_bad_since_and_accounting_down(run_cli, fake_slurm: FakeSlurm) -> None:
     assert (
         "--since 'yesterday'"
         in run_cli("faulty", "history", "--since", "yesterday", exit_code=2).stderr
     )
 
-    def down(argv, *, timeout, input, env, cwd):
-        return _proc.Completed(
-            tuple(argv),
-            1,
-            "",
-            "sacct: error: Problem talking to the database: Connection refused\n",
-            0.01,
-        )
-
-    monkeypatch.setattr(_proc, "runner", down)
+    fake_slurm.on(
+        ["sacct", "**"],
+        rc=1,
+        stderr="sacct: error: Problem talking to the database: Connection refused\n",
+    )
     result = run_cli("faulty", "history", exit_code=2)
     assert result.stderr.startswith("slurmkit: ") and "Traceback" not in result.stderr
 

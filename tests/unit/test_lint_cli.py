@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import shlex
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc
-from slurmkit.slurm import query
+from tests.fakes import FakeSlurm
 
 SAMPLES = Path(__file__).parent / "lint_samples"
 BAD = str(SAMPLES / "test-nodes.slurm")  # srun without -c: an error on 22.05 only
@@ -18,29 +15,17 @@ CLEAN = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -c 4\nsrun -c 4 hostname\n"
 WARN_ONLY = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --output=out.log\nhostname\n"
 
 
-class FakeSinfo:
-    """Answers ``sinfo --version`` (or pretends sinfo is missing); refuses anything else."""
-
-    def __init__(self, version: str | None) -> None:
-        self.version = version
-        self.calls: list[list[str]] = []
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        self.calls.append(list(argv))
-        if list(argv) != ["sinfo", "--version"]:
-            raise AssertionError(f"unexpected command: {shlex.join(argv)}")
-        if self.version is None:
-            raise FileNotFoundError(2, "No such file or directory", "sinfo")
-        return _proc.Completed(tuple(argv), 0, f"slurm-wlm {self.version}\n", "", 0.01)
-
-
 @pytest.fixture
-def sinfo(monkeypatch) -> Iterator[FakeSinfo]:
-    fake = FakeSinfo("22.05.8")
-    monkeypatch.setattr(_proc, "runner", fake)
-    query.version.cache_clear()
-    yield fake
-    query.version.cache_clear()
+def sinfo(fake_slurm: FakeSlurm) -> FakeSlurm:
+    """``sinfo --version`` says 22.05.8; nothing else may run."""
+    return sinfo_version(fake_slurm, "22.05.8")
+
+
+def sinfo_version(slurm: FakeSlurm, version: str | None) -> FakeSlurm:
+    """``sinfo --version`` answers ``version``, or sinfo is not installed (None)."""
+    if version is None:
+        return slurm.missing("sinfo")
+    return slurm.on(["sinfo", "--version"], f"slurm-wlm {version}\n")
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:
@@ -56,11 +41,11 @@ def test_errors_exit_1_with_file_line_severity_rule_and_fix(run_cli, sinfo) -> N
     assert first.endswith("[srun-cpus-per-task]")
     assert fix.startswith("    fix: srun --cpus-per-task=$SLURM_CPUS_PER_TASK")
     assert "1 error, 0 warnings in 1 script (Slurm 22.05.8, from sinfo)" in result.stderr
-    assert sinfo.calls == [["sinfo", "--version"]]
+    assert sinfo.calls == [("sinfo", "--version")]
 
 
 def test_version_from_sinfo_decides(run_cli, sinfo) -> None:
-    sinfo.version = "24.11.5"
+    sinfo_version(sinfo, "24.11.5")
     result = run_cli("lint", BAD, exit_code=0)
     assert result.stdout == ""
     assert "0 errors, 0 warnings" in result.stderr and "24.11.5" in result.stderr
@@ -73,7 +58,7 @@ def test_slurm_version_option_wins_and_asks_nobody(run_cli, sinfo) -> None:
 
 
 def test_without_slurm_the_rules_of_every_version_apply(run_cli, sinfo, tmp_path) -> None:
-    sinfo.version = None
+    sinfo_version(sinfo, None)
     result = run_cli("lint", BAD, exit_code=1)
     assert "cannot read the Slurm version" in result.stderr
     assert "every version from 22.05 on" in result.stderr

@@ -7,19 +7,18 @@ the never-satisfied dependency, which no recording holds, is built by hand.
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 from fixtures_path import VERSIONS, read
 
-from slurmkit import _proc
 from slurmkit.slurm import query
 from slurmkit.slurm.liveness import can_run, stuck_reason
 from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS, parse_scontrol_jobs
 from slurmkit.slurm.records import Job
 from slurmkit.watch.job import OwnJob, assess_jobs, check_job
+from tests.fakes import FakeSlurm
 
 NOBODY = OwnJob()
 
@@ -103,27 +102,14 @@ def test_the_watchdog_never_counts_itself_nor_its_array(version: str) -> None:
 # ---------------------------------------------------------------- at the argv seam
 
 
-class FakeRunner:
-    def __init__(self, argv: list[str], rc: int, stdout: str, stderr: str = "") -> None:
-        self.answer = (tuple(argv), rc, stdout, stderr)
-        self.calls = 0
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        key, rc, out, err = self.answer
-        if tuple(argv) != key:
-            raise AssertionError(f"unexpected call: {shlex.join(argv)}")
-        self.calls += 1
-        return _proc.Completed(key, rc, out, err, 0.0)
-
-
 @pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch) -> Iterator[callable]:
-    def install(argv: list[str], rc: int, stdout: str, stderr: str = "") -> FakeRunner:
-        fake = FakeRunner(argv, rc, stdout, stderr)
-        monkeypatch.setattr(_proc, "runner", fake)
-        return fake
+def runner(fake_slurm: FakeSlurm) -> Callable[..., FakeSlurm]:
+    """``runner(argv, rc, stdout, stderr)``: the one answer the fake Slurm gives."""
 
-    yield install
+    def install(argv: list[str], rc: int, stdout: str, stderr: str = "") -> FakeSlurm:
+        return fake_slurm.on(argv, stdout, rc=rc, stderr=stderr)
+
+    return install
 
 
 def row(**values: str) -> str:
@@ -138,7 +124,7 @@ def test_check_job_is_one_squeue(runner) -> None:
     )
     finding = check_job("train", "u", NOBODY)
     assert finding.healthy and finding.message == "job 8 RUNNING on n-1"
-    assert fake.calls == 1
+    assert len(fake.calls) == 1
 
 
 @pytest.mark.parametrize(
@@ -154,11 +140,8 @@ def test_a_failing_squeue_is_an_alert_not_a_crash(runner, rc: int, stderr: str, 
     assert not finding.healthy and words in finding.message
 
 
-def test_squeue_missing_is_an_alert(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing(argv, **_):
-        raise FileNotFoundError(argv[0])
-
-    monkeypatch.setattr(_proc, "runner", missing)
+def test_squeue_missing_is_an_alert(fake_slurm: FakeSlurm) -> None:
+    fake_slurm.missing("squeue")
     finding = check_job("train", "u", NOBODY)
     assert not finding.healthy and "not found on PATH" in finding.message
 
