@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import json
-import shlex
-from collections.abc import Iterator
 
 import click
 import pytest
 from click.testing import CliRunner
 
-from slurmkit import _proc
 from slurmkit.cli._group import RootGroup
 from slurmkit.cli.nodes import nodes_group
 from slurmkit.drain import drained
 from slurmkit.errors import UsageError
 from slurmkit.slurm import query
 from slurmkit.slurm.parse_text import DELIMITER
+from tests.fakes import FakeSlurm
 
 ROWS = [
     ["Kill task failed", "root", "2026-11-21T00:04:10", "drained", "node-[2,7-9]"],
@@ -25,28 +23,11 @@ ROWS = [
 ]
 
 
-class FakeSinfo:
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-        self.down = False
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        argv = list(argv)
-        if argv != query.drain_reasons_argv():
-            raise AssertionError(f"unexpected command: {shlex.join(argv)}")
-        self.calls.append(argv)
-        if self.down:
-            err = "sinfo: error: Unable to contact slurm controller (connect failure)\n"
-            return _proc.Completed(tuple(argv), 1, "", err, 0.0)
-        out = "".join(DELIMITER.join(r) + "\n" for r in ROWS)
-        return _proc.Completed(tuple(argv), 0, out, "", 0.0)
-
-
 @pytest.fixture
-def sinfo(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSinfo]:
-    fake = FakeSinfo()
-    monkeypatch.setattr(_proc, "runner", fake)
-    yield fake
+def sinfo(fake_slurm: FakeSlurm) -> FakeSlurm:
+    """``sinfo -R`` (slurmkit's format) lists ROWS; nothing else may run."""
+    out = "".join(DELIMITER.join(r) + "\n" for r in ROWS)
+    return fake_slurm.on(query.drain_reasons_argv(), out)
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
@@ -60,7 +41,7 @@ def _cli(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_one_call_all_reasons(sinfo: FakeSinfo) -> None:
+def test_one_call_all_reasons(sinfo: FakeSlurm) -> None:
     groups = drained()
     assert len(sinfo.calls) == 1
     assert [(g.reason, g.nodes, g.count) for g in groups] == [
@@ -71,14 +52,14 @@ def test_one_call_all_reasons(sinfo: FakeSinfo) -> None:
     assert groups[1].user == "slurm" and groups[1].state == "down*"
 
 
-def test_reason_filter_is_a_regex_on_the_full_text(sinfo: FakeSinfo) -> None:
+def test_reason_filter_is_a_regex_on_the_full_text(sinfo: FakeSlurm) -> None:
     assert [g.nodes for g in drained("^Kill task")] == ["node-[2,7-9]"]
     assert drained("node") == []  # node names are not reasons
     with pytest.raises(UsageError):
         drained("(")
 
 
-def test_table_and_json(sinfo: FakeSinfo) -> None:
+def test_table_and_json(sinfo: FakeSlurm) -> None:
     code, out, _ = _cli()
     assert code == 0
     assert out.splitlines()[0].split() == ["reason", "user", "time", "state", "nodes"]
@@ -90,9 +71,13 @@ def test_table_and_json(sinfo: FakeSinfo) -> None:
     assert only["time"].startswith("2026-11-21T00:04:10")
 
 
-def test_errors_are_one_line(sinfo: FakeSinfo) -> None:
+def test_errors_are_one_line(sinfo: FakeSlurm) -> None:
     code, _, err = _cli("--reason", "(")
     assert code == 2 and "not a valid regular expression" in err
-    sinfo.down = True
+    sinfo.on(
+        query.drain_reasons_argv(),
+        rc=1,
+        stderr="sinfo: error: Unable to contact slurm controller (connect failure)\n",
+    )
     code, _, err = _cli()
     assert code == 2 and err.startswith("slurmkit: sinfo: cannot reach slurmctld")
