@@ -1,42 +1,22 @@
-"""Is this cluster's srun affected by the --cpus-per-task change? Measure it with a real job.
+"""The cpus-per-task test job's report: its log lines read into modes, a verdict and the fixes.
 
-The ``cpus-per-task-test`` template runs, in one job: the batch step, a plain
-``srun``, ``srun --exact`` (what each task is *given*), ``srun --cpus-per-task`` and
-``SRUN_CPUS_PER_TASK`` + srun, each printing the CPUs it sees (affinity) and the
-CPUs its step was given (``scontrol show step``). The verdict reads what the step
-was given: on 22.05.8 a plain srun step that takes the whole allocation shows all of
-the job's CPUs in its affinity although it did not inherit --cpus-per-task; only
-``--exact`` (or ``-n2``) shows the 1 CPU per task.
+Each mode (batch, plain srun, ``srun --exact``, ...) prints the CPUs its tasks were
+given; the verdict reads what the step was given, not the affinity: on 22.05.8 a
+plain srun step that takes the whole allocation shows all of the job's CPUs in its
+affinity although it did not inherit --cpus-per-task.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
-from slurmkit import checkjob
+from slurmkit.cpus.expected import expected_affected
 from slurmkit.errors import SlurmkitError
-from slurmkit.lint.context import srun_inherits_cpus_per_task
-from slurmkit.slurm.records import SlurmVersion
 from slurmkit.templating.results import parse_cpus_lines, parse_cpus_verdict
 
-TEMPLATE = "cpus-per-task-test"
 MODES = ("batch", "srun", "srun-exact", "srun-cpus-per-task", "srun-env")
-DEFAULT_TIMEOUT = 600.0
 FIX = "srun --cpus-per-task=$SLURM_CPUS_PER_TASK (works on every Slurm version)"
 ENV_FIX = "export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK before srun (read only by 22.05-23.02)"
-
-
-@dataclass(frozen=True)
-class CpusOptions:
-    partition: str | None = None
-    cpus_per_task: int | None = None
-    nodes: int | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    work_dir: Path = Path("slurmkit-checks")
-    sets: Mapping[str, str] = field(default_factory=dict)
-    poll: float = checkjob.MAX_POLL
 
 
 @dataclass(frozen=True)
@@ -74,10 +54,7 @@ class CpusReport:
     @property
     def expected_affected(self) -> bool | None:
         """What the version rules predict (lint's), to flag a cluster that behaves otherwise."""
-        try:
-            return not srun_inherits_cpus_per_task(SlurmVersion.parse(self.slurm))
-        except SlurmkitError:
-            return None
+        return expected_affected(self.slurm)
 
     def mode(self, name: str) -> Mode | None:
         return next((m for m in self.modes if m.mode == name), None)
@@ -106,34 +83,6 @@ class CpusReport:
             "fixes": self.fixes,
             "log": self.log,
         }
-
-
-def template_values(options: CpusOptions) -> dict[str, object]:
-    values: dict[str, object] = {"time": checkjob.time_limit(options.timeout)}
-    if options.cpus_per_task is not None:
-        values["cpus_per_task"] = options.cpus_per_task
-    if options.nodes is not None:
-        values["nodes"] = options.nodes
-    if options.partition:
-        values["partition"] = options.partition
-    return values
-
-
-def check(
-    options: CpusOptions, progress: checkjob.Progress, notify: checkjob.Progress | None = None
-) -> CpusReport:
-    """Submit the test job, wait, read the verdict; ``notify``: notices always shown."""
-    job = checkjob.submit_check(
-        TEMPLATE,
-        template_values(options),
-        options.work_dir,
-        "slurmkit-cpus",
-        sets=options.sets,
-        notify=notify,
-    )
-    progress(f"slurmkit: submitted cpus-per-task test job {job.job_id}, log {job.log}")
-    finished = checkjob.wait(job, options.timeout, progress, options.poll)
-    return summarize(finished.log_text, job.job_id, finished.state, str(job.log))
 
 
 def summarize(log: str, job_id: str, state: str, log_path: str) -> CpusReport:
