@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc
 from slurmkit.cron import CronDir, parse_period
 from slurmkit.cron.chain import current_user, start_chains, stop_chains, stop_plan
 from slurmkit.cron.runnow import run_now
@@ -24,40 +23,19 @@ from slurmkit.cron.status import chain_statuses
 from slurmkit.errors import UsageError
 from slurmkit.slurm import query
 from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS
+from tests.fakes import FakeSlurm
 
 USER = current_user()
 NOW = datetime(2026, 3, 10, 12, 0, 0, tzinfo=timezone.utc)
 
 
-class FakeSlurm:
-    """Exact argv -> answers (the last one repeats); anything else fails the test."""
-
-    def __init__(self) -> None:
-        self.routes: dict[tuple[str, ...], list[tuple[int, str, str]]] = {}
-        self.calls: list[tuple[str, ...]] = []
-
-    def on(self, argv: list[str], *answers: str | tuple[int, str, str]) -> None:
-        self.routes[tuple(argv)] = [a if isinstance(a, tuple) else (0, a, "") for a in answers]
-
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        self.calls.append(tuple(argv))
-        # the journal's token (--comment=slurmkit:<random>) is checked by the tests that
-        # care; routes are written without it
-        key = tuple(a for a in argv if not a.startswith("--comment=slurmkit:"))
-        if key not in self.routes:
-            raise AssertionError(f"unexpected call: {shlex.join(key)}")
-        answers = self.routes[key]
-        rc, out, err = answers.pop(0) if len(answers) > 1 else answers[0]
-        return _proc.Completed(key, rc, out, err, 0.0)
-
-    def count(self, prefix: str) -> int:
-        return sum(1 for c in self.calls if c[0] == prefix)
-
-
 @pytest.fixture
-def slurm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeSlurm]:
-    fake = FakeSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
+def slurm(
+    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[FakeSlurm]:
+    """The shared fake Slurm; routes are written without the journal's random token
+    (``--comment=slurmkit:<token>``), which the tests that care check in ``calls``."""
+    fake = fake_slurm.ignore_args("--comment=slurmkit:")
     monkeypatch.delenv("SLURMKIT_CONFIG", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     yield fake
@@ -126,7 +104,7 @@ def test_start_with_a_deleted_script_says_to_init_again(slurm: FakeSlurm, cron: 
 def test_start_when_sbatch_fails_is_an_error_not_a_traceback(run_cli, slurm, cron) -> None:
     slurm.on(squeue(["cron-30m"]), "")
     argv = ["sbatch", "--parsable", f"--chdir={cron.scheduler}", str(cron.script("cron-30m"))]
-    slurm.on(argv, (1, "", "sbatch: error: Batch job submission failed: Invalid account"))
+    slurm.on(argv, rc=1, stderr="sbatch: error: Batch job submission failed: Invalid account")
     out = run_cli("cron", "start", "--dir", str(cron.root), "30m", exit_code=2)
     assert out.stderr.startswith("slurmkit: sbatch failed (exit 1): Batch job submission failed")
 
@@ -139,9 +117,11 @@ def test_stop_cancels_by_name_and_user_and_follows_up_a_racing_next_run(
 ) -> None:
     slurm.on(
         squeue(["cron-30m"]),
-        job_row("60", "cron-30m", "RUNNING", "None"),  # the plan
-        job_row("61", "cron-30m"),  # queued by the run while it was cancelled
-        job_row("61", "cron-30m", "CANCELLED"),  # gone
+        answer=[
+            job_row("60", "cron-30m", "RUNNING", "None"),  # the plan
+            job_row("61", "cron-30m"),  # queued by the run while it was cancelled
+            job_row("61", "cron-30m", "CANCELLED"),  # gone
+        ],
     )
     slurm.on(["scancel", "--name=cron-30m", f"--user={USER}"], "")
     config = cron.load()
@@ -179,7 +159,7 @@ def test_cli_stop_without_terminal_or_yes_is_a_dry_run(run_cli, slurm, cron) -> 
 
 
 def test_cli_stop_yes(run_cli, slurm, cron) -> None:
-    slurm.on(squeue(["cron-hourly"]), job_row("80", "cron-hourly"), "")
+    slurm.on(squeue(["cron-hourly"]), answer=[job_row("80", "cron-hourly"), ""])
     slurm.on(["scancel", "--name=cron-hourly", f"--user={USER}"], "")
     out = run_cli("cron", "stop", "--dir", str(cron.root), "hourly", "--yes")
     assert out.stdout.strip() == "cron-hourly: stopped (cancelled 80)"
@@ -226,7 +206,7 @@ def test_cli_status_exit_code_and_json(run_cli, slurm, cron) -> None:
 
 
 def test_status_squeue_failure_is_an_error(run_cli, slurm, cron) -> None:
-    slurm.on(squeue(CHAINS), (1, "", "squeue: error: Unable to contact slurm controller"))
+    slurm.on(squeue(CHAINS), rc=1, stderr="squeue: error: Unable to contact slurm controller")
     out = run_cli("cron", "status", "--dir", str(cron.root), exit_code=2)
     assert "cannot reach slurmctld" in out.stderr
 
@@ -243,7 +223,8 @@ def test_run_now_submits_the_folder_like_the_scheduler(slurm: FakeSlurm, cron: C
     slurm.on(["sbatch", "--parsable", f"--chdir={folder}", str(folder / "a.slurm")], "7\n")
     slurm.on(
         ["sbatch", "--parsable", f"--chdir={folder}", str(folder / "b.slurm")],
-        (1, "", "sbatch: error: invalid partition specified: nope"),
+        rc=1,
+        stderr="sbatch: error: invalid partition specified: nope",
     )
     results = run_now(cron, [cron.load().find("30m"), cron.load().find("hourly")])
     assert [r.line for r in results] == [
@@ -257,7 +238,9 @@ def test_run_now_submits_the_folder_like_the_scheduler(slurm: FakeSlurm, cron: C
 def test_cli_run_now_exit_1_when_a_job_is_refused(run_cli, slurm, cron) -> None:
     folder = cron.root / "cron.daily"
     (folder / "a.slurm").write_text("#!/bin/bash\n")
-    slurm.on(["sbatch", "--parsable", f"--chdir={folder}", str(folder / "a.slurm")], (1, "", "x"))
+    slurm.on(
+        ["sbatch", "--parsable", f"--chdir={folder}", str(folder / "a.slurm")], rc=1, stderr="x"
+    )
     out = run_cli("cron", "run-now", "--dir", str(cron.root), "daily", exit_code=1)
     assert out.stdout.startswith("SLURMKIT_CRON failed file=a.slurm")
     out = run_cli("cron", "run-now", "--dir", str(cron.root), "daily", "--dry-run")
