@@ -17,7 +17,7 @@ def drained_command(reason: str | None, as_json: bool) -> None:
     The sinfo -R -o "%50E %12U %19H %6t %N" view without truncated reasons.
     Exit 0 whether or not nodes are listed; 2 on errors.
     """
-    from slurmkit.drain import drained
+    from slurmkit.drained import drained
 
     groups = drained(reason)
     if as_json:

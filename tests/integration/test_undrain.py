@@ -305,7 +305,7 @@ def test_reasons_with_key_words_or_two_lines_are_read_whole(
 ) -> None:
     """Issue 14 (Low): 'Kill task failed Comment=...' was cut to 'Kill task failed' and the
     node returned; a two-line reason broke every undrain and nodes drained run."""
-    from slurmkit.drain import drained
+    from slurmkit.drained import drained
 
     a, b, c = _idle_nodes(3)
     tag = uuid.uuid4().hex[:6]
@@ -354,7 +354,7 @@ def test_a_node_re_drained_during_the_check_is_left_alone(
 
 
 def test_nodes_drained_report(cluster: sandbox.SandboxSpec) -> None:
-    from slurmkit.drain import drained
+    from slurmkit.drained import drained
 
     a, b = _idle_nodes(2)
     reason = f"sk-test drained report {uuid.uuid4().hex[:6]}"

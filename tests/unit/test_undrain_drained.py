@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from slurmkit.cli._group import RootGroup
 from slurmkit.cli.nodes import nodes_group
-from slurmkit.drain import drained
+from slurmkit.drained import drained
 from slurmkit.errors import UsageError
 from slurmkit.slurm import query
 from slurmkit.slurm.parse_text import DELIMITER

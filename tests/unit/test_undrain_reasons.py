@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from slurmkit import _proc
-from slurmkit.drain import drained
+from slurmkit.drained import drained
 from slurmkit.slurm import query
 from slurmkit.slurm.parse_text import DELIMITER, parse_scontrol_nodes, parse_sinfo_reasons
 from slurmkit.undrain import undrain
