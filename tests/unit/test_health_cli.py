@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from slurmkit import _proc
 from slurmkit.cli import cli
+from tests.fakes import FakeSlurm
 
 RECORDED = (
     Path(__file__).resolve().parents[1]
@@ -38,31 +39,25 @@ def show_node(state: str = "IDLE", reason: str | None = None) -> str:
     return text.replace("   Reason=Kill task failed [root@2026-11-21T00:03:40]\n", line)
 
 
-class FakeSlurm:
-    """scontrol answers as scripted; every other program really runs (the cmd checks)."""
+def scontrol(
+    show: str = "", show_rc: int = 0, stderr: str = "", hang: bool = False, update_rc: int = 0
+) -> FakeSlurm:
+    """The shared fake Slurm with scontrol answering as scripted; every other program really
+    runs (the cmd checks)."""
+    fake = FakeSlurm().run_really(lambda argv: argv[0] != "scontrol")
+    if hang:
+        return fake.on(
+            ["scontrol", "**"],
+            answer=lambda call: _proc.Completed(
+                call.argv, -9, "", "", call.timeout or 0.0, timed_out=True
+            ),
+        )
+    fake.on(["scontrol", "**"], show or show_node(), rc=show_rc, stderr=stderr)
+    return fake.on(["scontrol", "update", "**"], rc=update_rc, stderr=stderr)
 
-    def __init__(self, show: str = "", show_rc: int = 0, stderr: str = "", hang: bool = False):
-        self.show, self.show_rc, self.stderr, self.hang = show or show_node(), show_rc, stderr, hang
-        self.update_rc = 0
-        self.calls: list[tuple[str, ...]] = []
-        self.timeouts: list[float | None] = []
-        self.real = _proc.runner
 
-    def __call__(self, argv: Any, **kwargs: Any) -> _proc.Completed:
-        argv = tuple(argv)
-        if argv[0] != "scontrol":
-            return self.real(argv, **kwargs)
-        self.calls.append(argv)
-        self.timeouts.append(kwargs.get("timeout"))
-        if self.hang:
-            return _proc.Completed(argv, -9, "", "", kwargs["timeout"], timed_out=True)
-        if "update" in argv:
-            return _proc.Completed(argv, self.update_rc, "", self.stderr, 0.01)
-        return _proc.Completed(argv, self.show_rc, self.show, self.stderr, 0.01)
-
-    @property
-    def updates(self) -> list[tuple[str, ...]]:
-        return [c for c in self.calls if "update" in c]
+def timeouts(fake: FakeSlurm) -> list[float | None]:
+    return [call.timeout for call in fake.log if call.program == "scontrol"]
 
 
 @pytest.fixture
@@ -94,18 +89,18 @@ def invoke(monkeypatch: pytest.MonkeyPatch, fake: FakeSlurm, *args: str, slurm: 
 
 
 def test_healthy_node_prints_nothing_and_only_reads(env: Path, monkeypatch) -> None:
-    fake = FakeSlurm()
+    fake = scontrol()
     result = invoke(monkeypatch, fake, "--config", str(config(env, False)))
     assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
-    assert fake.calls == [("scontrol", "--all", "show", "node", "node-3")]
-    assert fake.timeouts == [4.0]
+    assert fake.calls_to("scontrol") == [("scontrol", "--all", "show", "node", "node-3")]
+    assert timeouts(fake) == [4.0]
 
 
 def test_failing_check_drains_this_node_with_its_reason(env: Path, monkeypatch) -> None:
-    fake = FakeSlurm()
+    fake = scontrol()
     result = invoke(monkeypatch, fake, "--config", str(config(env, True)))
     assert (result.exit_code, result.stdout) == (0, "")
-    (update,) = fake.updates
+    (update,) = fake.calls_to("scontrol", "update")
     assert update[:4] == ("scontrol", "update", "nodename=node-3", "state=drain")
     assert update[4].startswith("reason=slurmkit health: cmd: 'test ! -e /")
     assert update[4].endswith("' exited 1")
@@ -114,31 +109,33 @@ def test_failing_check_drains_this_node_with_its_reason(env: Path, monkeypatch) 
 
 def test_already_drained_for_the_same_check_is_not_updated_again(env: Path, monkeypatch) -> None:
     reason = f"slurmkit health: cmd: 'test ! -e {env}/broken' exited 1"
-    fake = FakeSlurm(show_node("IDLE+DRAIN", reason))
+    fake = scontrol(show_node("IDLE+DRAIN", reason))
     result = invoke(monkeypatch, fake, "--config", str(config(env, True)))
-    assert result.exit_code == 0 and fake.updates == []
+    assert result.exit_code == 0 and fake.calls_to("scontrol", "update") == []
 
 
 def test_an_admins_drain_is_never_overwritten_nor_resumed(env: Path, monkeypatch) -> None:
     for broken in (True, False):
-        fake = FakeSlurm(show_node("IDLE+DRAIN", "bad DIMM, ticket 42"))
+        fake = scontrol(show_node("IDLE+DRAIN", "bad DIMM, ticket 42"))
         result = invoke(monkeypatch, fake, "--config", str(config(env, broken)))
-        assert result.exit_code == 0 and fake.updates == []
+        assert result.exit_code == 0 and fake.calls_to("scontrol", "update") == []
         (env / "broken").unlink(missing_ok=True)
 
 
 def test_own_drain_is_resumed_once_every_check_passes(env: Path, monkeypatch) -> None:
-    fake = FakeSlurm(show_node("IDLE+DRAIN", "slurmkit health: cmd: 'x' exited 1"))
+    fake = scontrol(show_node("IDLE+DRAIN", "slurmkit health: cmd: 'x' exited 1"))
     result = invoke(monkeypatch, fake, "--config", str(config(env, False)))
     assert result.exit_code == 0 and result.stdout == ""
-    assert fake.updates == [("scontrol", "update", "nodename=node-3", "state=undrain")]
+    assert fake.calls_to("scontrol", "update") == [
+        ("scontrol", "update", "nodename=node-3", "state=undrain")
+    ]
 
 
 @pytest.mark.parametrize(
     ("fake", "says"),
     [
-        (FakeSlurm(show_rc=1, stderr=CONTROLLER_DOWN), "cannot reach slurmctld"),
-        (FakeSlurm(hang=True), "did not answer within 4 s"),
+        (scontrol(show_rc=1, stderr=CONTROLLER_DOWN), "cannot reach slurmctld"),
+        (scontrol(hang=True), "did not answer within 4 s"),
     ],
 )
 def test_scontrol_failing_or_hanging_is_a_stderr_line_and_exit_0(
@@ -148,12 +145,11 @@ def test_scontrol_failing_or_hanging_is_a_stderr_line_and_exit_0(
     assert (result.exit_code, result.stdout) == (0, "")
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and says in lines[0] and "this node left as it was" in lines[0]
-    assert fake.updates == [] and fake.timeouts == [4.0]
+    assert fake.calls_to("scontrol", "update") == [] and timeouts(fake) == [4.0]
 
 
 def test_a_failed_drain_is_exit_0_too(env: Path, monkeypatch) -> None:
-    fake = FakeSlurm(stderr="slurm_update error: Invalid node name specified")
-    fake.update_rc = 1
+    fake = scontrol(stderr="slurm_update error: Invalid node name specified", update_rc=1)
     result = invoke(monkeypatch, fake, "--config", str(config(env, True)))
     assert result.exit_code == 0
     assert "Invalid node name specified" in result.stderr and "Traceback" not in result.stderr
@@ -163,21 +159,21 @@ def test_bad_config_exit_0_under_slurm_2_for_a_person(env: Path, monkeypatch) ->
     bad = env / "bad.toml"
     bad.write_text("[[check]]\ntype = 'cmd'\nargs = ['true']\n")
     os.chmod(bad, 0o644)
-    fake = FakeSlurm()
+    fake = scontrol()
     under_slurm = invoke(monkeypatch, fake, "--config", str(bad))
     assert under_slurm.exit_code == 0
     assert under_slurm.stderr.count("\n") == 1 and "unknown key 'args'" in under_slurm.stderr
     person = invoke(monkeypatch, fake, "--config", str(bad), slurm=False)
     assert person.exit_code == 2
     assert person.stderr.count("\n") == 1 and "unknown key 'args'" in person.stderr
-    assert fake.calls == []
+    assert fake.calls_to("scontrol") == []
 
 
 def test_no_drain_json_asks_slurm_nothing_and_exits_1_on_failure(env: Path, monkeypatch) -> None:
-    fake = FakeSlurm()
+    fake = scontrol()
     path = str(config(env, True))
     result = invoke(monkeypatch, fake, "--no-drain", "--json", "--config", path, slurm=False)
-    assert result.exit_code == 1 and fake.calls == []
+    assert result.exit_code == 1 and fake.calls_to("scontrol") == []
     data = json.loads(result.stdout)
     assert (data["node"], data["passed"], data["checks"][0]["status"]) == (
         os.uname().nodename.split(".")[0],
@@ -189,9 +185,9 @@ def test_no_drain_json_asks_slurm_nothing_and_exits_1_on_failure(env: Path, monk
 
 
 def test_dry_run_reads_the_node_and_says_what_it_would_do(env: Path, monkeypatch) -> None:
-    fake = FakeSlurm()
+    fake = scontrol()
     result = invoke(monkeypatch, fake, "--dry-run", "--config", str(config(env, True)))
-    assert result.exit_code == 0 and fake.updates == []
+    assert result.exit_code == 0 and fake.calls_to("scontrol", "update") == []
     assert "node-3: would drain, reason: slurmkit health: cmd:" in result.stdout
 
 
@@ -200,8 +196,8 @@ def test_xid_since_advances_only_after_slurm_answered(env: Path, monkeypatch) ->
 
     monkeypatch.setattr(checks, "nvidia_smi", lambda: "/usr/bin/nvidia-smi")
     path = config(env, False, "[[check]]\ntype = 'xid'\n")
-    broken = FakeSlurm(hang=True)
+    broken = scontrol(hang=True)
     invoke(monkeypatch, broken, "--config", str(path))
     assert state.read_since(env / "state", "node-3") is None
-    invoke(monkeypatch, FakeSlurm(), "--config", str(path))
+    invoke(monkeypatch, scontrol(), "--config", str(path))
     assert state.read_since(env / "state", "node-3") is not None
