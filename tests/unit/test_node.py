@@ -1,8 +1,9 @@
 """``slurmkit node`` at the argv seam: bad input, batching, the log, the RebootProgram refusal.
 
-A fake runner plays slurmctld for ``scontrol show node|config``, ``update``, ``reboot``,
-``squeue`` and ``sacct``; it records every call. The config text with no RebootProgram
-is the one recorded from the live 22.05 sandbox (``node_samples/``).
+The shared fake Slurm (tests/fakes), with ``Nodes`` below, plays slurmctld for ``scontrol
+show node|config``, ``update``, ``reboot``, ``squeue`` and ``sacct``; it records every call.
+The config text with no RebootProgram is the one recorded from the live 22.05 sandbox
+(``node_samples/``).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from pathlib import Path
 import pytest
 
 import slurmkit.node.reboot as rb
-from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem
 from slurmkit.hostlist import expand
 from slurmkit.slurm import nodeops
+from tests.fakes import FakeSlurm
 
 SAMPLES = Path(__file__).parent / "node_samples"
 NO_PROGRAM = (SAMPLES / "scontrol_show_config-22.05-no-rebootprogram.txt").read_text()
@@ -40,19 +41,18 @@ def _record(name: str, state: str, reason: str | None) -> str:
 
 
 @dataclass
-class FakeSlurm:
-    """Nodes name -> (state, reason); ``config`` is what ``scontrol show config`` prints."""
+class Nodes:
+    """What slurmctld knows, played for the shared fake Slurm: nodes name -> (state, reason),
+    and ``config`` is what ``scontrol show config`` prints. ``_answer`` is the fake's route for
+    every command, so a drain, resume or reboot changes what the next ``show node`` says."""
 
+    slurm: FakeSlurm
     nodes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     config: str = WITH_PROGRAM
-    calls: list[list[str]] = field(default_factory=list)
     rebooting: set[str] = field(default_factory=set)  # shown once as REBOOT_ISSUED, then back
 
-    def __call__(self, argv, **_kw) -> _proc.Completed:
-        argv = list(argv)
-        self.calls.append(argv)
-        rc, out, err = self._answer(argv)
-        return _proc.Completed(tuple(argv), rc, out, err, 0.01)
+    def __post_init__(self) -> None:
+        self.slurm.on(["**"], answer=lambda call: self._answer(list(call.argv)))
 
     def _answer(self, argv: list[str]) -> tuple[int, str, str]:
         if argv[:3] == ["scontrol", "show", "config"]:
@@ -87,20 +87,21 @@ class FakeSlurm:
         return 127, "", f"fake: unexpected {shlex.join(argv)}\n"
 
     def changing(self) -> list[list[str]]:
-        return [c for c in self.calls if c[:2] in (["scontrol", "update"], ["scontrol", "reboot"])]
+        changes = (("scontrol", "update"), ("scontrol", "reboot"))
+        return [list(c) for c in self.slurm.calls if c[:2] in changes]
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
-    slurm = FakeSlurm(
+def fake(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Nodes:
+    slurm = Nodes(
+        fake_slurm,
         {
             "node-1": ("IDLE", None),
             "node-2": ("IDLE", None),
             "node-3": ("IDLE+DRAIN", "gpu ECC error"),
             "node-4": ("DOWN", "Not responding"),
-        }
+        },
     )
-    monkeypatch.setattr(_proc, "runner", slurm)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     return slurm
 
@@ -169,7 +170,7 @@ def test_node_history_asks_sacct_for_the_node() -> None:
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(
-    args: list[str], fake: FakeSlurm, run_cli, tmp_path: Path
+    args: list[str], fake: Nodes, run_cli, tmp_path: Path
 ) -> None:
     extra = _lock(tmp_path) if args[1] != "show" else []
     result = run_cli(*args, *extra, exit_code=2)
@@ -178,9 +179,7 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(
     assert fake.changing() == []
 
 
-def test_reboot_without_reboot_program_issues_nothing(
-    fake: FakeSlurm, run_cli, tmp_path: Path
-) -> None:
+def test_reboot_without_reboot_program_issues_nothing(fake: Nodes, run_cli, tmp_path: Path) -> None:
     fake.config = NO_PROGRAM
     result = run_cli("node", "reboot", "node-1", "--yes", *_lock(tmp_path), exit_code=2)
     assert "RebootProgram is not set" in result.stderr and result.stderr.count("\n") == 1
@@ -193,7 +192,7 @@ def test_reboot_without_reboot_program_issues_nothing(
 
 
 def test_drain_is_one_update_with_the_reason_and_logs_intent_first(
-    fake: FakeSlurm, run_cli, tmp_path: Path
+    fake: Nodes, run_cli, tmp_path: Path
 ) -> None:
     log = tmp_path / "node.log"
     result = run_cli(
@@ -216,7 +215,7 @@ def test_drain_is_one_update_with_the_reason_and_logs_intent_first(
 
 
 def test_resume_no_check_is_one_update_and_leaves_idle_nodes_alone(
-    fake: FakeSlurm, run_cli, tmp_path: Path
+    fake: Nodes, run_cli, tmp_path: Path
 ) -> None:
     run_cli("node", "resume", "node-[1,3-4]", "--no-check", "--yes", *_lock(tmp_path))
     assert fake.changing() == [["scontrol", "update", "nodename=node-[3-4]", "state=resume"]]
@@ -224,7 +223,7 @@ def test_resume_no_check_is_one_update_and_leaves_idle_nodes_alone(
 
 
 def test_a_killed_drain_is_settled_by_the_next_run(
-    fake: FakeSlurm, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake: Nodes, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The intent a run killed right after the update left open is closed by the next run."""
     from slurmkit.undrain import actionlog
@@ -241,9 +240,7 @@ def test_a_killed_drain_is_settled_by_the_next_run(
     assert actionlog.open_intents(log) == []
 
 
-def test_a_log_that_cannot_be_written_changes_nothing(
-    fake: FakeSlurm, run_cli, tmp_path: Path
-) -> None:
+def test_a_log_that_cannot_be_written_changes_nothing(fake: Nodes, run_cli, tmp_path: Path) -> None:
     result = run_cli(
         "node", "drain", "node-1", "--reason", "x", "--yes",
         "--log", str(tmp_path / "missing" / "node.log"), *_lock(tmp_path), exit_code=2,
@@ -252,7 +249,7 @@ def test_a_log_that_cannot_be_written_changes_nothing(
     assert fake.changing() == []
 
 
-def test_reboot_is_one_call_followed_back(fake: FakeSlurm, run_cli, tmp_path: Path) -> None:
+def test_reboot_is_one_call_followed_back(fake: Nodes, run_cli, tmp_path: Path) -> None:
     result = run_cli(
         "node", "reboot", "node-[1-2,4]", "--asap", "--reason", "image", "--yes",
         "--poll", "0.01", "--timeout", "30", *_lock(tmp_path),
@@ -304,7 +301,7 @@ class Killed(BaseException):
     ],
 )
 def test_killed_between_change_and_record_leaves_the_intent_and_the_next_run_settles_it(
-    verb: str, args: list[str], fake: FakeSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    verb: str, args: list[str], fake: Nodes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from click.testing import CliRunner
 
