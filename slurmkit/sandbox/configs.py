@@ -269,12 +269,24 @@ def sshd_config(spec: SandboxSpec, index: int) -> str:
                 "UsePAM no",
                 # the state dir lives under /tmp, which StrictModes rejects as group/world writable
                 "StrictModes no",
-                f"SetEnv SLURM_CONF={spec.slurm_conf}",
+                f"SetEnv SLURM_CONF={spec.slurm_conf}{_node_path(spec)}",
                 "Subsystem sftp /usr/lib/openssh/sftp-server",
             ]
         )
         + "\n"
     )
+
+
+def _node_path(spec: SandboxSpec) -> str:
+    """A built version's clients first on an ssh session's PATH (`` PATH=...``), else nothing.
+
+    A version from a root has its own /usr/bin inside the node; a version built into a prefix
+    shares the host's filesystem, where /usr/bin holds the host's own (older) clients.
+    """
+    if not spec.prefix:
+        return ""
+    system = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    return f" PATH={spec.prefix}/bin:{spec.prefix}/sbin:{system}"
 
 
 def ssh_client_config(spec: SandboxSpec) -> str:

@@ -35,6 +35,7 @@ import pyslurm
 
 from slurmkit.errors import ControllerUnreachable, NotFound, SlurmError, SlurmkitError
 from slurmkit.grammar import gres as gres_grammar
+from slurmkit.slurm import _exec
 from slurmkit.slurm.records import (
     FINISHED_JOB_STATES,
     HELD_REASONS,
@@ -87,6 +88,10 @@ def _call(command: str, load: Any, *args: Any) -> Any:
     ``command`` is the client the commands backend would have run for the same query
     (``squeue: cannot reach slurmctld: Unable to contact slurm controller ...``)."""
     _follow_slurm_conf()
+    # One entry per RPC in the log the commands backend keeps of its client runs, so "no
+    # call per node" is checked the same way on both (``sinfo -R`` is one process but two
+    # loads here: nodes and partitions).
+    _exec.call_log.append((command, "(pyslurm)", getattr(load, "__qualname__", str(load))))
     try:
         return load(*args)
     except pyslurm.RPCError as exc:

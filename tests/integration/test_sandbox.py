@@ -93,7 +93,7 @@ def test_status_and_env_commands(cluster: sandbox.SandboxSpec, run_cli, slurm_ve
     assert status["slurm"] == slurm_version  # what the live cluster's sinfo --version says
     env = run_cli("sandbox", "env", "--dir", str(cluster.dir)).stdout.splitlines()
     assert env[0] == f"export SLURM_CONF={cluster.slurm_conf}"
-    if cluster.root:  # a version from a root: its wrappers first on PATH
+    if cluster.root or cluster.prefix:  # a root or a built prefix: its wrappers first on PATH
         assert env[1:] == [f'export PATH={cluster.bin_dir}:"$PATH"']
     else:
         assert env[1:] == []
@@ -204,10 +204,12 @@ def test_second_sandbox_lifecycle_leaves_nothing_behind(
     try:
         recorded = sandbox.status(spec.dir).daemons
         # munged mariadbd slurmdbd slurmctld + ns, init, sshd's nsenter, sshd per node
-        # (+ the world holding the root for a version from a root)
-        assert len(recorded) == 4 + 4 + (1 if report.spec.root else 0)
+        # (+ the world holding the root for a version from a root; + a munged per node for
+        # a version built into a prefix: slurmkit.sandbox.nodemunge)
+        own = (1 if report.spec.root else 0) + (spec.nodes if report.spec.prefix else 0)
+        assert len(recorded) == 4 + 4 + own
         env = {"SLURM_CONF": str(spec.slurm_conf)}
-        if report.spec.root:
+        if report.spec.root or report.spec.prefix:
             env["PATH"] = f"{report.spec.bin_dir}:{os.environ['PATH']}"
         assert (
             run_slurm(["srun", "-N1", "hostname"], env=env, timeout=60).stdout.strip() == "node-1"
@@ -218,6 +220,7 @@ def test_second_sandbox_lifecycle_leaves_nothing_behind(
     assert {d["name"] for d in recorded} <= set(stopped) | {"node-ns-node-1", "sshd-ns-node-1"}
     if report.spec.root:
         assert _mounts_under(report.spec.root) == []
+    if report.spec.root or report.spec.prefix:
         assert not report.spec.bin_dir.exists()
     for daemon in recorded:
         stat = Path(f"/proc/{daemon['pid']}/stat")
