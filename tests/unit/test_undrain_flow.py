@@ -1,7 +1,8 @@
 """The undrain flow and CLI at the argv seam: Slurm calls, remote checks, faults, safety.
 
-A fake runner plays slurmctld (``scontrol``/``squeue``) and pdsh (the remote
-checks and kills), records every call and refuses anything else.
+The shared fake Slurm (tests/fakes), with ``Cluster`` below as its one route, plays
+slurmctld (``scontrol``/``squeue``) and pdsh (the remote checks and kills), records every
+call and refuses anything else.
 """
 
 from __future__ import annotations
@@ -14,20 +15,25 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc, locks
+from slurmkit import locks
 from slurmkit.hostlist import expand
 from slurmkit.remote import RemoteOptions
 from slurmkit.slurm import _exec
 from slurmkit.undrain import UndrainOptions, undrain
+from tests.fakes import FakeSlurm
 
 TOKEN = re.compile(r"__slurmkit_end_[0-9a-f]{16}__")
 UNREACHABLE_CTLD = "scontrol: error: Unable to contact slurm controller (connect failure)\n"
 
 
 @dataclass
-class FakeCluster:
-    """Nodes with states and reasons, leftovers per node, and switches for faults."""
+class Cluster:
+    """What slurmctld and the nodes hold, played for the shared fake Slurm: nodes with states
+    and reasons, leftovers per node, and switches for faults. Every command the fake is given
+    is answered by ``_answer``: slurmctld (``scontrol``/``squeue``) and pdsh (the remote checks
+    and kills); anything else fails the test."""
 
+    slurm: FakeSlurm
     nodes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     leftovers: dict[str, list[str]] = field(default_factory=dict)
     jobs: list[tuple[str, str]] = field(default_factory=list)
@@ -36,13 +42,13 @@ class FakeCluster:
     stat: str = "S"  # ps STAT of the leftovers; "D" for uninterruptible I/O
     ctld_down_after_select: bool = False
     raw_newlines: bool = False  # print a reason's later lines unindented (a misbehaving Slurm)
-    calls: list[list[str]] = field(default_factory=list)
 
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        argv = list(argv)
-        self.calls.append(argv)
-        rc, out, err = self._answer(argv)
-        return _proc.Completed(tuple(argv), rc, out, err, 0.01)
+    def __post_init__(self) -> None:
+        self.slurm.on(["**"], answer=lambda call: self._answer(list(call.argv)))
+
+    @property
+    def calls(self) -> list[list[str]]:
+        return [list(argv) for argv in self.slurm.calls]
 
     def _answer(self, argv: list[str]) -> tuple[int, str, str]:
         if argv[:4] == ["scontrol", "--all", "--oneliner", "show"] or argv[:3] == [
@@ -165,14 +171,15 @@ class FakeCluster:
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeCluster]:
-    fake = FakeCluster()
-    monkeypatch.setattr(_proc, "runner", fake)
+def cluster(
+    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[Cluster]:
+    fake = Cluster(fake_slurm)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     yield fake
 
 
-def _drained(fake: FakeCluster, n: int, reason: str = "Kill task failed") -> list[str]:
+def _drained(fake: Cluster, n: int, reason: str = "Kill task failed") -> list[str]:
     names = [f"node-{i}" for i in range(1, n + 1)]
     fake.nodes.update({name: ("IDLE+DRAIN", reason) for name in names})
     return names
@@ -190,7 +197,7 @@ def _yes(plan) -> bool:
 
 @pytest.mark.parametrize("count", [2, 40])
 def test_slurm_calls_do_not_grow_with_node_count(
-    cluster: FakeCluster, tmp_path: Path, count: int
+    cluster: Cluster, tmp_path: Path, count: int
 ) -> None:
     names = _drained(cluster, count)
     before = len(_exec.call_log)
@@ -216,7 +223,7 @@ def test_slurm_calls_do_not_grow_with_node_count(
     assert {cluster.nodes[n][0] for n in names} == {"IDLE"}
 
 
-def test_only_matching_reasons_free_nodes_return(cluster: FakeCluster, tmp_path: Path) -> None:
+def test_only_matching_reasons_free_nodes_return(cluster: Cluster, tmp_path: Path) -> None:
     cluster.nodes.update(
         {
             "node-1": ("IDLE", None),
@@ -245,7 +252,7 @@ def test_only_matching_reasons_free_nodes_return(cluster: FakeCluster, tmp_path:
 
 
 def test_leftovers_skip_without_kill_and_are_ended_with_it(
-    cluster: FakeCluster, tmp_path: Path
+    cluster: Cluster, tmp_path: Path
 ) -> None:
     _drained(cluster, 2)
     cluster.leftovers["node-2"] = ["sleep 600"]
@@ -263,7 +270,7 @@ def test_leftovers_skip_without_kill_and_are_ended_with_it(
     assert kill_call[0][kill_call[0].index("-w") + 1] == "node-2"  # only where needed
 
 
-def test_leftovers_surviving_kill_keep_the_node_out(cluster: FakeCluster, tmp_path: Path) -> None:
+def test_leftovers_surviving_kill_keep_the_node_out(cluster: Cluster, tmp_path: Path) -> None:
     _drained(cluster, 1)
     cluster.leftovers["node-1"] = ["unkillable"]
     cluster.stubborn.add("node-1")
@@ -276,7 +283,7 @@ def test_leftovers_surviving_kill_keep_the_node_out(cluster: FakeCluster, tmp_pa
 
 
 def test_leftovers_in_uninterruptible_io_are_named_with_what_to_do(
-    cluster: FakeCluster, tmp_path: Path
+    cluster: Cluster, tmp_path: Path
 ) -> None:
     _drained(cluster, 1)
     cluster.leftovers["node-1"] = ["python train.py"]
@@ -289,9 +296,7 @@ def test_leftovers_in_uninterruptible_io_are_named_with_what_to_do(
     assert "reboot" in o.why
 
 
-def test_unreachable_node_is_unknown_and_others_proceed(
-    cluster: FakeCluster, tmp_path: Path
-) -> None:
+def test_unreachable_node_is_unknown_and_others_proceed(cluster: Cluster, tmp_path: Path) -> None:
     _drained(cluster, 3)
     cluster.unreachable.add("node-2")
     report = undrain(_opts(tmp_path), _yes)
@@ -303,7 +308,7 @@ def test_unreachable_node_is_unknown_and_others_proceed(
     assert cluster.nodes["node-2"] == ("IDLE+DRAIN", "Kill task failed")
 
 
-def test_dry_run_changes_nothing(cluster: FakeCluster, tmp_path: Path) -> None:
+def test_dry_run_changes_nothing(cluster: Cluster, tmp_path: Path) -> None:
     _drained(cluster, 2)
     cluster.leftovers["node-2"] = ["sleep 600"]
     log = tmp_path / "actions.log"
@@ -318,7 +323,7 @@ def test_dry_run_changes_nothing(cluster: FakeCluster, tmp_path: Path) -> None:
     assert report.exit_code == 0
 
 
-def test_declined_plan_changes_nothing_and_is_logged(cluster: FakeCluster, tmp_path: Path) -> None:
+def test_declined_plan_changes_nothing_and_is_logged(cluster: Cluster, tmp_path: Path) -> None:
     _drained(cluster, 1)
     log = tmp_path / "actions.log"
     report = undrain(_opts(tmp_path, log=log), lambda plan: False)
@@ -328,9 +333,7 @@ def test_declined_plan_changes_nothing_and_is_logged(cluster: FakeCluster, tmp_p
     assert "node=node-1 action=skip" in log.read_text()
 
 
-def test_controller_lost_before_resume_names_every_node(
-    cluster: FakeCluster, tmp_path: Path
-) -> None:
+def test_controller_lost_before_resume_names_every_node(cluster: Cluster, tmp_path: Path) -> None:
     _drained(cluster, 3)
     cluster.leftovers["node-3"] = ["sleep 600"]
     cluster.ctld_down_after_select = True
@@ -345,9 +348,7 @@ def test_controller_lost_before_resume_names_every_node(
     assert sum("action=undrain-failed" in ln for ln in lines) == 2
 
 
-def test_a_second_run_waits_then_gives_up_without_acting(
-    cluster: FakeCluster, tmp_path: Path
-) -> None:
+def test_a_second_run_waits_then_gives_up_without_acting(cluster: Cluster, tmp_path: Path) -> None:
     _drained(cluster, 1)
     with (
         locks.hold(tmp_path / "lock", wait=0, what="test"),
@@ -359,7 +360,7 @@ def test_a_second_run_waits_then_gives_up_without_acting(
     assert undrain(_opts(tmp_path), _yes).exit_code == 0  # released
 
 
-def test_log_records_before_and_after(cluster: FakeCluster, tmp_path: Path) -> None:
+def test_log_records_before_and_after(cluster: Cluster, tmp_path: Path) -> None:
     _drained(cluster, 1)
     log = tmp_path / "actions.log"
     undrain(_opts(tmp_path, log=log), _yes)
@@ -373,7 +374,7 @@ def test_log_records_before_and_after(cluster: FakeCluster, tmp_path: Path) -> N
 # ---------------------------------------------------------------- the CLI
 
 
-def test_cli_without_tty_or_yes_is_a_dry_run(cluster: FakeCluster, run_cli, tmp_path) -> None:
+def test_cli_without_tty_or_yes_is_a_dry_run(cluster: Cluster, run_cli, tmp_path) -> None:
     _drained(cluster, 2)
     result = run_cli("undrain", "--lock", str(tmp_path / "l"), exit_code=1)
     assert "dry run only" in result.stderr
@@ -381,7 +382,7 @@ def test_cli_without_tty_or_yes_is_a_dry_run(cluster: FakeCluster, run_cli, tmp_
     assert not cluster.slurm_calls("update")
 
 
-def test_cli_yes_returns_and_prints_the_table(cluster: FakeCluster, run_cli, tmp_path) -> None:
+def test_cli_yes_returns_and_prints_the_table(cluster: Cluster, run_cli, tmp_path) -> None:
     _drained(cluster, 2)
     result = run_cli("undrain", "--yes", "--lock", str(tmp_path / "l"), exit_code=0)
     header = result.stdout.splitlines()[0].split()
@@ -389,7 +390,7 @@ def test_cli_yes_returns_and_prints_the_table(cluster: FakeCluster, run_cli, tmp
     assert result.stdout.count("returned") == 2
 
 
-def test_cli_controller_lost_is_exit_2_with_table(cluster: FakeCluster, run_cli, tmp_path) -> None:
+def test_cli_controller_lost_is_exit_2_with_table(cluster: Cluster, run_cli, tmp_path) -> None:
     _drained(cluster, 2)
     cluster.ctld_down_after_select = True
     result = run_cli("undrain", "--yes", "--lock", str(tmp_path / "l"), exit_code=2)
@@ -398,7 +399,7 @@ def test_cli_controller_lost_is_exit_2_with_table(cluster: FakeCluster, run_cli,
     assert "not returned: node-[1-2]" in result.stderr
 
 
-def test_cli_json(cluster: FakeCluster, run_cli, tmp_path) -> None:
+def test_cli_json(cluster: Cluster, run_cli, tmp_path) -> None:
     import json
 
     _drained(cluster, 1)
@@ -407,7 +408,7 @@ def test_cli_json(cluster: FakeCluster, run_cli, tmp_path) -> None:
     assert data["slurm_calls"] == 5 and data["nodes"][0]["returned"] is True
 
 
-def test_cli_bad_input(cluster: FakeCluster, run_cli, tmp_path) -> None:
+def test_cli_bad_input(cluster: Cluster, run_cli, tmp_path) -> None:
     result = run_cli("undrain", "--reason", "Kill (", exit_code=2)
     assert "not a valid regular expression" in result.stderr
     assert cluster.calls == []
@@ -422,7 +423,7 @@ def test_cli_bad_input(cluster: FakeCluster, run_cli, tmp_path) -> None:
     assert "--grace" in result.stderr
 
 
-def test_cli_nothing_to_do(cluster: FakeCluster, run_cli, tmp_path) -> None:
+def test_cli_nothing_to_do(cluster: Cluster, run_cli, tmp_path) -> None:
     cluster.nodes["node-1"] = ("IDLE", None)
     result = run_cli("undrain", "--yes", "--lock", str(tmp_path / "l"), exit_code=0)
     assert "nothing to do" in result.stderr and result.stdout == ""
@@ -438,7 +439,7 @@ def test_cli_default_reason_is_the_librarys() -> None:
 
 @pytest.mark.parametrize(("answer", "code", "updated"), [("n\n", 1, False), ("y\n", 0, True)])
 def test_cli_on_a_terminal_shows_the_plan_and_asks(
-    cluster: FakeCluster, run_cli, tmp_path, monkeypatch, answer, code, updated
+    cluster: Cluster, run_cli, tmp_path, monkeypatch, answer, code, updated
 ) -> None:
     import types
 
