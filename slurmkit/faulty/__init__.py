@@ -11,7 +11,7 @@ a check template, wait with progress, read its log) is shared with ``cpus check`
 from __future__ import annotations
 
 from slurmkit.faulty.checks import DEFAULT, GPU_CHECKS, KNOWN, parse_checks
-from slurmkit.faulty.report import DrainOutcome, NodeResult, ScanReport
+from slurmkit.faulty.report import DrainOutcome, NodeScanResult, ScanReport
 from slurmkit.faulty.scan import ScanOptions, scan
 
 __all__ = [
@@ -19,7 +19,7 @@ __all__ = [
     "GPU_CHECKS",
     "KNOWN",
     "DrainOutcome",
-    "NodeResult",
+    "NodeScanResult",
     "ScanOptions",
     "ScanReport",
     "parse_checks",

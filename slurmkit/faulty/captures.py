@@ -20,7 +20,7 @@ from datetime import datetime
 
 from slurmkit.gpu import smi, xid
 from slurmkit.gpu.findings import FAIL, PASS, SKIPPED, UNKNOWN, Verdict
-from slurmkit.templating.results import CheckResult
+from slurmkit.templating.results import CheckLine
 
 CAPTURED = ("gpu-health", "xid")
 MAX_ENCODED = 8_000_000
@@ -67,7 +67,7 @@ def verdict(check: str, rc: int, text: str, xid_since: datetime | None = None) -
     return found
 
 
-def results(text: str, xid_since: datetime | None = None) -> list[tuple[CheckResult, Verdict]]:
+def results(text: str, xid_since: datetime | None = None) -> list[tuple[CheckLine, Verdict]]:
     """One (check result, verdict) per capture line in the job log."""
     out = []
     for line in text.split("\n"):
@@ -84,5 +84,5 @@ def results(text: str, xid_since: datetime | None = None) -> list[tuple[CheckRes
         except BadCapture as exc:
             found = Verdict(match["check"], UNKNOWN, str(exc))
         status = {PASS: "pass", FAIL: "fail", SKIPPED: "skipped"}.get(found.status, "unknown")
-        out.append((CheckResult(match["node"], match["check"], status, found.detail), found))
+        out.append((CheckLine(match["node"], match["check"], status, found.detail), found))
     return out

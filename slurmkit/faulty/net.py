@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from slurmkit.faulty.checks import NET_CHECKS
 from slurmkit.hostlist import fold
-from slurmkit.templating.results import CheckResult
+from slurmkit.templating.results import CheckLine
 
 TEMPLATE = "net-check"
 DEFAULT_PORT = 29600
@@ -144,10 +144,10 @@ def _add(log: NetLog, kind: str | None, check: str, f: dict[str, str]) -> None:
 
 def results(
     checks: Sequence[str], allocation: Sequence[str], text: str, slow_ratio: float
-) -> list[CheckResult]:
-    """One CheckResult per node of the allocation and network check in ``checks``."""
+) -> list[CheckLine]:
+    """One CheckLine per node of the allocation and network check in ``checks``."""
     log = parse(text)
-    out: list[CheckResult] = []
+    out: list[CheckLine] = []
     for check in checks:
         if check in NET_CHECKS:
             out += verdicts(check, allocation, log, slow_ratio)
@@ -164,7 +164,7 @@ def outside(text: str, allocation: Sequence[str]) -> list[str]:
 
 def verdicts(
     check: str, allocation: Sequence[str], log: NetLog, slow_ratio: float = DEFAULT_SLOW_RATIO
-) -> list[CheckResult]:
+) -> list[CheckLine]:
     """The localisation and slow rules (module docstring) for one check."""
     inside = set(allocation)
     pairs = _unique(
@@ -179,16 +179,16 @@ def verdicts(
     out = []
     for node in allocation:
         if (check, node) in log.skipped:
-            out.append(CheckResult(node, check, "skipped", log.skipped[(check, node)]))
+            out.append(CheckLine(node, check, "skipped", log.skipped[(check, node)]))
             continue
         mine = [p for p in pairs if node in (p.a, p.b)]
         if not mine:
             why = log.unknown.get((check, node))
-            out.append(CheckResult(node, check, "unknown", _no_result(node, planned, why, paired)))
+            out.append(CheckLine(node, check, "unknown", _no_result(node, planned, why, paired)))
             continue
         counted = [p for p in mine if not p.did_not_run]
         if not counted:
-            out.append(CheckResult(node, check, "unknown", _not_run(node, mine)))
+            out.append(CheckLine(node, check, "unknown", _not_run(node, mine)))
             continue
         out.append(_judge(node, check, counted, pairs, len(paired), any_ok, overall, slow_ratio))
     return out
@@ -235,7 +235,7 @@ def _judge(
     any_ok: bool,
     overall: float,
     slow_ratio: float,
-) -> CheckResult:
+) -> CheckLine:
     bad = [p for p in mine if p.status != OK]
     good = [p for p in mine if p.status == OK]
     if bad and not good:
@@ -245,17 +245,17 @@ def _judge(
             detail = (
                 f"the only pair failed: cannot tell which of the 2 ({node}, {partners}): {first}"
             )
-            return CheckResult(node, check, "fail", detail)
+            return CheckLine(node, check, "fail", detail)
         if any(p.status == OK and node not in (p.a, p.b) for p in pairs):
             what = "pair" if len(bad) == 1 else f"all {len(bad)} pairs"
-            return CheckResult(node, check, "fail", f"{what} failed, with {partners}: {first}")
+            return CheckLine(node, check, "fail", f"{what} failed, with {partners}: {first}")
         detail = (
             "its pairs failed, and so did every other pair: cannot tell which node is at fault "
             f"(is the check's port blocked everywhere?): {first}"
             if not any_ok
             else f"its pairs failed (with {partners}) and no pair without it ran: {first}"
         )
-        return CheckResult(node, check, "unknown", detail)
+        return CheckLine(node, check, "unknown", detail)
     figure = statistics.median([p.mbps for p in good if p.mbps is not None])
     summary = f"median {figure:.1f} MB/s over {len(good)} pair(s)"
     warning = ""
@@ -265,10 +265,10 @@ def _judge(
         detail = (
             f"slow: {summary}, below {slow_ratio:g} x the median of all pairs ({overall:.1f} MB/s)"
         )
-        return CheckResult(node, check, SLOW, warning + detail)
+        return CheckLine(node, check, SLOW, warning + detail)
     if warning:
-        return CheckResult(node, check, "pass", f"warning: {warning}{summary}")
-    return CheckResult(node, check, "pass", summary)
+        return CheckLine(node, check, "pass", f"warning: {warning}{summary}")
+    return CheckLine(node, check, "pass", summary)
 
 
 def _partners(node: str, pairs: list[Pair]) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from slurmkit.faulty.checks import NET_CHECKS
 from slurmkit.hostlist import expand, fold
-from slurmkit.templating.results import CheckResult
+from slurmkit.templating.results import CheckLine
 
 PASS = "pass"
 FAIL = "FAIL"
@@ -29,9 +29,9 @@ _SHORT = {"pass": "pass", "fail": "FAIL", "skipped": "skip", "unknown": "?", "sl
 
 
 @dataclass
-class NodeResult:
+class NodeScanResult:
     node: str
-    checks: dict[str, CheckResult | None]
+    checks: dict[str, CheckLine | None]
     result: str = UNKNOWN
     note: str = ""
     findings: dict[str, list[dict[str, object]]] = field(default_factory=dict)
@@ -133,7 +133,7 @@ class ScanReport:
     job_id: str
     job_state: str
     checks: tuple[str, ...]
-    nodes: list[NodeResult]
+    nodes: list[NodeScanResult]
     log: str
     timed_out: bool = False
     drain: DrainOutcome | None = None
@@ -203,9 +203,9 @@ def _column(check: str) -> str:
 def node_results(
     checks: Sequence[str],
     expected: Iterable[str],
-    results: Iterable[CheckResult],
+    results: Iterable[CheckLine],
     unavailable: Iterable[tuple[str, str]] = (),
-) -> list[NodeResult]:
+) -> list[NodeScanResult]:
     """One result per expected node (the job's allocation) and per unavailable node.
 
     Result lines naming any other node are dropped, never added: the log is text a
@@ -213,19 +213,19 @@ def node_results(
     (issue 14). :func:`outside` names the dropped ones for a warning.
     """
     names = list(dict.fromkeys(expected))
-    by_node: dict[str, dict[str, CheckResult]] = {name: {} for name in names}
+    by_node: dict[str, dict[str, CheckLine]] = {name: {} for name in names}
     for result in results:
         if result.node in by_node:
             by_node[result.node][result.check] = result
     nodes = []
     for name in names:
         mine = by_node[name]
-        node = NodeResult(name, {c: mine.get(c) for c in checks})
+        node = NodeScanResult(name, {c: mine.get(c) for c in checks})
         node.result = _verdict(node)
         nodes.append(node)
     for name, state in unavailable:
         nodes.append(
-            NodeResult(
+            NodeScanResult(
                 name, dict.fromkeys(checks), UNAVAILABLE, f"not scanned: {state} (cannot run jobs)"
             )
         )
@@ -233,13 +233,13 @@ def node_results(
     return sorted(nodes, key=lambda n: order[n.node])
 
 
-def outside(results: Iterable[CheckResult], allocation: Iterable[str]) -> list[str]:
+def outside(results: Iterable[CheckLine], allocation: Iterable[str]) -> list[str]:
     """Nodes that result lines name but the job's allocation does not hold, in first-seen order."""
     inside = set(allocation)
     return list(dict.fromkeys(r.node for r in results if r.node not in inside))
 
 
-def _verdict(node: NodeResult) -> str:
+def _verdict(node: NodeScanResult) -> str:
     found = list(node.checks.values())
     if any(r is not None and r.status == "fail" for r in found):
         return FAIL

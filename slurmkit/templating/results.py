@@ -25,14 +25,16 @@ STATUSES = ("pass", "fail", "skipped")
 
 
 @dataclass(frozen=True)
-class CheckResult:
+class CheckLine:
+    """One ``SLURMKIT_CHECK`` line: one check's status on one node."""
+
     node: str
     check: str
     status: str
     detail: str
 
 
-def parse_check_lines(text: str) -> list[CheckResult]:
+def parse_check_lines(text: str) -> list[CheckLine]:
     """Every ``SLURMKIT_CHECK`` line in ``text`` (other lines, e.g. a task prefix, are ignored)."""
     results = []
     for line in text.split("\n"):  # not splitlines(): a \r or \x85 in a detail is no new line
@@ -42,7 +44,7 @@ def parse_check_lines(text: str) -> list[CheckResult]:
         match = _CHECK.match(line[start:].rstrip())
         if match:
             results.append(
-                CheckResult(
+                CheckLine(
                     node=match["node"],
                     check=unquote(match["check"]),
                     status=match["status"],

@@ -9,11 +9,11 @@ import pytest
 
 from slurmkit.errors import UsageError
 from slurmkit.faulty.history import rank, since
-from slurmkit.faulty.report import NodeResult, node_results
+from slurmkit.faulty.report import NodeScanResult, node_results
 from slurmkit.slurm import _exec
 from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, parse_sacct
 from slurmkit.slurm.records import Job
-from slurmkit.templating.results import CheckResult
+from slurmkit.templating.results import CheckLine
 from tests.fakes import FakeSlurm
 from tests.unit.fixtures_path import JOB_SCENARIOS, VERSIONS, read
 
@@ -153,8 +153,8 @@ def test_cli_bad_since_and_accounting_down(run_cli, fake_slurm: FakeSlurm) -> No
 # ---------------------------------------------------------------- per-node verdicts
 
 
-def r(node: str, check: str, status: str, detail: str = "d") -> CheckResult:
-    return CheckResult(node, check, status, detail)
+def r(node: str, check: str, status: str, detail: str = "d") -> CheckLine:
+    return CheckLine(node, check, status, detail)
 
 
 def test_node_verdicts_worst_wins_and_missing_is_unknown() -> None:
@@ -184,7 +184,7 @@ def test_node_verdicts_worst_wins_and_missing_is_unknown() -> None:
         "n10": "unknown",
     }
     assert [n.node for n in nodes] == ["n1", "n2", "n3", "n4", "n9", "n10"]
-    by_name: dict[str, NodeResult] = {n.node: n for n in nodes}
+    by_name: dict[str, NodeScanResult] = {n.node: n for n in nodes}
     assert by_name["n3"].detail == "python: not found; skipped cuda: d"
     assert by_name["n4"].detail == "no result for cuda"
     assert by_name["n2"].status_of("cuda") == "skip" and by_name["n4"].status_of("cuda") == "?"
