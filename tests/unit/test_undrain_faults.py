@@ -14,7 +14,8 @@ import pytest
 from slurmkit import _proc, faultpoint
 from slurmkit.slurm import recheck
 from slurmkit.undrain import actionlog, undrain
-from tests.unit.test_undrain_flow import FakeCluster, _drained, _opts, _yes
+from tests.fakes import Call, FakeSlurm
+from tests.unit.test_undrain_flow import Cluster, _drained, _opts, _yes
 
 TIMED_OUT = (
     "scontrol: error: slurm_receive_msg: Socket timed out on send/recv operation\n"
@@ -22,7 +23,7 @@ TIMED_OUT = (
 )
 
 
-class HungCluster(FakeCluster):
+class HungCluster(Cluster):
     """Applies the update but answers it with a timeout, then stays silent ``silent_reads``."""
 
     silent_reads: int = 0
@@ -40,9 +41,8 @@ class HungCluster(FakeCluster):
 
 
 @pytest.fixture
-def hung(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> HungCluster:
-    cluster = HungCluster()
-    monkeypatch.setattr(_proc, "runner", cluster)
+def hung(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> HungCluster:
+    cluster = HungCluster(fake_slurm)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     monkeypatch.setattr(recheck, "_PAUSE", 0.0)
     return cluster
@@ -130,7 +130,7 @@ def test_a_run_killed_after_the_update_is_settled_by_the_next_run(
     with pytest.raises(Killed):
         undrain(_opts(tmp_path, log=log), _yes)
     monkeypatch.undo()
-    monkeypatch.setattr(_proc, "runner", hung)
+    monkeypatch.setattr(_proc, "runner", hung.slurm)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     assert _actions(log)[:2] == ["will-undrain", "will-undrain"]
     # (the finally of the killed frame may not run on a real kill -9: drop what it wrote)
@@ -180,7 +180,7 @@ def test_settling_waits_for_an_answer_and_keeps_intents_open_without_one(
         actionlog.entry("node-1", "will-undrain", before="IDLE+DRAIN", token="abc") + "\n"
     )
     hung.nodes["node-1"] = ("IDLE", None)
-    hung.calls.append(["scontrol", "update"])  # make the fake silent for reads
+    hung.slurm.log.append(Call(("scontrol", "update")))  # make the fake silent for reads
     hung.silent_reads = 1000
     with pytest.raises(Exception, match="Socket timed out"):
         undrain(_opts(tmp_path, log=log), _yes)

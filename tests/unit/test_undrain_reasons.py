@@ -23,7 +23,8 @@ from slurmkit.drained import drained
 from slurmkit.slurm import query
 from slurmkit.slurm.parse_text import DELIMITER, parse_scontrol_nodes, parse_sinfo_reasons
 from slurmkit.undrain import undrain
-from tests.unit.test_undrain_flow import FakeCluster, _drained, _opts, _yes
+from tests.fakes import FakeSlurm
+from tests.unit.test_undrain_flow import Cluster, _drained, _opts, _yes
 
 STAMP = "[root@2026-11-25T18:51:48]"
 RECORDED = f"""NodeName=node-4 Arch=x86_64 CoresPerSocket=2 
@@ -62,9 +63,8 @@ def test_undrain_reads_nodes_in_the_unambiguous_multi_line_form() -> None:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
-    cluster = FakeCluster()
-    monkeypatch.setattr(_proc, "runner", cluster)
+def fake(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Cluster:
+    cluster = Cluster(fake_slurm)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     return cluster
 
@@ -78,7 +78,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
     ],
 )
 def test_a_reason_with_key_words_or_two_lines_is_not_kill_task_failed(
-    fake: FakeCluster, tmp_path: Path, reason: str
+    fake: Cluster, tmp_path: Path, reason: str
 ) -> None:
     _drained(fake, 2)
     fake.nodes["node-2"] = ("IDLE+DRAIN", reason)
@@ -89,7 +89,7 @@ def test_a_reason_with_key_words_or_two_lines_is_not_kill_task_failed(
 
 
 @pytest.mark.parametrize("raw", [False, True])
-def test_a_two_line_reason_breaks_no_run(fake: FakeCluster, tmp_path: Path, raw: bool) -> None:
+def test_a_two_line_reason_breaks_no_run(fake: Cluster, tmp_path: Path, raw: bool) -> None:
     _drained(fake, 3)
     fake.nodes["node-3"] = ("IDLE+DRAIN", "bad PSU\nreplace before use")
     fake.raw_newlines = raw
@@ -122,7 +122,7 @@ def test_cli_nodes_drained_with_a_two_line_reason(monkeypatch, run_cli) -> None:
 
 
 def test_a_node_re_drained_for_another_reason_meanwhile_is_left_alone(
-    fake: FakeCluster, tmp_path: Path
+    fake: Cluster, tmp_path: Path
 ) -> None:
     """The check takes seconds (--kill: the grace too); an admin drains node-2 for a disk
     in that time. The reasons are read again in one call right before the update."""
@@ -148,9 +148,7 @@ def test_a_node_re_drained_for_another_reason_meanwhile_is_left_alone(
     assert report.slurm_calls == 5  # one more call, whatever the node count
 
 
-def test_a_node_undrained_by_hand_meanwhile_is_not_updated(
-    fake: FakeCluster, tmp_path: Path
-) -> None:
+def test_a_node_undrained_by_hand_meanwhile_is_not_updated(fake: Cluster, tmp_path: Path) -> None:
     _drained(fake, 2)
     pdsh = fake._pdsh
 

@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc, locks
+from slurmkit import locks
 from slurmkit.errors import EnvironmentProblem
 from slurmkit.undrain import undrain
-from tests.unit.test_undrain_flow import FakeCluster, _drained, _opts, _yes
+from tests.fakes import FakeSlurm
+from tests.unit.test_undrain_flow import Cluster, _drained, _opts, _yes
 
 NOBODY = 65534
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
-    """The fake slurmctld + pdsh of test_undrain_flow at the _proc seam."""
-    cluster = FakeCluster()
-    monkeypatch.setattr(_proc, "runner", cluster)
+def fake(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Cluster:
+    """The slurmctld + pdsh of test_undrain_flow, played through the shared fake Slurm."""
+    cluster = Cluster(fake_slurm)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     return cluster
 
@@ -34,7 +34,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the squat is on root's lock")
 def test_a_lock_another_user_holds_in_tmp_no_longer_blocks_root(
-    fake: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The old default, /tmp/slurmkit-undrain-0.lock, created and held by nobody."""
     monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # as under cron
@@ -62,7 +62,7 @@ def test_a_lock_another_user_holds_in_tmp_no_longer_blocks_root(
             squat.unlink(missing_ok=True)
 
 
-def test_a_symlink_at_the_lock_path_is_refused(fake: FakeCluster, tmp_path: Path) -> None:
+def test_a_symlink_at_the_lock_path_is_refused(fake: Cluster, tmp_path: Path) -> None:
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
     link = tmp_path / "undrain.lock"
@@ -99,7 +99,7 @@ def _bad_logs(tmp_path: Path) -> dict[str, Path]:
 @pytest.mark.parametrize("kind", ["missing dir", "a directory", "a fifo", "a symlink"])
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_a_bad_log_path_is_refused_before_anything_is_done(
-    fake: FakeCluster, tmp_path: Path, kind: str, dry_run: bool
+    fake: Cluster, tmp_path: Path, kind: str, dry_run: bool
 ) -> None:
     from slurmkit.errors import SlurmkitError
 
@@ -113,7 +113,7 @@ def test_a_bad_log_path_is_refused_before_anything_is_done(
     assert not (tmp_path / "elsewhere.log").exists()
 
 
-def test_cli_bad_log_is_one_line_exit_2(fake: FakeCluster, run_cli, tmp_path: Path) -> None:
+def test_cli_bad_log_is_one_line_exit_2(fake: Cluster, run_cli, tmp_path: Path) -> None:
     _drained(fake, 1)
     bad = tmp_path / "no" / "dir.log"
     result = run_cli(
@@ -125,7 +125,7 @@ def test_cli_bad_log_is_one_line_exit_2(fake: FakeCluster, run_cli, tmp_path: Pa
 
 
 def test_the_log_says_what_will_be_done_before_doing_it(
-    fake: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each state change is preceded by its intent line, on disk (fsync), and followed by
     its outcome: a run killed in between still leaves the trail of what it started."""
@@ -169,7 +169,7 @@ def test_the_log_says_what_will_be_done_before_doing_it(
 
 
 def test_an_unwritable_log_mid_run_stops_before_the_update(
-    fake: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No intent on disk, no action: a full disk must not return nodes silently."""
     from slurmkit.undrain import actionlog
@@ -190,7 +190,7 @@ def test_an_unwritable_log_mid_run_stops_before_the_update(
 
 
 def test_a_node_with_a_system_users_environ_only_leftover_is_not_killed(
-    fake: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--kill signals nothing on a node where a leftover may not be signalled: it stays out."""
     _drained(fake, 1)
