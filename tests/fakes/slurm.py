@@ -112,6 +112,11 @@ class FakeSlurm:
         self._routes.append(_Route(pattern, (rc, stdout, stderr) if answer is None else answer))
         return self
 
+    def answers(self, pattern: Pattern, *replies: Reply) -> FakeSlurm:
+        """Answer the calls matching ``pattern`` with ``replies`` in turn; the last repeats
+        (e.g. a job queued, then running, then gone)."""
+        return self.on(pattern, answer=list(replies))
+
     def replay(
         self, version: str, scenario: str, name: str, pattern: Pattern | None = None
     ) -> FakeSlurm:

@@ -1,5 +1,5 @@
 """cron start/stop/status when slurmctld does not answer, when slurmkit is killed, when the
-cron dir cannot be written (issue 22). The fake Slurm of ``test_cron_chain``; each test
+cron dir cannot be written (issue 22). The shared fake Slurm (tests/fakes); each test
 failed before its fix."""
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc, faultpoint, locks
+from slurmkit import faultpoint, locks
 from slurmkit.cron import CronDir, journaling, parse_period
 from slurmkit.cron.setup import init_cron_dir
 from slurmkit.journal import read
 from slurmkit.slurm import query, recheck
-from tests.unit.test_cron_chain import USER, FakeSlurm, job_row, squeue
+from tests.fakes import FakeSlurm
+from tests.unit.test_cron_chain import USER, job_row, squeue
 
 TIMED_OUT = (
     1,
@@ -30,9 +31,9 @@ SQUEUE_TIMED_OUT = (
 
 
 @pytest.fixture
-def slurm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
-    fake = FakeSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
+def slurm(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeSlurm:
+    """The shared fake Slurm, routes written without the journal's token (as test_cron_chain)."""
+    fake = fake_slurm.ignore_args("--comment=slurmkit:")
     monkeypatch.delenv("SLURMKIT_CONFIG", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     return fake
@@ -65,8 +66,8 @@ def _entries(cron: CronDir) -> list[tuple[str, str, str]]:
 def test_a_timed_out_sbatch_whose_chain_was_queued_is_reported_started(
     run_cli, slurm: FakeSlurm, cron: CronDir
 ) -> None:
-    slurm.on(squeue(["cron-30m"]), "", job_row("60", "cron-30m"))
-    slurm.on(_sbatch(cron), TIMED_OUT)
+    slurm.answers(squeue(["cron-30m"]), "", job_row("60", "cron-30m"))
+    slurm.answers(_sbatch(cron), TIMED_OUT)
     out = run_cli("cron", "start", "--dir", str(cron.root), "30m")
     assert "cron-30m: started, job 60" in out.stdout
     assert "no answer" in out.stderr
@@ -84,8 +85,8 @@ def test_a_timed_out_sbatch_whose_chain_was_queued_is_reported_started(
 def test_no_answer_at_all_leaves_the_intent_open_and_status_settles_it(
     run_cli, slurm: FakeSlurm, cron: CronDir
 ) -> None:
-    slurm.on(squeue(["cron-30m"]), "", SQUEUE_TIMED_OUT)
-    slurm.on(_sbatch(cron), TIMED_OUT)
+    slurm.answers(squeue(["cron-30m"]), "", SQUEUE_TIMED_OUT)
+    slurm.answers(_sbatch(cron), TIMED_OUT)
     out = run_cli("cron", "start", "--dir", str(cron.root), "30m", exit_code=2)
     errors = out.stderr.strip().splitlines()
     assert errors[-1].startswith("slurmkit: sbatch of cron-30m got no answer")
@@ -93,15 +94,15 @@ def test_no_answer_at_all_leaves_the_intent_open_and_status_settles_it(
     assert _entries(cron) == [("intent", "cron-start", "")]
     # slurmctld wakes up: it had queued the chain
     chains = ["cron-30m", "cron-hourly", "cron-daily"]
-    slurm.on(squeue(["cron-30m"]), job_row("60", "cron-30m"))
-    slurm.on(squeue(chains), job_row("60", "cron-30m"))
+    slurm.answers(squeue(["cron-30m"]), job_row("60", "cron-30m"))
+    slurm.answers(squeue(chains), job_row("60", "cron-30m"))
     out = run_cli("cron", "status", "--dir", str(cron.root), exit_code=1)
     assert (
         "settled what an earlier cron command left open: cron-30m start went through (job 60)"
         in out.stderr
     )
     assert _entries(cron)[-1] == ("outcome", "cron-start", "done")
-    slurm.calls.clear()
+    slurm.log.clear()
     out = run_cli("cron", "start", "--dir", str(cron.root), "30m")
     assert "already running (job 60)" in out.stdout and "settled" not in out.stderr
     assert not [c for c in slurm.calls if c[0] == "sbatch"]  # never a second chain
@@ -110,8 +111,8 @@ def test_no_answer_at_all_leaves_the_intent_open_and_status_settles_it(
 def test_killed_after_sbatch_the_next_start_settles_and_submits_nothing(
     run_cli, slurm: FakeSlurm, cron: CronDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    slurm.on(squeue(["cron-30m"]), "", job_row("61", "cron-30m"))
-    slurm.on(_sbatch(cron), "61\n")
+    slurm.answers(squeue(["cron-30m"]), "", job_row("61", "cron-30m"))
+    slurm.answers(_sbatch(cron), "61\n")
 
     class Killed(BaseException):
         pass
@@ -134,7 +135,7 @@ def test_killed_after_sbatch_the_next_start_settles_and_submits_nothing(
 def test_a_journal_that_cannot_be_written_submits_nothing(
     run_cli, slurm: FakeSlurm, cron: CronDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    slurm.on(squeue(["cron-30m"]), "")
+    slurm.answers(squeue(["cron-30m"]), "")
     real = os.statvfs
 
     def full(path):
@@ -153,8 +154,8 @@ def test_a_journal_that_cannot_be_written_submits_nothing(
 def test_stop_whose_scancel_gets_no_answer_reads_the_queue_and_records_the_answer(
     run_cli, slurm: FakeSlurm, cron: CronDir
 ) -> None:
-    slurm.on(squeue(["cron-30m"]), job_row("70", "cron-30m"), "")
-    slurm.on(
+    slurm.answers(squeue(["cron-30m"]), job_row("70", "cron-30m"), "")
+    slurm.answers(
         query.cancel_by_name_argv("cron-30m", USER),
         (1, "", "scancel: error: Socket timed out on send/recv operation\n"),
     )
@@ -166,8 +167,8 @@ def test_stop_whose_scancel_gets_no_answer_reads_the_queue_and_records_the_answe
 def test_stop_with_no_answer_at_all_is_one_line_and_stays_open(
     run_cli, slurm: FakeSlurm, cron: CronDir
 ) -> None:
-    slurm.on(squeue(["cron-30m"]), job_row("70", "cron-30m"), SQUEUE_TIMED_OUT)
-    slurm.on(
+    slurm.answers(squeue(["cron-30m"]), job_row("70", "cron-30m"), SQUEUE_TIMED_OUT)
+    slurm.answers(
         query.cancel_by_name_argv("cron-30m", USER),
         (1, "", "scancel: error: Socket timed out on send/recv operation\n"),
     )
@@ -180,7 +181,7 @@ def test_a_cron_dir_held_by_a_hung_command_is_waited_for_within_a_bound(
     run_cli, slurm: FakeSlurm, cron: CronDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(journaling, "LOCK_WAIT", 0.1)
-    slurm.on(squeue(["cron-30m"]), "")
+    slurm.answers(squeue(["cron-30m"]), "")
     with locks.hold(journaling.lock_path(cron), wait=0, what="test"):
         out = run_cli("cron", "start", "--dir", str(cron.root), "30m", exit_code=2)
     assert "is busy" in out.stderr.splitlines()[-1]  # after one "waiting up to" line
