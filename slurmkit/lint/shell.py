@@ -807,6 +807,9 @@ class _Reader:
 
     def _problems(self, root: Any) -> None:
         if not root.has_error:
+            stray = self._stray_closer()
+            if stray is not None:
+                self.result.problems = [stray]
             return
         stack = [root]
         found: list[SyntaxProblem] = []
@@ -827,6 +830,12 @@ class _Reader:
                 errors_seen.append(node)
             if node.has_error:
                 stack.extend(node.children)
+        if errors_seen:
+            # Only the first error: after a place the grammar does not know, what follows
+            # may be its recovery, not the script's mistake.
+            problem = self._unexpected(min(errors_seen, key=lambda e: e.start_byte))
+            if problem is not None:
+                found.append(problem)
         if not any(p.severity == "error" for p in found) and errors_seen:
             problem = self._unclosed_at(errors_seen)
             if problem is not None:
@@ -877,6 +886,44 @@ class _Reader:
         line, column = self._position(opener)
         return SyntaxProblem(line, column, f"{what} opened here is never closed (missing {kind!r})")
 
+    def _unexpected(self, node: Any) -> SyntaxProblem | None:
+        """An ERROR in the middle of the text that starts with an operator where bash needs
+        a command: ``echo a )``, ``a && && b``, ``| grep x``, ``for i in 1 2; echo``.
+
+        bash refuses these wherever they stand ("syntax error near unexpected token").
+        Other ERROR nodes in the middle are places the grammar does not know (``8#022``,
+        ``for NAME do``, function headers it loses track of): unknown, never reported.
+        Extended globs (``+([[:digit:]]))`` in a case pattern) are valid under ``shopt -s
+        extglob``, which the grammar does not follow: a line with one is unknown too.
+        """
+        if not node.children:
+            return None
+        token = node.children[0].type
+        if token not in _UNEXPECTED:
+            return None
+        line_start = self.data.rfind(b"\n", 0, node.start_byte) + 1
+        line_end = self.data.find(b"\n", node.start_byte)
+        if _EXTGLOB.search(self.data[line_start : line_end if line_end >= 0 else None]):
+            return None
+        line, column = self._position(node)
+        return SyntaxProblem(line, column, f"syntax error near unexpected token `{token}'")
+
+    def _stray_closer(self) -> SyntaxProblem | None:
+        """``fi``, ``done``, ``esac`` or ``}`` where a command starts, in a text the grammar
+        otherwise read without an error (where it did, such a word may be its recovery).
+
+        tree-sitter-bash reads a stray ``fi`` as a command named fi; bash refuses the
+        script ("syntax error near unexpected token `fi'"), as for an ``if`` closed twice.
+        """
+        for command in self.result.commands:
+            if command.words and command.words[0].raw in _CLOSERS:
+                start = command.words[0].start
+                line = self.result.line_of(start)
+                column = start - self.result._line_starts[line - 1] + 1
+                word = command.words[0].raw
+                return SyntaxProblem(line, column, f"syntax error near unexpected token `{word}'")
+        return None
+
     def _error(self, node: Any, end_of_text: int) -> SyntaxProblem | None:
         """An ERROR reaching the end of the text that starts an unclosed construct.
 
@@ -909,6 +956,10 @@ class _Reader:
         return SyntaxProblem(line, column, f"{best[2]} opened here is never closed")
 
 
+# Tokens bash never accepts where a command should start.
+_UNEXPECTED = frozenset({")", "&&", "||", "|", "|&", ";", ";;", "&"})
+_CLOSERS = frozenset({"fi", "done", "esac", "}"})
+_EXTGLOB = re.compile(rb"[?*+@!]\(")
 _MISSING = {
     '"': 'the double-quoted string "…',
     "'": "the single-quoted string '…",

@@ -90,6 +90,43 @@ def test_an_unterminated_construct_is_one_error_with_line_and_column(
     assert f"line {line}, column {column}" in findings[0].message and what in findings[0].message
 
 
+@pytest.mark.parametrize(
+    ("middle", "line", "column", "token"),
+    [
+        ("srun -c 1 a )\n", 4, 13, ")"),  # a stray closing parenthesis
+        ("srun -c 1 a && && echo b\n", 4, 16, "&&"),
+        ("| tee log\n", 4, 1, "|"),
+        ("if true; then echo a; fi\nfi\n", 5, 1, "fi"),  # an if closed twice
+        ("echo a\ndone\n", 5, 1, "done"),
+        ("echo a\n}\n", 5, 1, "}"),
+    ],
+)
+def test_a_parse_error_in_the_middle_is_one_error_with_line_and_column(
+    middle: str, line: int, column: int, token: str
+) -> None:
+    """bash refuses these before the first line runs ("syntax error near unexpected
+    token"), though the rest of the script parses: the error is where bash stops."""
+    text = HEAD + middle + "srun -c 1 python train.py\necho done\n"
+    findings = [f for f in lint(text) if f.rule == "bash-syntax"]
+    assert [(f.line, f.severity) for f in findings] == [(line, "error")]
+    assert f"line {line}, column {column}" in findings[0].message
+    assert f"unexpected token `{token}'" in findings[0].message
+
+
+@pytest.mark.parametrize(
+    "middle",
+    [
+        "for f do echo $f; done\n",  # for NAME do: the positional parameters (grammar gap)
+        "shopt -s extglob\ncase $x in\n  *:+([[:digit:]])) echo n;;\nesac\n",
+        "CODE_DIR=<PATH_TO_CODE>\n",  # a placeholder to fill in: unknown, like a template
+        'case $x in\n  done|fi) echo "$x";;\nesac\necho "fi" }\n',
+    ],
+)
+def test_grammar_gaps_and_placeholders_in_the_middle_stay_unknown(middle: str) -> None:
+    text = HEAD + middle + "srun -c 1 python train.py\n"
+    assert [f for f in lint(text) if f.rule == "bash-syntax"] == []
+
+
 def test_a_heredoc_without_its_terminator_is_bash_s_warning_on_its_first_line() -> None:
     assert found(HEAD + "cat > x.py <<EOF\nprint(1)\n") == [(4, "warning", "bash-syntax")]
 
@@ -330,7 +367,7 @@ def test_percent_n_in_the_batch_output_names_the_first_node_only() -> None:
 def test_a_launcher_in_a_submitted_heredoc_belongs_to_that_job_only() -> None:
     body = (
         "#!/bin/bash\n#SBATCH -t 5 -N 2 --ntasks-per-node=4 --gres=gpu:8 -c 32\n"
-        "srun -c 32 torchrun --nnodes=2 --nproc_per_node=8 t.py\n"
+        "srun -c 32 torchrun --nnodes=2 --rdzv_backend=c10d --nproc_per_node=8 t.py\n"
     )
     text = "#!/bin/bash\n#SBATCH -t 5\nsbatch <<'EOF'\n" + body + "EOF\n"
     assert found(text) == [(5, "error", "launcher-tasks-per-node")]
@@ -340,7 +377,7 @@ def test_a_launcher_in_a_submitted_heredoc_belongs_to_that_job_only() -> None:
 
 def test_a_comment_after_code_is_not_read_as_options() -> None:
     head = HEAD + "#SBATCH --nodes=2 --ntasks-per-node=1 -c 32 --gres=gpu:8\n"
-    line = "srun -c 32 torchrun --nnodes=2 --nproc_per_node=8 t.py  # was --nnodes 4\n"
+    line = "srun -c 32 torchrun --nnodes=2 --rdzv_backend=c10d t.py  # was --nnodes 4\n"
     assert found(head + line) == []
     assert found(head + line.replace("--nnodes=2", "--nnodes=3")) == [
         (5, "error", "nodes-mismatch")

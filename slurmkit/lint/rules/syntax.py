@@ -1,9 +1,12 @@
 """What bash itself refuses: an unterminated quote, substitution or block, read from the tree.
 
 tree-sitter-bash marks what is missing (a closing ``"``, ``)``, ``fi``, ``done``, a
-heredoc's terminator). Only constructs still open at the end of the text are
-reported: an error node in the middle of a script is a place the grammar does not
-know (``$(( 8#022 ))`` is valid bash), so it is unknown, never wrong.
+heredoc's terminator): constructs still open at the end of the text. In the middle of
+a script, only what bash refuses wherever it stands is reported ("syntax error near
+unexpected token"): the first error node starting with an operator where a command
+should be (``a && && b``, a stray ``)``), and a stray ``fi``/``done``/``esac``/``}``
+that the grammar reads as a command. Other error nodes are places the grammar does
+not know (``$(( 8#022 ))``, ``for NAME do``, extended globs), so unknown, never wrong.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ def _syntax(script: Script, context: LintContext) -> Iterator[Finding]:
 RULE_SYNTAX = Rule(
     "bash-syntax",
     ERROR,
-    "bash refuses the script: an unterminated quote, $(…), if/for/case or heredoc",
+    "bash refuses the script: an unterminated quote, $(…), if/for/case or heredoc, a stray token",
     _syntax,
 )
 RULES = (RULE_SYNTAX,)
