@@ -348,16 +348,9 @@ def history_command(since_text: str, top: int, as_json: bool) -> None:
 
 
 def _duration(text: str, option: str) -> timedelta:
-    from slurmkit.errors import UsageError
-    from slurmkit.templating.param_types import BadValue, DurationType
+    from slurmkit.grammar.duration import parse_duration
 
-    try:
-        seconds = DurationType().parse(text).seconds
-    except BadValue:
-        raise UsageError(f"{option} {text!r}: expected a duration (7d, 12h, 30m)") from None
-    if not 0 < seconds <= 10 * 365 * 86400:
-        raise UsageError(f"{option} {text!r}: must be more than 0 and at most 10 years")
-    return timedelta(seconds=seconds)
+    return timedelta(seconds=parse_duration(text, option, minimum=1, maximum=3650 * 86400))
 
 
 @faulty_group.command("excluded")

@@ -8,6 +8,8 @@ warning says so: the fixes that satisfy all versions (an explicit ``srun
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,7 +69,8 @@ def lint_command(
     if not scripts:
         raise UsageError("lint: give at least one SCRIPT (or - for stdin), or --list-rules")
     texts = _read_all(scripts)
-    context = _context(slurm_version)
+    # sbatch run here opens the job's logs relative to here: output-dir-missing looks.
+    context = dataclasses.replace(_context(slurm_version), submit_dir=os.getcwd())
     findings = _lint(texts, context)
     hidden = sum(f.severity == "info" for f in findings)
     if not show_info:

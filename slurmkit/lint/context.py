@@ -29,10 +29,16 @@ def srun_inherits_cpus_per_task(version: SlurmVersion) -> bool:
 
 @dataclass(frozen=True)
 class LintContext:
-    """``version`` None: unknown, lint for every version from 22.05 on."""
+    """``version`` None: unknown, lint for every version from 22.05 on.
+
+    ``submit_dir``: the directory sbatch will run in, when lint runs there (the CLI's
+    current directory), so paths the job opens before its script runs (its logs) can
+    be looked up; None (the default, and the corpus): nothing is looked up.
+    """
 
     version: SlurmVersion | None = None
     version_source: str = "option"
+    submit_dir: str | None = None
 
     @property
     def version_text(self) -> str:

@@ -139,6 +139,37 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "srun --jobid $SLURM_JOB_ID nvidia-smi",
         "srun --overlap …",
     ),
+    "launcher-without-nnodes": (
+        "torchrun's --nnodes defaults to 1: started by srun on several nodes without it, "
+        "each node forms a group of its own and trains alone, on its share of nothing "
+        "(the world size is one node's workers), and no error says so.",
+        "#SBATCH --nodes=2\nsrun torchrun --nproc_per_node=8 train.py",
+        "--nnodes=$SLURM_NNODES --rdzv_backend=c10d --rdzv_endpoint=$MASTER_ADDR:29500 "
+        "--rdzv_id=$SLURM_JOB_ID",
+    ),
+    "launcher-without-node-rank": (
+        "with the static rendezvous (torchrun's default) each node must be given its own "
+        "--node_rank; without it every node is rank 0 and the group never forms. A c10d "
+        "rendezvous numbers the nodes as they join and needs no rank.",
+        "#SBATCH --nodes=2\nsrun torchrun --nnodes=2 --master_addr=$HEAD train.py",
+        "srun bash -c 'torchrun --nnodes=2 --node_rank=$SLURM_NODEID ...' (single quotes), or "
+        "--rdzv_backend=c10d --rdzv_endpoint=$HEAD:29500",
+    ),
+    "hostlist-one-element": (
+        "scontrol show hostnames prints one name per line; in double quotes the whole list "
+        'becomes one array element, so the "head node" ${nodes_array[0]} is every name '
+        "at once (srun -w gets them all, the IP lookup fails or names the wrong node).",
+        'nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")\nnodes_array=("$nodes")',
+        "nodes_array=($nodes), or mapfile -t nodes_array < <(scontrol show hostnames "
+        '"$SLURM_JOB_NODELIST")',
+    ),
+    "output-dir-missing": (
+        "Slurm opens --output/--error before the script runs and does not create their "
+        "directory: the job fails at once and leaves no log. Found where the script makes "
+        "the directory itself (too late) and, when lint runs where sbatch will, by looking.",
+        "#SBATCH --output=logs/%x-%j.out\nmkdir -p logs",
+        "mkdir -p logs before sbatch.",
+    ),
     "unknown-rule": (
         "a slurmkit-lint comment names no rule, so it silences nothing.",
         "# slurmkit-lint: disable=no-such-rule",

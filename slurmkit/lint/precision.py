@@ -9,6 +9,7 @@ made no finding on the corpus. Data, not computed when lint runs.
 PRECISION: dict[str, tuple[int, int]] = {
     "bash-syntax": (6, 6),
     "gpus-per-node-mismatch": (0, 6),
+    "hostlist-one-element": (3, 3),
     "launcher-cpus-per-task": (12, 12),
     "missing-shebang": (3, 3),
     "missing-time": (0, 66),

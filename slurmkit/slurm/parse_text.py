@@ -18,6 +18,7 @@ from datetime import datetime
 
 from slurmkit.errors import SlurmParseError
 from slurmkit.grammar import gres as gres_grammar
+from slurmkit.grammar import timelimit
 from slurmkit.slurm.records import (
     FINISHED_JOB_STATES,
     HELD_REASONS,
@@ -104,9 +105,6 @@ REASON_COLUMNS: tuple[Column, ...] = (
 
 # Words Slurm prints for "no value"; they must never reach a record as data.
 _NULLS = frozenset({"", "(null)", "N/A", "n/a", "None", "NONE", "none", "Unknown", "None assigned"})
-_UNLIMITED = frozenset(
-    {"UNLIMITED", "INFINITE", "Partition_Limit", "NOT_SET", "INVALID", "NONE", "N/A", ""}
-)
 
 # ---------------------------------------------------------------- values
 
@@ -127,34 +125,6 @@ def parse_time(value: str | None) -> datetime | None:
         return datetime.fromisoformat(text).astimezone()
     except ValueError as exc:
         raise SlurmParseError(f"not a Slurm timestamp: {text!r}") from exc
-
-
-_DURATION = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
-
-
-def parse_duration(value: str | None) -> int | None:
-    """Seconds in a Slurm duration; None for UNLIMITED and friends.
-
-    Slurm writes ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM`` and
-    ``D-HH:MM:SS``: a bare number is minutes, and a day prefix shifts the rest
-    to hours.
-    """
-    text = (value or "").strip()
-    if text in _UNLIMITED:
-        return None
-    match = _DURATION.fullmatch(text)
-    if not match:
-        raise SlurmParseError(f"not a Slurm duration: {text!r}")
-    days, first, second, third = match.groups()
-    if days is not None:
-        hours, minutes, seconds = int(first), int(second or 0), int(third or 0)
-    elif third is not None:
-        hours, minutes, seconds = int(first), int(second), int(third)
-    elif second is not None:
-        hours, minutes, seconds = 0, int(first), int(second)
-    else:
-        hours, minutes, seconds = 0, int(first), 0
-    return ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
 
 
 def parse_int(value: str | None) -> int | None:
@@ -333,13 +303,15 @@ def job_from_row(row: Mapping[str, str]) -> Job:
     """A :class:`Job` from named columns (squeue or sacct); missing columns stay None."""
     job_id = row.get("job_id") or row.get("display_id") or ""
     state, flags = job_state([row.get("state") or "UNKNOWN"])
-    limit = parse_duration(row.get("time_limit"))
-    used = parse_duration(row.get("time_used"))
+    limit = timelimit.from_slurm(row.get("time_limit"))
+    used = timelimit.from_slurm(row.get("time_used"))
     reason = text_or_none(row.get("reason"))
     exit_code, signal = parse_exit_code(row.get("exit_code"))
     array_job_id, array_task_id = _array_ids(row)
     time_left = (
-        parse_duration(row["time_left"]) if "time_left" in row else _time_left(state, limit, used)
+        timelimit.from_slurm(row["time_left"])
+        if "time_left" in row
+        else _time_left(state, limit, used)
     )
     return Job(
         job_id=job_id,
@@ -674,8 +646,8 @@ def _job_from_block(block: Sequence[str]) -> Job:
     kv = _merge_lines([line for line in block if not _is_detail(line)], _JOB_GLUE)
     details = tuple(_gres_alloc(line) for line in block if _is_detail(line))
     state, flags = job_state([kv.get("JobState", "UNKNOWN")])
-    limit = parse_duration(kv.get("TimeLimit"))
-    used = parse_duration(kv.get("RunTime"))
+    limit = timelimit.from_slurm(kv.get("TimeLimit"))
+    used = timelimit.from_slurm(kv.get("RunTime"))
     reason = _job_reason(kv.get("Reason"))
     exit_code, signal = parse_exit_code(kv.get("ExitCode"))
     nodelist = text_or_none(kv.get("NodeList")) or ""
@@ -730,8 +702,8 @@ def _partition_from_kv(kv: Mapping[str, str]) -> Partition:
         nodes=text_or_none(kv.get("Nodes")) or "",
         default=kv.get("Default") == "YES",
         state=kv.get("State", "UP"),
-        max_time=parse_duration(kv.get("MaxTime")),
-        default_time=parse_duration(kv.get("DefaultTime")),
+        max_time=timelimit.from_slurm(kv.get("MaxTime")),
+        default_time=timelimit.from_slurm(kv.get("DefaultTime")),
         total_nodes=parse_int(kv.get("TotalNodes")),
         total_cpus=parse_int(kv.get("TotalCPUs")),
         hidden=kv.get("Hidden") == "YES",

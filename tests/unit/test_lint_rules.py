@@ -148,7 +148,9 @@ def test_slurm_cpus_per_task_equal_or_not_literal_is_fine() -> None:
 # ---------------------------------------------------------------- launchers
 
 LAUNCH = HEAD + "#SBATCH --nodes=2\n#SBATCH -c 32\n#SBATCH --gres=gpu:8\n"
-TORCHRUN = "srun -c 32 torchrun --nnodes=$SLURM_NNODES --nproc_per_node=8 train.py\n"
+# c10d: the rendezvous numbers the nodes (no --node_rank needed: launcher-without-node-rank)
+C10D = "--rdzv_backend=c10d --rdzv_endpoint=$MASTER_ADDR:29500"
+TORCHRUN = f"srun -c 32 torchrun --nnodes=$SLURM_NNODES --nproc_per_node=8 {C10D} train.py\n"
 
 
 def test_a_correct_launcher_script_is_clean() -> None:
@@ -167,7 +169,11 @@ def test_more_than_one_task_per_node_with_a_launcher(extra: str, line: int) -> N
 
 
 def test_launcher_srun_may_override_the_jobs_tasks_per_node() -> None:
-    text = LAUNCH + "#SBATCH --ntasks-per-node=8\nsrun -c 32 --ntasks-per-node=1 torchrun t.py\n"
+    text = (
+        LAUNCH
+        + "#SBATCH --ntasks-per-node=8\n"
+        + f"srun -c 32 --ntasks-per-node=1 torchrun --nnodes=2 {C10D} t.py\n"
+    )
     assert found(text) == []
     text = LAUNCH + "srun -c 32 --ntasks-per-node=4 accelerate launch t.py\n"
     assert found(text) == [(7, "error", "launcher-tasks-per-node")]
@@ -212,7 +218,7 @@ def test_nnodes_against_sbatch_nodes(assignment: str, expected: list) -> None:
 
 
 def test_nnodes_option_and_node_ranges() -> None:
-    text = LAUNCH + "srun -c 32 torchrun --nnodes 4 --nproc_per_node=8 t.py\n"
+    text = LAUNCH + f"srun -c 32 torchrun --nnodes 4 --nproc_per_node=8 {C10D} t.py\n"
     assert found(text) == [(7, "error", "nodes-mismatch")]
     text = HEAD + "#SBATCH -N 2-4 -c 32\nsrun -c 32 torchrun --nnodes=1:3 t.py\nNNODES=3\n"
     assert found(text) == []
@@ -232,9 +238,9 @@ def test_gpus_per_node_against_gres(line: str, expected: list) -> None:
 
 
 def test_nproc_per_node_against_gres_and_gpus_without_request() -> None:
-    text = LAUNCH + "srun -c 32 torchrun --nproc_per_node=16 t.py\n"
+    text = LAUNCH + f"srun -c 32 torchrun --nnodes=2 {C10D} --nproc_per_node=16 t.py\n"
     assert found(text) == [(7, "error", "gpus-per-node-mismatch")]
-    text = LAUNCH + "srun -c 32 torchrun --nproc_per_node 4 t.py\n"
+    text = LAUNCH + f"srun -c 32 torchrun --nnodes=2 {C10D} --nproc_per_node 4 t.py\n"
     assert found(text) == [(7, "warning", "gpus-per-node-mismatch")]
     text = HEAD + "#SBATCH -c 8\nGPUS_PER_NODE=8\nsrun -c 8 python t.py\n"
     assert found(text) == [(5, "info", "gpus-per-node-mismatch")]

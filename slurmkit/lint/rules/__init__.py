@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from slurmkit.lint.findings import Rule
-from slurmkit.lint.rules import commands, cpus, directives, launchers, ranks, syntax
+from slurmkit.lint.rules import (
+    commands,
+    cpus,
+    directives,
+    groups,
+    launchers,
+    paths,
+    ranks,
+    syntax,
+)
 
 RULES: tuple[Rule, ...] = (
     *syntax.RULES,
     *directives.RULES,
+    *paths.RULES,
     *cpus.RULES,
     *launchers.RULES,
+    *groups.RULES,
     *ranks.RULES,
     *commands.RULES,
 )

@@ -1,0 +1,187 @@
+"""The issue-21 item-4 rules on scripts shaped like published ones, with the quiet cases.
+
+launcher-without-nnodes, launcher-without-node-rank, hostlist-one-element and
+output-dir-missing: each fires on the mistake and stays quiet where the script is
+right (a c10d rendezvous, unquoted arrays, options lint cannot read).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from slurmkit.lint import LintContext, lint_text
+from slurmkit.lint.explain import EXPLAIN
+from slurmkit.lint.rules import RULES
+from slurmkit.slurm.records import SlurmVersion
+
+HEAD = (
+    "#!/bin/bash\n"
+    "#SBATCH --job-name=llama-pretrain\n"
+    "#SBATCH --nodes=2\n"
+    "#SBATCH --ntasks-per-node=1\n"
+    "#SBATCH --gres=gpu:8\n"
+    "#SBATCH --cpus-per-task=96\n"
+    "#SBATCH --time=2-00:00:00\n"
+    "#SBATCH --output=%x-%j.out\n"
+    "set -eo pipefail\n"
+    'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n'
+)  # 10 lines
+
+
+def found(text: str, submit_dir: str | None = None) -> list[tuple[int, str, str]]:
+    context = LintContext(SlurmVersion.parse("24.11.5"), submit_dir=submit_dir)
+    return [(f.line, f.severity, f.rule) for f in lint_text(text, "t.slurm", context)]
+
+
+def test_every_new_rule_is_registered_and_explained() -> None:
+    ids = {rule.id for rule in RULES}
+    for rule in (
+        "launcher-without-nnodes",
+        "launcher-without-node-rank",
+        "hostlist-one-element",
+        "output-dir-missing",
+    ):
+        assert rule in ids and rule in EXPLAIN
+        why, example, fix = EXPLAIN[rule]
+        assert why and example and fix
+
+
+# ---------------------------------------------------------------- launcher-without-nnodes
+
+
+def test_torchrun_on_two_nodes_without_nnodes_is_an_error() -> None:
+    text = HEAD + (
+        "srun torchrun --nproc_per_node=8 --master_addr=$MASTER_ADDR --master_port=29500 \\\n"
+        "    train.py --config llama.yaml\n"
+    )
+    assert found(text) == [(11, "error", "launcher-without-nnodes")]
+
+
+def test_torch_distributed_run_through_a_variable_without_nnodes() -> None:
+    text = HEAD + (
+        'LAUNCHER="python -m torch.distributed.run --nproc_per_node 8 --master_addr $MASTER_ADDR"\n'
+        'srun bash -c "$LAUNCHER train.py"\n'
+    )
+    assert ("launcher-without-nnodes") in {rule for _, _, rule in found(text)}
+
+
+def test_nnodes_given_or_one_node_or_unreadable_arguments_stay_quiet() -> None:
+    c10d = (
+        "srun torchrun --nnodes=$SLURM_NNODES --nproc_per_node=8 --rdzv_backend=c10d "
+        "--rdzv_endpoint=$MASTER_ADDR:29500 --rdzv_id=$SLURM_JOB_ID train.py\n"
+    )
+    assert found(HEAD + c10d) == []
+    one_node = HEAD.replace("--nodes=2", "--nodes=1") + "srun torchrun --nproc_per_node=8 t.py\n"
+    assert found(one_node) == []
+    # "$@" or an array lint cannot read may carry --nnodes: unknown, never wrong
+    assert found(HEAD + 'srun torchrun "$@"\n') == []
+    assert found(HEAD + 'srun torchrun "${TORCHRUN_ARGS[@]}" train.py\n') == []
+    assert found(HEAD + "export PET_NNODES=2\nsrun torchrun --nproc_per_node=8 t.py\n") == []
+
+
+def test_an_array_assigned_in_the_script_is_read() -> None:
+    text = HEAD + (
+        "TORCHRUN_ARGS=(--nproc_per_node=8 --master_addr=$MASTER_ADDR)\n"
+        'srun torchrun "${TORCHRUN_ARGS[@]}" train.py\n'
+    )
+    assert found(text) == [(12, "error", "launcher-without-nnodes")]
+
+
+# ---------------------------------------------------------------- launcher-without-node-rank
+
+
+def test_static_rendezvous_without_node_rank_is_an_error() -> None:
+    text = HEAD + (
+        "srun torchrun --nnodes=2 --nproc_per_node=8 --master_addr=$MASTER_ADDR "
+        "--master_port=29500 train.py\n"
+    )
+    assert found(text) == [(11, "error", "launcher-without-node-rank")]
+    explicit = text.replace("--rdzv", "").replace("--nnodes=2", "--nnodes=2 --rdzv_backend=static")
+    assert found(explicit) == [(11, "error", "launcher-without-node-rank")]
+
+
+def test_node_rank_given_or_c10d_stays_quiet() -> None:
+    ranked = HEAD + (
+        "srun bash -c 'torchrun --nnodes=2 --node_rank=$SLURM_NODEID --nproc_per_node=8 "
+        "--master_addr=$MASTER_ADDR train.py'\n"
+    )
+    assert found(ranked) == []
+    c10d = HEAD + (
+        "srun torchrun --nnodes 2 --nproc_per_node 8 --rdzv_backend c10d "
+        "--rdzv_endpoint $MASTER_ADDR:29500 train.py\n"
+    )
+    assert found(c10d) == []
+
+
+# ---------------------------------------------------------------- hostlist-one-element
+
+RAY = (
+    "#!/bin/bash\n"
+    "#SBATCH --nodes=3\n"
+    "#SBATCH --ntasks-per-node=1\n"
+    "#SBATCH --time=04:00:00\n"
+    "#SBATCH --output=ray-%j.out\n"
+    'nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")\n'
+    'nodes_array=("$nodes")\n'
+    "head_node=${nodes_array[0]}\n"
+    'srun --nodes=1 --ntasks=1 -w "$head_node" --overlap ray start --head --block &\n'
+)
+
+
+def test_quoted_node_list_in_an_array_is_an_error() -> None:
+    assert found(RAY) == [(7, "error", "hostlist-one-element")]
+    direct = RAY.replace(
+        'nodes_array=("$nodes")', 'nodes_array=("$(scontrol show hostnames $SLURM_NODELIST)")'
+    )
+    assert found(direct) == [(7, "error", "hostlist-one-element")]
+
+
+def test_unquoted_or_one_node_or_other_values_stay_quiet() -> None:
+    assert found(RAY.replace('("$nodes")', "($nodes)")) == []
+    assert found(RAY.replace("--nodes=3", "--nodes=1")) == []
+    # a quoted array expansion keeps its elements; a value that is no node list is fine
+    assert found(RAY.replace('("$nodes")', '("${nodes[@]}")')) == []
+    other = RAY.replace('nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")', "nodes=head")
+    assert found(other) == []
+
+
+# ---------------------------------------------------------------- output-dir-missing
+
+LOGS = (
+    "#!/bin/bash\n"
+    "#SBATCH --nodes=1\n"
+    "#SBATCH --time=01:00:00\n"
+    "#SBATCH --output=logs/%x-%j.out\n"
+    "#SBATCH --error=logs/%x-%j.err\n"
+    "mkdir -p logs\n"
+    "python eval.py\n"
+)
+
+
+def test_a_log_directory_the_script_makes_itself_is_a_warning() -> None:
+    assert found(LOGS) == [(4, "warning", "output-dir-missing")]
+    assert found(LOGS.replace("mkdir -p logs", "mkdir -p ./logs/")) == [
+        (4, "warning", "output-dir-missing")
+    ]
+
+
+def test_statically_unknown_directories_stay_quiet() -> None:
+    assert found(LOGS.replace("mkdir -p logs\n", "")) == []  # may exist: unknown
+    templated = LOGS.replace("logs/%x", "{{ log_dir }}/%x").replace("mkdir -p logs", "mkdir x")
+    assert found(templated) == []
+    assert found(LOGS.replace("logs/%x-%j.out", "logs/%u/%j.out")) == [
+        (5, "warning", "output-dir-missing")  # --output's directory has a pattern: unknown
+    ]
+
+
+def test_live_check_looks_the_directory_up(tmp_path: Path) -> None:
+    text = LOGS.replace("mkdir -p logs\n", "")
+    assert found(text, submit_dir=str(tmp_path)) == [(4, "error", "output-dir-missing")]
+    (tmp_path / "logs").mkdir()
+    assert found(text, submit_dir=str(tmp_path)) == []
+    absolute = text.replace("logs/", f"{tmp_path}/missing/")
+    assert found(absolute, submit_dir="/") == [(4, "error", "output-dir-missing")]
+    chdir = text.replace("#SBATCH --nodes=1\n", f"#SBATCH --chdir={tmp_path}/run\n")
+    assert found(chdir, submit_dir="/") == [(4, "error", "output-dir-missing")]
+    (tmp_path / "run" / "logs").mkdir(parents=True)
+    assert found(chdir, submit_dir="/") == []
