@@ -4,6 +4,7 @@ killed between the change and its record (issue 22). Each test failed before its
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from slurmkit.faulty.report import DrainOutcome
 from slurmkit.jobenv import timelimit
 from slurmkit.journal import Journal, read
 from slurmkit.slurm import recheck
-from tests.unit.test_cli_job import SHOW3, UPDATE, FakeSlurm, _limited
+from tests.fakes import Call, FakeSlurm
+from tests.unit.test_cli_job import SHOW3, UPDATE, _limited
 from tests.unit.test_faulty_scan import FakeSlurm as ScanSlurm
 
 TIMED_OUT = "slurm_update error: Socket timed out on send/recv operation\n"
@@ -28,41 +30,41 @@ def _no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 0.0)
 
 
-class HungJobSlurm(FakeSlurm):
-    """The update is applied but answered with a timeout; then ``silent_shows`` silent reads."""
+@dataclass
+class HungJob:
+    """Job 3 on a slurmctld that stops answering, played through the shared fake Slurm:
+    ``show job 3`` prints ``shows`` in turn (the last repeats); the update is applied but
+    answered with a timeout; after it, ``silent_shows`` reads time out too."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.silent_shows = 0
+    slurm: FakeSlurm
+    shows: list[str] = field(default_factory=list)
+    silent_shows: int = 0
 
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        key = tuple(argv)
-        if key[:2] == ("scontrol", "update"):
-            self.calls.append(key)
-            return _proc.Completed(key, 1, "", TIMED_OUT, 0.0)
-        if key == SHOW3 and UPDATE in self.calls and self.silent_shows > 0:
-            self.calls.append(key)
+    def __post_init__(self) -> None:
+        self.slurm.on(["scontrol", "update", "**"], rc=1, stderr=TIMED_OUT)
+        self.slurm.on(SHOW3, answer=self._show)
+
+    def _show(self, call: Call) -> tuple[int, str, str]:
+        if UPDATE in self.slurm.calls and self.silent_shows > 0:
             self.silent_shows -= 1
-            return _proc.Completed(key, 1, "", SHOW_TIMED_OUT, 0.0)
-        return super().__call__(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+            return 1, "", SHOW_TIMED_OUT
+        return 0, self.shows.pop(0) if len(self.shows) > 1 else self.shows[0], ""
 
 
 @pytest.fixture
-def job_slurm(monkeypatch: pytest.MonkeyPatch) -> HungJobSlurm:
+def job_slurm(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch) -> HungJob:
     for name in list(os.environ):
         if name.startswith("SLURM_"):
             monkeypatch.delenv(name)
-    fake = HungJobSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
-    return fake
+    return HungJob(fake_slurm)
 
 
 def _journal_entries(path: Path) -> list[tuple[str, str]]:
     return [(e.kind, str(e.details.get("result", ""))) for e in read(path).entries]
 
 
-def test_extend_that_timed_out_but_went_through_says_so(run_cli, job_slurm: HungJobSlurm) -> None:
-    job_slurm.shows["3"] = [_limited("00:05:00"), _limited("00:07:00")]
+def test_extend_that_timed_out_but_went_through_says_so(run_cli, job_slurm: HungJob) -> None:
+    job_slurm.shows = [_limited("00:05:00"), _limited("00:07:00")]
     result = run_cli("job", "extend", "3", "+2m", "--yes")
     assert result.stdout == "job 3: time limit 00:05:00 -> 00:07:00\n"
     assert "no answer" in result.stderr
@@ -70,21 +72,21 @@ def test_extend_that_timed_out_but_went_through_says_so(run_cli, job_slurm: Hung
 
 
 def test_extend_without_any_answer_is_unknown_and_the_next_extend_settles_it(
-    run_cli, job_slurm: HungJobSlurm
+    run_cli, job_slurm: HungJob
 ) -> None:
-    job_slurm.shows["3"] = [_limited("00:05:00"), _limited("00:07:00")]
+    job_slurm.shows = [_limited("00:05:00"), _limited("00:07:00")]
     job_slurm.silent_shows = 100
     result = run_cli("job", "extend", "3", "+2m", "--yes", exit_code=2)
     (line,) = result.stderr.strip().splitlines()[-1:]
     assert "unknown" in line and "job 3" in line and "Traceback" not in result.stderr
     assert _journal_entries(timelimit.journal_path()) == [("intent", "")]
     job_slurm.silent_shows = 0
-    job_slurm.shows["3"] = [_limited("00:07:00")]
+    job_slurm.shows = [_limited("00:07:00")]
     result = run_cli("job", "extend", "3", "+2m", "--dry-run")
     assert "would run" in result.stdout and "00:07:00 -> 00:09:00" in result.stdout
     assert "job 3: the earlier extend 00:05:00 -> 00:07:00 went through" in result.stderr
     assert _journal_entries(timelimit.journal_path()) == [("intent", "")]  # a dry run records not
-    job_slurm.shows["3"] = [_limited("00:07:00"), _limited("00:07:00"), _limited("00:09:00")]
+    job_slurm.shows = [_limited("00:07:00"), _limited("00:07:00"), _limited("00:09:00")]
     result = run_cli("job", "extend", "3", "+2m", "--yes")
     assert "went through" in result.stderr
     assert result.stdout == "job 3: time limit 00:07:00 -> 00:09:00\n"
@@ -92,9 +94,9 @@ def test_extend_without_any_answer_is_unknown_and_the_next_extend_settles_it(
 
 
 def test_extend_killed_after_the_update_is_settled_next_time(
-    run_cli, job_slurm: HungJobSlurm, monkeypatch: pytest.MonkeyPatch
+    run_cli, job_slurm: HungJob, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_slurm.shows["3"] = [_limited("00:05:00"), _limited("00:07:00")]
+    job_slurm.shows = [_limited("00:05:00"), _limited("00:07:00")]
 
     def die(name: str) -> None:
         if name == "job-extend.after-update":
@@ -104,16 +106,16 @@ def test_extend_killed_after_the_update_is_settled_next_time(
     run_cli("job", "extend", "3", "+2m", "--yes", exit_code=130)
     assert _journal_entries(timelimit.journal_path()) == [("intent", "")]
     monkeypatch.setattr(faultpoint, "reached", lambda name: None)
-    job_slurm.shows["3"] = [_limited("00:07:00"), _limited("00:07:00"), _limited("00:08:00")]
+    job_slurm.shows = [_limited("00:07:00"), _limited("00:07:00"), _limited("00:08:00")]
     result = run_cli("job", "extend", "3", "+1m", "--yes")
     assert "the earlier extend 00:05:00 -> 00:07:00 went through" in result.stderr
     assert _journal_entries(timelimit.journal_path())[1] == ("outcome", "done")
 
 
 def test_extend_with_a_journal_that_cannot_be_written_changes_nothing(
-    run_cli, job_slurm: HungJobSlurm, monkeypatch: pytest.MonkeyPatch
+    run_cli, job_slurm: HungJob, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_slurm.shows["3"] = [_limited("00:05:00")]
+    job_slurm.shows = [_limited("00:05:00")]
     real = os.statvfs
 
     def full(path):
@@ -123,7 +125,7 @@ def test_extend_with_a_journal_that_cannot_be_written_changes_nothing(
     monkeypatch.setattr(os, "statvfs", full)
     result = run_cli("job", "extend", "3", "+2m", "--yes", exit_code=2)
     assert "cannot write journal" in result.stderr and len(result.stderr.splitlines()) == 1
-    assert UPDATE not in job_slurm.calls
+    assert UPDATE not in job_slurm.slurm.calls
 
 
 # ---------------------------------------------------------------- faulty scan --drain
