@@ -264,12 +264,13 @@ def status_command(
     dependency), error (folder missing), late, failed (sbatch refused a job).
     Exit 0 all ok, 1 otherwise.
     """
-    from slurmkit.cron import journaling, parse_duration
+    from slurmkit.cron import journaling
     from slurmkit.cron.status import chain_statuses
+    from slurmkit.grammar.duration import parse_duration
     from slurmkit.locks import LockBusy
 
-    cron, config = _load(cron_dir)
     grace_seconds = parse_duration(grace, "--grace", minimum=0) if grace else None
+    cron, config = _load(cron_dir)
     try:  # settle what a killed or unanswered start/stop left open; never wait for a lock
         with journaling.locked(cron, wait=0):
             journaling.reconcile(cron, _notify)
@@ -368,8 +369,8 @@ def cleanup_command(
     """
     import time
 
-    from slurmkit.cron import parse_duration
     from slurmkit.cron.cleanup import old_logs, remove
+    from slurmkit.grammar.duration import parse_duration
 
     cron, _ = _load(cron_dir)
     seconds = parse_duration(older_than, "--older-than", minimum=0)

@@ -101,11 +101,11 @@ def extend_command(jobid: str, time: str, dry_run: bool, yes: bool) -> None:
     if not rule.approve(show_plan):
         exit_with(declined())
     job = timelimit.apply_extend(plan, journal, notify)
-    now = timelimit.format_duration(job.time_limit)
+    now = timelimit.format_limit(job.time_limit)
     if job.time_limit != plan.after:
         notify(
             f"job {job.job_id}: Slurm reports time limit {now}, expected "
-            f"{timelimit.format_duration(plan.after)}"
+            f"{timelimit.format_limit(plan.after)}"
         )
         exit_with(EXIT_FINDINGS)
-    click.echo(f"job {job.job_id}: time limit {timelimit.format_duration(plan.before)} -> {now}")
+    click.echo(f"job {job.job_id}: time limit {timelimit.format_limit(plan.before)} -> {now}")

@@ -58,7 +58,7 @@ def _finish(
     as_json: bool,
 ) -> None:
     """Send what is due, print the findings, exit 0/1 from the findings alone."""
-    from slurmkit.cron import parse_duration
+    from slurmkit.grammar.duration import parse_duration
     from slurmkit.notify import deliver, parse_target
     from slurmkit.watch.alerting import process
     from slurmkit.watch.ratelimit import default_state_path
@@ -98,7 +98,7 @@ def _finish(
 
 def _validate_early(notify: tuple[str, ...], realert: str) -> None:
     """Bad targets, durations or SMTP settings are errors before anything is checked."""
-    from slurmkit.cron import parse_duration
+    from slurmkit.grammar.duration import parse_duration
     from slurmkit.notify import parse_target
 
     targets = [parse_target(target) for target in notify]
@@ -173,7 +173,8 @@ def cron_command(
 
     DIR defaults to $SLURMKIT_CRON_DIR, else $WORK/cron.
     """
-    from slurmkit.cron import CronDir, parse_duration, resolve_dir
+    from slurmkit.cron import CronDir, resolve_dir
+    from slurmkit.grammar.duration import parse_duration
     from slurmkit.watch.cron import check_cron
 
     _validate_early(notify, realert)
@@ -258,7 +259,7 @@ def log_command(
     """Alert when a log FILE has not been written for --stale (a hung training)."""
     import time
 
-    from slurmkit.cron import parse_duration
+    from slurmkit.grammar.duration import parse_duration
     from slurmkit.watch.log import check_log
 
     _validate_early(notify, realert)

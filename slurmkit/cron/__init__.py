@@ -13,14 +13,13 @@ lines and standalone self-perpetuating jobs.
 from __future__ import annotations
 
 from slurmkit.cron.layout import CronConfig, CronDir, resolve_dir
-from slurmkit.cron.period import Period, parse_at, parse_duration, parse_period
+from slurmkit.cron.period import Period, parse_at, parse_period
 
 __all__ = [
     "CronConfig",
     "CronDir",
     "Period",
     "parse_at",
-    "parse_duration",
     "parse_period",
     "resolve_dir",
 ]

@@ -1,9 +1,10 @@
-"""Periods (``20s``, ``30m``, ``12h``, ``2d``), plain durations and ``HH:MM`` times of day.
+"""Cron periods (``20s``, ``30m``, ``12h``, ``2d``, ``hourly``) and ``HH:MM`` times of day.
 
 Strict on purpose: a period names a folder (``cron.30m``) and a job (``cron-30m``), so
-``30 min``, ``1.5h`` or ``30`` are refused instead of guessed at, and every spelling of
-one length maps to one canonical name (``60m`` and ``1h`` are both ``hourly``), so the
-same period can never get two chains.
+``30 min``, ``1.5h`` or ``30`` are refused instead of guessed at (the duration grammar is
+:mod:`slurmkit.grammar.duration`'s), and every spelling of one length maps to one
+canonical name (``60m``, ``1h`` and ``hourly`` are all ``hourly``), so the same period
+can never get two chains.
 """
 
 from __future__ import annotations
@@ -13,15 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from slurmkit.errors import UsageError
+from slurmkit.grammar.duration import format_duration, parse_duration
 
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # The seed's two folders keep their names: cron.hourly and cron.daily.
 NAMED = {"hourly": 3600, "daily": 86400}
 # Below this a chain would mostly be Slurm scheduling overhead and controller load.
 MIN_PERIOD_SECONDS = 10
 MAX_PERIOD_SECONDS = 366 * 86400
 
-_DURATION = re.compile(r"(0|[1-9][0-9]{0,8})([smhdw])")
 _AT = re.compile(r"([0-9]{1,2}):([0-9]{2})")
 
 
@@ -51,31 +51,6 @@ def canonical_name(seconds: int) -> str:
         if seconds == length:
             return name
     return format_duration(seconds)
-
-
-def format_duration(seconds: int) -> str:
-    """``1800`` -> ``30m``: the largest unit that divides exactly (``0`` -> ``0s``)."""
-    if seconds == 0:
-        return "0s"
-    for unit in ("w", "d", "h", "m", "s"):
-        if seconds % UNITS[unit] == 0:
-            return f"{seconds // UNITS[unit]}{unit}"
-    raise AssertionError("unreachable: every integer divides by 1")
-
-
-def parse_duration(text: str, what: str = "duration", minimum: int = 1) -> int:
-    """Seconds in ``90s``, ``30m``, ``6h``, ``7d``, ``1w``: a whole number and one unit only."""
-    match = _DURATION.fullmatch(text.strip()) if isinstance(text, str) else None
-    if not match:
-        raise UsageError(
-            f"{what} {text!r} is not a duration: write a whole number and one unit "
-            "s, m, h, d or w (e.g. 90s, 30m, 6h, 7d)"
-        )
-    seconds = int(match.group(1)) * UNITS[match.group(2)]
-    if seconds < minimum:
-        least = format_duration(minimum)
-        raise UsageError(f"{what} {text!r} is too short: at least {least}")
-    return seconds
 
 
 def parse_period(text: str) -> Period:
@@ -112,16 +87,3 @@ def next_at(at: str, now: datetime) -> datetime:
 def begin_value(moment: datetime) -> str:
     """A local time as sbatch's ``--begin`` wants it: ``2026-01-31T03:00:00``."""
     return moment.strftime("%Y-%m-%dT%H:%M:%S")
-
-
-def human_duration(seconds: float) -> str:
-    """``3725`` -> ``1h2m``: the two largest units, for messages (not for parsing back)."""
-    left = max(0, int(seconds))
-    parts = []
-    for unit in ("d", "h", "m", "s"):
-        count, left = divmod(left, UNITS[unit])
-        if count or (unit == "s" and not parts):
-            parts.append(f"{count}{unit}")
-        if len(parts) == 2:
-            break
-    return "".join(parts)

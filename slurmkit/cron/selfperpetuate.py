@@ -86,7 +86,7 @@ def selfperpetuate(
     job_name = job_name_for(script, name)
     overrides: dict[str, object] = {
         "job_name": job_name,
-        "period": str(period.seconds),
+        "period": period.spelled,
         "command": command_for(script, args),
         "log_dir": str(log_dir.absolute() if log_dir else script.parent),
         "at": at or "",

@@ -121,7 +121,7 @@ def render_scheduler(cron: CronDir, config: CronConfig, period: Period) -> str:
 
     chain = config.chain_name(period)
     overrides: dict[str, object] = {
-        "period": str(period.seconds),
+        "period": period.spelled,
         "folder": str(cron.folder(period)),
         "chain_name": chain,
         "state_file": str(cron.state_file(chain)),

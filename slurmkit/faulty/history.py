@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from slurmkit.errors import HostlistParseError, UsageError
+from slurmkit.grammar.duration import parse_duration
 from slurmkit.hostlist import expand, fold
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Job
@@ -69,16 +70,16 @@ class HistoryReport:
 
 def since(text: str, now: datetime | None = None) -> datetime:
     """``7d``, ``12h``, ``90m``, ``2w`` ago, or a date/time ``2026-11-01[THH:MM[:SS]]``."""
-    from slurmkit.templating.param_types import BadValue, DurationType
-
     now = now or datetime.now().astimezone()
     text = text.strip()
     if _DATE.fullmatch(text):
         moment = datetime.fromisoformat(text)
         return moment if moment.tzinfo else moment.astimezone()
+    if text.isdigit():  # a bare number: the grammar's one message, as for every duration option
+        parse_duration(text, "--since")
     try:
-        seconds = min(DurationType().parse(text).seconds, 100 * 365 * 86400)  # timedelta bound
-    except BadValue:
+        seconds = min(parse_duration(text, "--since"), 100 * 365 * 86400)  # timedelta bound
+    except UsageError:
         raise UsageError(
             f"--since {text!r}: expected a duration (7d, 12h, 30m) or a date (2026-11-01)"
         ) from None

@@ -36,7 +36,6 @@ one line on stderr says whether the earlier change went through, so a retried
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,6 +50,8 @@ from slurmkit.errors import (
     SlurmkitError,
     UsageError,
 )
+from slurmkit.grammar import duration, timelimit
+from slurmkit.grammar.timelimit import format_limit
 from slurmkit.journal import Journal
 from slurmkit.slurm import recheck
 from slurmkit.slurm.records import Job
@@ -60,10 +61,6 @@ EXTEND = "job-extend"
 Notify = Callable[[str], None]
 
 UNLIMITED_SECONDS = 2**31 - 1  # 68 years: "no limit" as an integer every shell can compare
-
-_UNITS = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?")
-_SLURM = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?")
-_UNLIMITED_WORDS = ("UNLIMITED", "INFINITE")
 
 
 # ---------------------------------------------------------------- reading
@@ -94,8 +91,8 @@ class JobTime:
             ("nodes", self.nodelist + (f" ({self.num_nodes})" if self.num_nodes else "") or "-"),
             ("start", _when(self.start)),
             ("end", _when(self.end)),
-            ("time limit", format_duration(self.time_limit)),
-            ("time used", format_duration(self.time_used) if self.time_used is not None else "-"),
+            ("time limit", format_limit(self.time_limit)),
+            ("time used", format_limit(self.time_used) if self.time_used is not None else "-"),
             ("time left", self._left_text()),
         ]
 
@@ -104,7 +101,7 @@ class JobTime:
             return "- (not started)"
         if self.unlimited:
             return "UNLIMITED"
-        return format_duration(self.seconds_left) if self.seconds_left is not None else "-"
+        return format_limit(self.seconds_left) if self.seconds_left is not None else "-"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -152,17 +149,6 @@ def seconds_left(job: Job) -> int:
     return max(job.time_left if job.time_left is not None else job.time_limit, 0)
 
 
-def format_duration(seconds: int | None) -> str:
-    """Slurm's ``[D-]HH:MM:SS``; ``UNLIMITED`` for None."""
-    if seconds is None:
-        return "UNLIMITED"
-    days, rest = divmod(max(seconds, 0), 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{days}-{clock}" if days else clock
-
-
 # ---------------------------------------------------------------- changing
 
 
@@ -180,7 +166,7 @@ class LimitChange:
             return f"TimeLimit+={self.minutes}"
         if self.minutes is None:
             return "TimeLimit=UNLIMITED"
-        return f"TimeLimit={format_duration(self.minutes * 60)}"
+        return f"TimeLimit={format_limit(self.minutes * 60)}"
 
     def new_limit(self, current: int | None) -> int | None:
         """The limit in seconds after the change, from the current one (None: UNLIMITED)."""
@@ -201,7 +187,7 @@ def parse_change(text: str) -> LimitChange:
         raise UsageError("no time given: use +3h, +90m, +1d (add) or D-HH:MM:SS (set)")
     if len(value) > _LONGEST:  # a 5000-digit number is no time limit (and int() refuses it)
         raise UsageError(f"{value[:_LONGEST]!r}...: too long for a time limit")
-    if value.upper() in _UNLIMITED_WORDS:
+    if timelimit.is_unlimited(value):
         return LimitChange(None, relative=False)
     if value.startswith("-"):
         raise UsageError(
@@ -222,40 +208,28 @@ def parse_change(text: str) -> LimitChange:
 
 
 def _unit_minutes(body: str, text: str) -> int:
-    match = _UNITS.fullmatch(body.lower())
-    if not match or not any(match.groups()):
+    """``3h``, ``90m``, ``1d12h`` (:mod:`slurmkit.grammar.duration`), in minutes."""
+    try:
+        seconds = duration.parse_duration(body, minimum=0)
+    except UsageError:
+        seconds = None
+    if seconds is None or seconds % 60:
+        why = "not a duration" if seconds is None else "whole minutes"
         raise UsageError(
-            f"{text!r}: not a duration; use +<n>d, +<n>h, +<n>m or combined (+1d12h); "
+            f"{text!r}: {why}; use +<n>d, +<n>h, +<n>m or combined (+1d12h); "
             "Slurm limits are whole minutes, so no seconds"
-        )
-    days, hours, minutes = (int(g or 0) for g in match.groups())
-    return (days * 24 + hours) * 60 + minutes
+        ) from None
+    return seconds // 60
 
 
 def _slurm_minutes(body: str, text: str) -> int:
-    """Slurm's duration formats, strictly: fields after the first in range, no stray seconds."""
-    match = _SLURM.fullmatch(body)
-    if not match:
-        raise UsageError(
-            f"{text!r}: not a Slurm time (MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS)"
-        )
-    days, first, second, third = match.groups()
-    if days is not None:
-        hours, minutes, seconds = int(first), int(second or 0), int(third or 0)
-        if hours > 23:
-            raise UsageError(f"{text!r}: hours after a day count must be 0-23")
-    elif third is not None:
-        hours, minutes, seconds = int(first), int(second), int(third)
-    elif second is not None:
-        hours, minutes, seconds = 0, int(first), int(second)
-    else:
-        hours, minutes, seconds = 0, int(first), 0
-    leading_minutes = days is None and third is None
-    if (minutes > 59 and not leading_minutes) or seconds > 59:
-        raise UsageError(f"{text!r}: minutes and seconds must be 0-59")
-    if seconds:
+    """Slurm's time formats (:mod:`slurmkit.grammar.timelimit`), in whole minutes."""
+    seconds = timelimit.parse_limit(body, what="")
+    if seconds is None:
+        raise UsageError(f"{text!r}: UNLIMITED sets no limit; it cannot be added")
+    if seconds % 60:
         raise UsageError(f"{text!r}: Slurm time limits are whole minutes (it would round up)")
-    return (int(days or 0) * 24 + hours) * 60 + minutes
+    return seconds // 60
 
 
 @dataclass(frozen=True)
@@ -275,8 +249,8 @@ class ExtendPlan:
 
     def describe(self) -> str:
         return (
-            f"job {self.job_id}: time limit {format_duration(self.before)} -> "
-            f"{format_duration(self.after)}"
+            f"job {self.job_id}: time limit {format_limit(self.before)} -> "
+            f"{format_limit(self.after)}"
         )
 
 
@@ -327,7 +301,7 @@ def settle(journal: Journal, notify: Notify, *, record: bool = True) -> list[str
     for entry in (e for e in journal.open_intents() if e.action == EXTEND):
         job_id = str(entry.details.get("job", ""))
         before, after = entry.details.get("before"), entry.details.get("after")
-        change = f"{format_duration(before)} -> {format_duration(after)}"
+        change = f"{format_limit(before)} -> {format_limit(after)}"
         try:
             limit = query.job(job_id).time_limit
         except NotFound:
@@ -340,7 +314,7 @@ def settle(journal: Journal, notify: Notify, *, record: bool = True) -> list[str
             what = {
                 "done": "went through",
                 "not-applied": "was not applied",
-                "changed-otherwise": f"left the limit at {format_duration(limit)}",
+                "changed-otherwise": f"left the limit at {format_limit(limit)}",
             }[result]
             text = f"job {job_id}: the earlier extend {change} {what}"
         if record:

@@ -14,6 +14,9 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from slurmkit.errors import UsageError
+from slurmkit.grammar import duration, timelimit
+
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
@@ -27,13 +30,8 @@ class Duration:
 
     seconds: int
 
-    _UNITS = (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1))
-
     def __str__(self) -> str:
-        for unit, size in self._UNITS:
-            if self.seconds % size == 0:
-                return f"{self.seconds // size}{unit}"
-        raise AssertionError("unreachable: seconds divide by 1")
+        return duration.format_duration(self.seconds)
 
 
 class ParamType:
@@ -115,45 +113,35 @@ class BoolType(ParamType):
         return "true" if value else "false"
 
 
-# Slurm's --time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, and unlimited.
-_SLURM_TIME = re.compile(r"\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}|unlimited|infinite", re.I)
-
-
 class TimeType(ParamType):
+    """``sbatch --time`` (:mod:`slurmkit.grammar.timelimit`); the text is kept as typed."""
+
     spec = "time"
     expected = "a Slurm time limit (MM, HH:MM:SS, D-HH:MM...)"
 
     def parse(self, raw: object) -> str:
         text = self._text(raw)
-        if not _SLURM_TIME.fullmatch(text):
-            raise BadValue(f"{text!r} is not {self.expected}")
+        try:
+            timelimit.parse_limit(text, what="")
+        except UsageError as exc:
+            raise BadValue(str(exc)) from None
         return text
 
 
-_DURATION = re.compile(
-    r"(\d+)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hours?|d|days?|w|weeks?)?", re.I
-)
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
 class DurationType(ParamType):
+    """slurmkit's one human-duration grammar (:mod:`slurmkit.grammar.duration`): no bare numbers."""
+
     spec = "duration"
-    expected = "a duration such as 90s, 30m, 1h, 1d (a bare number is seconds)"
+    expected = "a duration such as 90s, 30m, 1h, 1d"
 
     def parse(self, raw: object) -> Duration:
         if isinstance(raw, Duration):
             return raw
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            raw = str(raw)
         text = self._text(raw)
-        match = _DURATION.fullmatch(text)
-        if not match:
-            raise BadValue(f"{text!r} is not {self.expected}")
-        unit = (match.group(2) or "s")[0].lower()
-        seconds = int(match.group(1)) * _UNIT_SECONDS[unit]
-        if seconds <= 0:
-            raise BadValue(f"{text!r} is not a positive duration")
-        return Duration(seconds)
+        try:
+            return Duration(duration.parse_duration(text, what=""))
+        except UsageError as exc:
+            raise BadValue(str(exc)) from None
 
 
 class ChoiceType(ParamType):

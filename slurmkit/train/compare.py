@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from slurmkit.errors import SlurmParseError
-from slurmkit.grammar import gres
-from slurmkit.slurm.parse_text import parse_duration
+from slurmkit.grammar import gres, timelimit
 from slurmkit.train.directives import Header
 
 # Options that shape the allocation; a difference in any of them is a refusal.
@@ -75,7 +74,7 @@ def _same(option: str, a: str | None, b: str | None) -> bool:
         return a == b
     if option in ("time", "time-min"):
         try:
-            return parse_duration(a) == parse_duration(b)
+            return timelimit.from_slurm(a) == timelimit.from_slurm(b)
         except SlurmParseError:
             return a.strip() == b.strip()
     if option == "gres":

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from slurmkit.cron.layout import CronDir
-from slurmkit.cron.period import Period
 from slurmkit.cron.status import chain_statuses
 from slurmkit.errors import SlurmError
 from slurmkit.watch.finding import Finding
@@ -19,7 +18,7 @@ def check_cron(
     cron: CronDir, periods: Sequence[str] = (), grace: int | None = None
 ) -> list[Finding]:
     config = cron.load()
-    chosen: list[Period] = config.select(list(periods))
+    chosen = config.select(list(periods))
     try:
         statuses = chain_statuses(cron, config, chosen, grace=grace)
     except SlurmError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from slurmkit.cron.period import format_duration, human_duration
+from slurmkit.grammar.duration import format_duration, human_duration
 from slurmkit.watch.finding import Finding
 from slurmkit.watch.probe import DEFAULT_TIMEOUT, probe
 

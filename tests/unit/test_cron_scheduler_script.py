@@ -64,7 +64,7 @@ def fake(tmp_path: Path) -> Path:
 
 def run_scheduler(fake: Path, tmp_path: Path, **overrides: object) -> Run:
     values: dict[str, object] = {
-        "period": "20",
+        "period": "20s",
         "chain_name": "cron-20s",
         "folder": str(tmp_path / "cron.20s"),
         "state_file": str(tmp_path / "state"),
@@ -194,14 +194,14 @@ def test_at_queues_the_next_run_at_the_next_hh_mm(fake: Path, tmp_path: Path) ->
     # Three hours from now: far from any boundary between this test and bash's clock.
     at = (datetime.now() + timedelta(hours=3)).strftime("%H:%M")
     expected = begin_value(next_at(at, datetime.now()))
-    run = run_scheduler(fake, tmp_path, period="86400", at=at)
+    run = run_scheduler(fake, tmp_path, period="1d", at=at)
     assert f"--begin={expected} " in run.sbatch[0]
     assert f"begin={expected}" in run.stdout
 
 
 def test_a_bad_at_falls_back_to_the_period(fake: Path, tmp_path: Path) -> None:
     cron_folder(tmp_path)
-    run = run_scheduler(fake, tmp_path, period="86400", at="25:99")
+    run = run_scheduler(fake, tmp_path, period="1d", at="25:99")
     assert "--begin=now+86400 " in run.sbatch[0]
     assert "at=25:99 is not HH:MM" in run.stderr
 
@@ -211,7 +211,7 @@ def test_self_perpetuating_runs_its_command_after_queuing(fake: Path, tmp_path: 
     script.write_text(
         render_template(
             "self-perpetuating",
-            overrides={"job_name": "wd", "period": "30", "command": "echo work; exit 4"},
+            overrides={"job_name": "wd", "period": "30s", "command": "echo work; exit 4"},
         ).text
     )
     env = {**os.environ, "PATH": f"{fake / 'bin'}:/usr/bin:/bin", "FAKE": str(fake),

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from fixtures_path import read
 from hypothesis import given
 from hypothesis import strategies as st
 
 from slurmkit.errors import SlurmParseError
 from slurmkit.grammar import gres
 from slurmkit.grammar.gres import GresItem
+from slurmkit.slurm import parse_text as pt
 
 
 @pytest.mark.parametrize(
@@ -90,3 +92,18 @@ def test_round_trip(items: list[GresItem]) -> None:
     text = gres.format_items(items)
     assert list(gres.parse(text)) == items
     assert gres.format_items(gres.parse("gres/" + text)) == text
+
+
+def test_recorded_gpu_jobs_count_the_same_on_both_versions() -> None:
+    """22.05 prints TresPerNode=gres:gpu:4, 24.11 gres/gpu:4: both are 4 GPUs per node."""
+    counts = []
+    for version in ("22.05", "24.11"):
+        text = read(version, "03_jobs", "scontrol_show_job_d_running_gpu_2node.txt")
+        (job,) = pt.parse_scontrol_jobs(text)
+        per_node = gres.gpu_count(job.gres_per_node)
+        allocated = gres.gpu_count(job.alloc_tres)
+        details = [gres.gpu_count(d.gres) for d in job.gres_detail]
+        counts.append((per_node, allocated, details))
+    assert counts[0] == counts[1]
+    per_node, allocated, details = counts[0]
+    assert per_node and allocated == per_node * len(details)

@@ -400,27 +400,7 @@ def test_listpids_with_a_foreign_header_is_refused() -> None:
 # ---------------------------------------------------------------- values
 
 
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        ("0:42", 42),
-        ("00:00:02", 2),
-        ("1:02:03", 3723),
-        ("1-00:00:00", 86400),
-        ("2-03", 2 * 86400 + 3 * 3600),
-        ("30", 1800),  # a bare number is minutes
-        ("UNLIMITED", None),
-        ("INFINITE", None),
-        ("Partition_Limit", None),
-    ],
-)
-def test_durations(text: str, seconds: int | None) -> None:
-    assert pt.parse_duration(text) == seconds
-
-
-def test_bad_duration_and_time_are_parse_errors() -> None:
-    with pytest.raises(SlurmParseError):
-        pt.parse_duration("soon")
+def test_bad_time_is_a_parse_error() -> None:
     with pytest.raises(SlurmParseError):
         pt.parse_time("yesterday")
 
@@ -449,21 +429,6 @@ def test_versions_agree_on_node_model(scenario: str) -> None:
 
 
 # ---------------------------------------------------------------- properties
-
-
-def slurm_duration(seconds: int) -> str:
-    """How Slurm prints a duration: ``[D-]HH:MM:SS``, or ``MM:SS`` under an hour."""
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-@given(st.integers(min_value=0, max_value=400 * 86400))
-def test_duration_round_trip(seconds: int) -> None:
-    assert pt.parse_duration(slurm_duration(seconds)) == seconds
 
 
 KEYS = st.from_regex(r"[A-Z][A-Za-z0-9_:/]{0,12}", fullmatch=True)
