@@ -10,11 +10,20 @@ from __future__ import annotations
 import click
 
 from slurmkit import __version__
-from slurmkit.cli._group import LazyRegistry, RootGroup
+from slurmkit.cli._defaults import ConfiguredRootGroup, check_invoked
+from slurmkit.cli._group import LazyRegistry
 
 # The second field is a copy of each command's short help, so `slurmkit --help` imports none of
 # them; tests/unit/test_cli_root.py fails when a copy differs from the command's own help.
 SUBCOMMANDS: LazyRegistry = {
+    "completion": (
+        "slurmkit.cli.completion:completion_command",
+        'Print the shell completion script: eval "$(slurmkit completion bash)".',
+    ),
+    "config": (
+        "slurmkit.cli.config:config_group",
+        "Site defaults from the config files: each value and where it came from.",
+    ),
     "cpus": (
         "slurmkit.cli.cpus:cpus_group",
         "CPUs per task: is this cluster affected by srun not inheriting --cpus-per-task?",
@@ -84,7 +93,7 @@ SUBCOMMANDS: LazyRegistry = {
 
 
 @click.group(
-    cls=RootGroup,
+    cls=ConfiguredRootGroup,
     lazy_subcommands=SUBCOMMANDS,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
@@ -114,6 +123,7 @@ def cli(ctx: click.Context, verbose: bool, backend: str | None, debug: bool) -> 
     Exit codes: 0 done, 1 done with findings or skips, 2 usage or environment error.
     """
     ctx.meta["slurmkit.debug"] = debug
+    check_invoked(ctx)  # the config sections of the command about to run
     if verbose:
         from slurmkit import _proc  # imported here: subprocess costs start-up time
 
