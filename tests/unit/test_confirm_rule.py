@@ -35,6 +35,7 @@ import pytest
 
 from slurmkit import _proc
 from slurmkit.cli import cli
+from tests.fakes import FakeSlurm
 
 # ------------------------------------------------------------------ the classification
 
@@ -230,12 +231,12 @@ class Scenario:
 
 
 def _undrain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
-    from test_undrain_flow import FakeCluster, _drained
+    from test_undrain_flow import Cluster, _drained
 
-    fake = FakeCluster()
-    _drained(fake, 2)
+    cluster = Cluster(FakeSlurm())
+    _drained(cluster, 2)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    return Scenario(["undrain", "--lock", str(tmp_path / "undrain.lock")], fake)
+    return Scenario(["undrain", "--lock", str(tmp_path / "undrain.lock")], cluster.slurm)
 
 
 def _faulty_drain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
@@ -252,10 +253,9 @@ def _faulty_drain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
 
 
 def _job_extend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
-    from test_cli_job import FakeSlurm, _limited
+    from test_cli_job import SHOW3, _limited
 
-    fake = FakeSlurm()
-    fake.shows["3"] = [_limited("00:05:00")]
+    fake = FakeSlurm().on(["scontrol", "update", "**"]).on(SHOW3, _limited("00:05:00"))
     return Scenario(["job", "extend", "3", "+2h"], fake)
 
 
@@ -305,8 +305,6 @@ def _train_command(*args: str, held: bool = False, switch_on: bool = False):
 
 
 def _cron(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from test_cron_chain import FakeSlurm
-
     from slurmkit.cron import CronDir, parse_period
     from slurmkit.cron.setup import init_cron_dir
 
@@ -314,7 +312,7 @@ def _cron(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     cron = CronDir(tmp_path / "cron")
     init_cron_dir(cron, extra_periods=[parse_period("30m")])
-    return FakeSlurm(), cron
+    return FakeSlurm().ignore_args("--comment=slurmkit:"), cron
 
 
 def _cron_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
@@ -356,11 +354,11 @@ def _faulty_excluded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenari
 
 def _node(*args: str) -> Callable[[Path, pytest.MonkeyPatch], Scenario]:
     def make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
-        from test_node import FakeSlurm
+        from test_node import Nodes
 
-        fake = FakeSlurm({"node-1": ("IDLE", None), "node-2": ("IDLE+DRAIN", "fan")})
+        nodes = Nodes(FakeSlurm(), {"node-1": ("IDLE", None), "node-2": ("IDLE+DRAIN", "fan")})
         lock = ["--lock", str(tmp_path / "node.lock")]
-        return Scenario(["node", *args, *lock], fake)
+        return Scenario(["node", *args, *lock], nodes.slurm)
 
     return make
 
