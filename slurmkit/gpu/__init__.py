@@ -11,6 +11,6 @@ output did not parse, and why): an output we cannot read is never a pass.
 
 from __future__ import annotations
 
-from slurmkit.gpu.findings import Action, Finding, Verdict
+from slurmkit.gpu.findings import Action, GpuFinding, Verdict
 
-__all__ = ["Action", "Finding", "Verdict"]
+__all__ = ["Action", "GpuFinding", "Verdict"]

@@ -44,7 +44,7 @@ _ACTION_TEXT = {
 
 
 @dataclass(frozen=True)
-class Finding:
+class GpuFinding:
     """One signal on one GPU. ``fatal``: the node should not take jobs until acted on."""
 
     gpu: str
@@ -74,7 +74,7 @@ class Verdict:
     check: str
     status: str
     reason: str = ""
-    findings: tuple[Finding, ...] = field(default_factory=tuple)
+    findings: tuple[GpuFinding, ...] = field(default_factory=tuple)
     gpus: int = 0
 
     @property
@@ -105,7 +105,7 @@ class Verdict:
         }
 
 
-def from_findings(check: str, findings: list[Finding], gpus: int, summary: str) -> Verdict:
+def from_findings(check: str, findings: list[GpuFinding], gpus: int, summary: str) -> Verdict:
     """fail when any finding is fatal, else pass (warnings kept in the findings)."""
     status = FAIL if any(f.fatal for f in findings) else PASS
     if findings:

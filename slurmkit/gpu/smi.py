@@ -30,7 +30,7 @@ from slurmkit.gpu.findings import (
     SKIPPED,
     UNKNOWN,
     Action,
-    Finding,
+    GpuFinding,
     Verdict,
     from_findings,
 )
@@ -99,40 +99,42 @@ def parse(text: str) -> Verdict:
     return from_findings(CHECK, findings, len(gpus), summary)
 
 
-def judge(g: GpuSignals) -> list[Finding]:
+def judge(g: GpuSignals) -> list[GpuFinding]:
     """Findings for one GPU, each with NVIDIA's action (see the module docstring)."""
-    out: list[Finding] = []
+    out: list[GpuFinding] = []
     if g.remap_failure:
         out.append(
-            Finding(g.gpu, "row remapping failed", "no spare rows left", Action.REPLACE, True)
+            GpuFinding(g.gpu, "row remapping failed", "no spare rows left", Action.REPLACE, True)
         )
     if g.remap_pending:
         detail = f"uncorrectable {g.remap_unc or 0}, correctable {g.remap_corr or 0} rows"
-        out.append(Finding(g.gpu, "row remap pending", detail, Action.RESET, True))
+        out.append(GpuFinding(g.gpu, "row remap pending", detail, Action.RESET, True))
     if g.retirement_pending:
         out.append(
-            Finding(g.gpu, "page retirement pending", "pending page blacklist", Action.RESET, True)
+            GpuFinding(
+                g.gpu, "page retirement pending", "pending page blacklist", Action.RESET, True
+            )
         )
     retired = (g.retired_sbe or 0) + (g.retired_dbe or 0)
     if retired >= RETIRED_PAGES_RMA:
         detail = f"{retired} pages retired (SBE {g.retired_sbe}, DBE {g.retired_dbe})"
-        out.append(Finding(g.gpu, "retired pages", detail, Action.REPLACE, True))
+        out.append(GpuFinding(g.gpu, "retired pages", detail, Action.REPLACE, True))
     elif retired and not g.retirement_pending:
         detail = f"{retired} pages retired (SBE {g.retired_sbe}, DBE {g.retired_dbe})"
-        out.append(Finding(g.gpu, "retired pages", detail, Action.WATCH, False))
+        out.append(GpuFinding(g.gpu, "retired pages", detail, Action.WATCH, False))
     vol, agg = g.volatile_unc or 0, g.aggregate_unc or 0
     if vol and agg > vol:
         detail = f"volatile {vol}, aggregate {agg}: also before the last reset"
-        out.append(Finding(g.gpu, "uncorrectable ECC persists", detail, Action.REPLACE, True))
+        out.append(GpuFinding(g.gpu, "uncorrectable ECC persists", detail, Action.REPLACE, True))
     elif vol:
         detail = f"volatile {vol}, aggregate {agg}"
-        out.append(Finding(g.gpu, "uncorrectable ECC", detail, Action.RESET, True))
+        out.append(GpuFinding(g.gpu, "uncorrectable ECC", detail, Action.RESET, True))
     elif agg:
         detail = f"aggregate {agg}, none since the last reset"
-        out.append(Finding(g.gpu, "past uncorrectable ECC", detail, Action.WATCH, False))
+        out.append(GpuFinding(g.gpu, "past uncorrectable ECC", detail, Action.WATCH, False))
     if g.slowdowns:
         detail = ", ".join(g.slowdowns) + " active"
-        out.append(Finding(g.gpu, "clocks slowed down", detail, Action.CHECK_COOLING, False))
+        out.append(GpuFinding(g.gpu, "clocks slowed down", detail, Action.CHECK_COOLING, False))
     return out
 
 

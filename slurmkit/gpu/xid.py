@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from slurmkit.gpu.findings import PASS, Action, Finding, Verdict, from_findings
+from slurmkit.gpu.findings import PASS, Action, GpuFinding, Verdict, from_findings
 
 CHECK = "xid"
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]{1,40})\): (?P<code>\d{1,4})(?:, (?P<rest>.*))?")
@@ -131,7 +131,7 @@ def parse(text: str, since: datetime | None = None) -> Verdict:
         names = sorted({e.process for e in group if e.process and "unknown" not in e.process})
         who = f", process {', '.join(names[:3])}" if names else ""
         detail = f"{len(group)} event(s){span}{who}: {info.meaning}"
-        findings.append(Finding(pci, f"Xid {code}", detail, info.action, info.fatal))
+        findings.append(GpuFinding(pci, f"Xid {code}", detail, info.action, info.fatal))
     gpus = len({pci for pci, _ in groups})
     return from_findings(CHECK, findings, gpus, f"{len(found)} Xid event(s)")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from slurmkit.errors import SlurmkitError
 from slurmkit.notify import Delivery, Notification, Target
-from slurmkit.watch.finding import Finding
+from slurmkit.watch.finding import WatchFinding
 from slurmkit.watch.ratelimit import KeyState, StateFile, advance, decide
 
 Sender = Callable[[Notification, Sequence[Target]], list[Delivery]]
@@ -36,7 +36,7 @@ class Sent:
 
 @dataclass
 class WatchReport:
-    findings: list[Finding]
+    findings: list[WatchFinding]
     sent: list[Sent] = field(default_factory=list)
     suppressed: list[str] = field(default_factory=list)
     state_error: str | None = None
@@ -78,7 +78,7 @@ class WatchReport:
 
 
 def notification_for(
-    finding: Finding, kind: str, prev: KeyState | None, now: datetime, host: str
+    finding: WatchFinding, kind: str, prev: KeyState | None, now: datetime, host: str
 ) -> Notification:
     return Notification(
         kind=kind,
@@ -92,7 +92,7 @@ def notification_for(
 
 
 def process(
-    findings: Sequence[Finding],
+    findings: Sequence[WatchFinding],
     targets: Sequence[Target],
     *,
     state_path: Path,
@@ -134,7 +134,7 @@ def process(
 
 
 def _one(
-    finding: Finding,
+    finding: WatchFinding,
     keys: dict[str, KeyState],
     report: WatchReport,
     targets: Sequence[Target],

@@ -11,19 +11,19 @@ from collections.abc import Sequence
 from slurmkit.cron.layout import CronDir
 from slurmkit.cron.status import chain_statuses
 from slurmkit.errors import SlurmError
-from slurmkit.watch.finding import Finding
+from slurmkit.watch.finding import WatchFinding
 
 
 def check_cron(
     cron: CronDir, periods: Sequence[str] = (), grace: int | None = None
-) -> list[Finding]:
+) -> list[WatchFinding]:
     config = cron.load()
     chosen = config.select(list(periods))
     try:
         statuses = chain_statuses(cron, config, chosen, grace=grace)
     except SlurmError as exc:
         return [
-            Finding(
+            WatchFinding(
                 "cron",
                 f"cron:{cron.root}:{p.name}",
                 f"cron {config.chain_name(p)}",
@@ -33,7 +33,7 @@ def check_cron(
             for p in chosen
         ]
     return [
-        Finding(
+        WatchFinding(
             "cron",
             f"cron:{cron.root}:{s.period}",
             f"cron {s.chain} ({cron.root})",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class Finding:
+class WatchFinding:
     """One thing checked. ``key`` is stable across runs (rate limiting keys on it)."""
 
     check: str

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from slurmkit.errors import UsageError
-from slurmkit.watch.finding import Finding
+from slurmkit.watch.finding import WatchFinding
 from slurmkit.watch.probe import DEFAULT_TIMEOUT, probe
 
 _BINARY = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
@@ -94,7 +94,7 @@ def assess_fs(
     min_free: Amount | None,
     min_free_inodes: Amount | None,
     usable: float = 100.0,
-) -> Finding:
+) -> WatchFinding:
     """Compare one file system's usage with the thresholds; all numbers in the message."""
     capacity = usage.total * usable / 100
     free = max(0.0, usage.avail - (usage.total - capacity))
@@ -121,7 +121,7 @@ def assess_fs(
         "inodes_free": usage.favail,
         "problems": problems,
     }
-    return Finding("fs", f"fs:{path}", f"fs {path}", not problems, message, details)
+    return WatchFinding("fs", f"fs:{path}", f"fs {path}", not problems, message, details)
 
 
 def check_fs(
@@ -130,8 +130,8 @@ def check_fs(
     min_free_inodes: Amount | None,
     usable: float = 100.0,
     timeout: float = DEFAULT_TIMEOUT,
-) -> Finding:
+) -> WatchFinding:
     answer = probe("statvfs", path, timeout)
     if answer.error:
-        return Finding("fs", f"fs:{path}", f"fs {path}", False, f"cannot stat: {answer.error}")
+        return WatchFinding("fs", f"fs:{path}", f"fs {path}", False, f"cannot stat: {answer.error}")
     return assess_fs(path, Usage.from_probe(answer.values), min_free, min_free_inodes, usable)

@@ -18,7 +18,7 @@ from slurmkit.errors import SlurmError
 from slurmkit.slurm import query
 from slurmkit.slurm.liveness import can_run, is_running, stuck_reason
 from slurmkit.slurm.records import Job
-from slurmkit.watch.finding import Finding
+from slurmkit.watch.finding import WatchFinding
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def _describe(job: Job) -> str:
     return f"job {job.display_id} {job.state}{reason}{start}"
 
 
-def assess_jobs(jobs: Sequence[Job], name: str, user: str | None, me: OwnJob) -> Finding:
+def assess_jobs(jobs: Sequence[Job], name: str, user: str | None, me: OwnJob) -> WatchFinding:
     """The verdict for the jobs ``squeue --name`` returned."""
     who = f" of user {user}" if user else ""
     subject = f"job {name}" + (f" ({user})" if user else "")
@@ -67,24 +67,26 @@ def assess_jobs(jobs: Sequence[Job], name: str, user: str | None, me: OwnJob) ->
     details = {"jobs": [_describe(j) for j in others], "ignored_self": [j.job_id for j in own]}
     if alive:
         best = sorted(alive, key=lambda j: (not is_running(j), int(j.job_id or 0)))
-        return Finding("job", key, subject, True, "; ".join(_describe(j) for j in best), details)
+        return WatchFinding(
+            "job", key, subject, True, "; ".join(_describe(j) for j in best), details
+        )
     if others:
         why = "; ".join(_describe(j) for j in others)
-        return Finding("job", key, subject, False, f"no job can run: {why}", details)
+        return WatchFinding("job", key, subject, False, f"no job can run: {why}", details)
     message = f"no job named {name}{who} is running or queued"
     if own:
         message += f" (only this watchdog, job {own[0].job_id}, has that name)"
-    return Finding("job", key, subject, False, message, details)
+    return WatchFinding("job", key, subject, False, message, details)
 
 
-def check_job(name: str, user: str | None, me: OwnJob | None = None) -> Finding:
+def check_job(name: str, user: str | None, me: OwnJob | None = None) -> WatchFinding:
     """One ``squeue --name=NAME [--user=USER]``; a failure is an alerting finding."""
     me = me if me is not None else OwnJob.from_env()
     try:
         jobs = query.jobs(name=name, user=user)
     except SlurmError as exc:
         subject = f"job {name}" + (f" ({user})" if user else "")
-        return Finding(
+        return WatchFinding(
             "job", f"job:{user or '*'}:{name}", subject, False, f"cannot read the queue: {exc}"
         )
     return assess_jobs(jobs, name, user, me)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from slurmkit.grammar.duration import format_duration, human_duration
-from slurmkit.watch.finding import Finding
+from slurmkit.watch.finding import WatchFinding
 from slurmkit.watch.probe import DEFAULT_TIMEOUT, probe
 
 
-def assess_log(path: str, mtime: float, stale: int, now: float) -> Finding:
+def assess_log(path: str, mtime: float, stale: int, now: float) -> WatchFinding:
     age = int(now - mtime)
     when = datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds")
     shown = human_duration(age)
@@ -23,11 +23,13 @@ def assess_log(path: str, mtime: float, stale: int, now: float) -> Finding:
     verdict = "" if healthy else f": stale (limit {format_duration(stale)})"
     message = f"last written {shown} ago ({when}){verdict}"
     details = {"mtime": when, "age_seconds": age, "stale_seconds": stale}
-    return Finding("log", f"log:{path}", f"log {path}", healthy, message, details)
+    return WatchFinding("log", f"log:{path}", f"log {path}", healthy, message, details)
 
 
-def check_log(path: str, stale: int, now: float, timeout: float = DEFAULT_TIMEOUT) -> Finding:
+def check_log(path: str, stale: int, now: float, timeout: float = DEFAULT_TIMEOUT) -> WatchFinding:
     answer = probe("stat", path, timeout)
     if answer.error:
-        return Finding("log", f"log:{path}", f"log {path}", False, f"cannot stat: {answer.error}")
+        return WatchFinding(
+            "log", f"log:{path}", f"log {path}", False, f"cannot stat: {answer.error}"
+        )
     return assess_log(path, answer.values["mtime"], stale, now)

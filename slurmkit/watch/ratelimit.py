@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from slurmkit import locks
-from slurmkit.watch.finding import Finding
+from slurmkit.watch.finding import WatchFinding
 
 VERSION = 1
 LOCK_WAIT = 10.0  # seconds; a watchdog runs from cron every few minutes
@@ -64,7 +64,7 @@ class KeyState:
             return None
 
 
-def decide(prev: KeyState | None, finding: Finding, now: datetime, realert: int) -> str | None:
+def decide(prev: KeyState | None, finding: WatchFinding, now: datetime, realert: int) -> str | None:
     """``alert``, ``reminder``, ``recovery`` or None (nothing to send)."""
     if finding.healthy:
         return "recovery" if prev is not None and prev.last_sent is not None else None
@@ -76,7 +76,7 @@ def decide(prev: KeyState | None, finding: Finding, now: datetime, realert: int)
 
 
 def advance(
-    prev: KeyState | None, finding: Finding, now: datetime, kind: str | None, delivered: bool
+    prev: KeyState | None, finding: WatchFinding, now: datetime, kind: str | None, delivered: bool
 ) -> KeyState | None:
     """The key's next state (None: healthy, forgotten) after a run sent ``kind``."""
     if finding.healthy:

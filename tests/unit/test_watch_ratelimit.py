@@ -17,14 +17,14 @@ import pytest
 from slurmkit import _proc
 from slurmkit.notify import deliver, parse_target
 from slurmkit.watch.alerting import process
-from slurmkit.watch.finding import Finding
+from slurmkit.watch.finding import WatchFinding
 from slurmkit.watch.ratelimit import KeyState, advance, decide
 
 REAL_RUNNER = _proc.runner
 T0 = datetime(2026, 3, 10, 12, 0, tzinfo=timezone.utc)
 SIX_H = 6 * 3600
-BAD = Finding("fs", "fs:/d", "fs /d", False, "1.0T free of 10.0T: free space below 2.0T")
-GOOD = Finding("fs", "fs:/d", "fs /d", True, "5.0T free of 10.0T")
+BAD = WatchFinding("fs", "fs:/d", "fs /d", False, "1.0T free of 10.0T: free space below 2.0T")
+GOOD = WatchFinding("fs", "fs:/d", "fs /d", True, "5.0T free of 10.0T")
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,9 @@ GOOD = Finding("fs", "fs:/d", "fs /d", True, "5.0T free of 10.0T")
         (KeyState(T0, None), GOOD, 1, None),  # nobody heard the alert: no recovery either
     ],
 )
-def test_decide(prev: KeyState | None, finding: Finding, minutes: int, kind: str | None) -> None:
+def test_decide(
+    prev: KeyState | None, finding: WatchFinding, minutes: int, kind: str | None
+) -> None:
     assert decide(prev, finding, T0 + timedelta(minutes=minutes), SIX_H) == kind
 
 
@@ -77,7 +79,7 @@ def pager(monkeypatch: pytest.MonkeyPatch) -> Pager:
     return fake
 
 
-def run(finding: Finding, minutes: float, state: Path):
+def run(finding: WatchFinding, minutes: float, state: Path):
     return process(
         [finding],
         [parse_target("cmd:pager --to 'ops team'")],
@@ -128,7 +130,7 @@ def test_a_dead_target_is_retried_next_run_and_the_exit_code_still_alerts(
 def test_keys_are_independent(pager: Pager, tmp_path: Path) -> None:
     state = tmp_path / "watch.json"
     run(BAD, 0, state)
-    other = Finding("log", "log:/l", "log /l", False, "stale")
+    other = WatchFinding("log", "log:/l", "log /l", False, "stale")
     report = process([BAD, other], [parse_target("cmd:pager --to 'ops team'")],
                      state_path=state, realert=SIX_H, send=deliver, now=T0)  # fmt: skip
     assert [s.key for s in report.sent] == ["log:/l"] and report.suppressed == ["fs:/d"]
