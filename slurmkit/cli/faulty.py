@@ -22,7 +22,7 @@ from slurmkit.cli._output import print_json, print_table, progress
 
 if TYPE_CHECKING:
     from slurmkit.faulty import DrainOutcome, ScanReport
-    from slurmkit.faulty.excluded import Entry
+    from slurmkit.faulty.excluded import ExcludedNode
     from slurmkit.gpu import Verdict
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
@@ -408,7 +408,7 @@ def excluded_command(
     exit_with(gate.exit_code(bool(going)) if not done else 0)
 
 
-def _show_excluded(path: Path, entries: list[Entry], show_all: bool, as_json: bool) -> None:
+def _show_excluded(path: Path, entries: list[ExcludedNode], show_all: bool, as_json: bool) -> None:
     from slurmkit.faulty import excluded
     from slurmkit.hostlist import fold
     from slurmkit.printable import printable
@@ -445,7 +445,7 @@ def _show_excluded(path: Path, entries: list[Entry], show_all: bool, as_json: bo
         click.echo(f"--exclude={fold(nodes)}")
 
 
-def _show_removal(entries: list[Entry], verb: str) -> None:
+def _show_removal(entries: list[ExcludedNode], verb: str) -> None:
     from slurmkit.printable import printable
 
     for e in entries:

@@ -42,7 +42,9 @@ class CorruptExcludeList(SlurmkitError):
 
 
 @dataclass(frozen=True)
-class Entry:
+class ExcludedNode:
+    """One node kept out of jobs: the check it failed, why, when, and until when."""
+
     node: str
     check: str
     error: str
@@ -74,7 +76,7 @@ def now_utc() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def load(path: Path) -> list[Entry]:
+def load(path: Path) -> list[ExcludedNode]:
     """Every entry, expired ones included; a missing file is an empty list."""
     try:
         fd = trust.open_nofollow(path, os.O_RDONLY)
@@ -89,7 +91,7 @@ def load(path: Path) -> list[Entry]:
     return _parse(path, raw)
 
 
-def _parse(path: Path, raw: bytes) -> list[Entry]:
+def _parse(path: Path, raw: bytes) -> list[ExcludedNode]:
     def bad(why: str) -> CorruptExcludeList:
         return CorruptExcludeList(
             f"exclude list {path} is corrupt ({why}); fix or remove it by hand "
@@ -111,7 +113,7 @@ def _parse(path: Path, raw: bytes) -> list[Entry]:
     for i, item in enumerate(items):
         try:
             entries.append(
-                Entry(
+                ExcludedNode(
                     node=_node(item["node"]),
                     check=_check(item["check"]),
                     error=str(item.get("error", "")),
@@ -145,7 +147,7 @@ def _when(value: object) -> datetime:
     return moment
 
 
-def active(entries: Iterable[Entry], now: datetime | None = None) -> list[Entry]:
+def active(entries: Iterable[ExcludedNode], now: datetime | None = None) -> list[ExcludedNode]:
     now = now or now_utc()
     return [e for e in entries if not e.expired(now)]
 
@@ -156,7 +158,7 @@ def hostlist(path: Path, now: datetime | None = None) -> str:
     return fold(nodes) if nodes else ""
 
 
-def _save(path: Path, entries: list[Entry]) -> None:
+def _save(path: Path, entries: list[ExcludedNode]) -> None:
     entries = sorted(entries, key=lambda e: (e.node, e.check))
     text = json.dumps({"version": VERSION, "entries": [e.to_json() for e in entries]}, indent=1)
     files.write_atomic(path, text + "\n", mode=0o600)
@@ -185,10 +187,10 @@ def record(
     failures: Iterable[tuple[str, str, str]],
     now: datetime | None = None,
     ttl: timedelta = DEFAULT_TTL,
-) -> list[Entry]:
+) -> list[ExcludedNode]:
     """Add or renew (node, check, error) entries; returns the entries written for them."""
     now = now or now_utc()
-    fresh = [Entry(n, c, e[:500], now, now + ttl) for n, c, e in failures]
+    fresh = [ExcludedNode(n, c, e[:500], now, now + ttl) for n, c, e in failures]
     if not fresh:
         return []
     with _locked(path):
@@ -205,7 +207,7 @@ def remove(
     expired: bool = False,
     now: datetime | None = None,
     dry_run: bool = False,
-) -> list[Entry]:
+) -> list[ExcludedNode]:
     """Drop the entries of ``nodes`` (a hostlist) and/or the expired ones; returns them.
 
     ``dry_run`` reads and reports without writing (no lock taken, nothing created).
@@ -213,7 +215,7 @@ def remove(
     now = now or now_utc()
     names = set(expand(nodes)) if nodes else set()
 
-    def goes(e: Entry) -> bool:
+    def goes(e: ExcludedNode) -> bool:
         return e.node in names or (expired and e.expired(now))
 
     if dry_run:
