@@ -21,7 +21,7 @@ from slurmkit.hostlist import expand
 from slurmkit.pyspy.decode import decode
 from slurmkit.pyspy.grouping import StackGroup, group_stacks
 from slurmkit.pyspy.nodecmd import ENVIRON, LISTPIDS, DumpOptions, node_command
-from slurmkit.pyspy.records import NodeReport, Problem, ProcessStack
+from slurmkit.pyspy.records import NodeStacks, Problem, ProcessStack
 from slurmkit.pyspy.target import job_uid
 from slurmkit.slurm.records import Job
 
@@ -68,7 +68,7 @@ class Collection:
     job: Job
     transport: str
     timeout: float
-    reports: tuple[NodeReport, ...]
+    reports: tuple[NodeStacks, ...]
 
     @property
     def nodes(self) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from slurmkit.pyspy.nodecmd import REFUSED
-from slurmkit.pyspy.records import OK, NodeReport, Problem, ProcessStack
+from slurmkit.pyspy.records import OK, NodeStacks, Problem, ProcessStack
 from slurmkit.pyspy.stack import parse_dump
 from slurmkit.remote.result import TIMEOUT, UNREACHABLE, NodeResult
 
@@ -28,7 +28,7 @@ _MISSING_PYTHON_RC = 127
 SSH_TRANSPORTS = ("pdsh", "ssh")
 
 
-def decode(result: NodeResult, jobid: str, timeout: float, transport: str) -> NodeReport:
+def decode(result: NodeResult, jobid: str, timeout: float, transport: str) -> NodeStacks:
     records = list(_records(result.stdout))
     processes = tuple(_process(result.node, r) for r in records if r.get("type") == "process")
     summary = next((r for r in records if r.get("type") == "node"), None)
@@ -39,7 +39,7 @@ def decode(result: NodeResult, jobid: str, timeout: float, transport: str) -> No
         problems += _node_problems(result.node, summary, jobid)
     problems += process_problems(processes)
     python = summary.get("python") if summary else None
-    return NodeReport(result.node, processes, tuple(problems), python)
+    return NodeStacks(result.node, processes, tuple(problems), python)
 
 
 def _records(stdout: str) -> Iterable[dict[str, Any]]:

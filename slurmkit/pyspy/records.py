@@ -53,7 +53,7 @@ class Problem:
 
 
 @dataclass(frozen=True)
-class NodeReport:
+class NodeStacks:
     """One node's answer: its processes, its problems, how many Python processes it had.
 
     ``python`` is None when the node never said (unreachable, timed out, failed).

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from slurmkit.errors import EnvironmentProblem, UsageError
 from slurmkit.pyspy.collect import Collection
-from slurmkit.pyspy.records import NodeReport, ProcessStack
+from slurmkit.pyspy.records import NodeStacks, ProcessStack
 
 
 def default_dir(jobid: str, now: datetime | None = None) -> Path:
@@ -50,7 +50,7 @@ def write_traces(
     return written
 
 
-def node_text(report: NodeReport) -> str:
+def node_text(report: NodeStacks) -> str:
     lines = [f"# problem: {p.message}" for p in report.problems if not p.pids]
     blocks = ["\n".join(lines) + "\n"] if lines else []
     blocks += [_process_text(proc) for proc in report.processes]

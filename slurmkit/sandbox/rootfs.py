@@ -20,7 +20,7 @@ from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem
 from slurmkit.locks import default_lock_path, hold
 from slurmkit.sandbox.requirements import find_program
-from slurmkit.sandbox.versions import DEBIAN_MIRROR, ROOTS_DIR, SlurmVersion, root_dir, series
+from slurmkit.sandbox.versions import DEBIAN_MIRROR, ROOTS_DIR, SlurmRelease, root_dir, series
 from slurmkit.trust import check_trusted, private_dir
 
 # Present only in a sandbox root: the client wrappers exec the real command directly
@@ -72,7 +72,7 @@ def packages(suite: str) -> list[str]:
     return [*_PACKAGES, *_T64.get(suite, _T64_DEFAULT)]
 
 
-def ensure_root(v: SlurmVersion, progress: Progress) -> tuple[Path, float]:
+def ensure_root(v: SlurmRelease, progress: Progress) -> tuple[Path, float]:
     """The cached root for ``v`` (built now if missing); and the seconds building took."""
     final = root_dir(v.version)
     if (final / ROOT_MARKER).exists():
@@ -91,7 +91,7 @@ def ensure_root(v: SlurmVersion, progress: Progress) -> tuple[Path, float]:
         return final, time.monotonic() - started
 
 
-def _build(v: SlurmVersion, final: Path, progress: Progress) -> None:
+def _build(v: SlurmRelease, final: Path, progress: Progress) -> None:
     tmp = final.parent / f".build-{v.version}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     for stale in final.parent.glob(f".build-{v.version}-*"):
@@ -114,7 +114,7 @@ def _build(v: SlurmVersion, final: Path, progress: Progress) -> None:
         raise
 
 
-def _debootstrap(v: SlurmVersion, tmp: Path, progress: Progress) -> None:
+def _debootstrap(v: SlurmRelease, tmp: Path, progress: Progress) -> None:
     program = find_program("debootstrap")
     if program is None:
         raise EnvironmentProblem(
@@ -145,7 +145,7 @@ def _configure_apt(tmp: Path) -> None:
     policy.chmod(0o755)
 
 
-def _install_script(v: SlurmVersion) -> str:
+def _install_script(v: SlurmRelease) -> str:
     pkgs = " ".join(shlex.quote(p) for p in packages(v.suite))
     steps = [
         "export DEBIAN_FRONTEND=noninteractive",
@@ -190,7 +190,7 @@ def _apt_env() -> dict[str, str]:
     }
 
 
-def _finish(v: SlurmVersion, tmp: Path) -> None:
+def _finish(v: SlurmRelease, tmp: Path) -> None:
     """Check the root really holds ``v`` (sid moves on), then mark it complete."""
     result = _in_root(
         tmp,

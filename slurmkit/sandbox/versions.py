@@ -25,7 +25,7 @@ _TRIXIE_MARIADB = "/usr/local/lib/slurmkit-mariadb-trixie"
 
 
 @dataclass(frozen=True)
-class SlurmVersion:
+class SlurmRelease:
     """One offered Slurm release series and the Debian release whose packages provide it."""
 
     version: str
@@ -46,16 +46,16 @@ class SlurmVersion:
     munge_per_node: bool = False
 
 
-OFFERED: dict[str, SlurmVersion] = {
-    "22.05": SlurmVersion("22.05", "bookworm", cgroup_disabled=False),
-    "24.11": SlurmVersion("24.11", "trixie", cgroup_disabled=True),
+OFFERED: dict[str, SlurmRelease] = {
+    "22.05": SlurmRelease("22.05", "bookworm", cgroup_disabled=False),
+    "24.11": SlurmRelease("24.11", "trixie", cgroup_disabled=True),
     # The one series pyslurm exists for on the package registry (the pyslurm backend);
     # its slurmd on the host, without systemd/dbus, must be told there are no cgroups.
     # 25.11's srun sends one signed launch request to every node of a step: with one
     # munged shared by all nodes the second decode is refused as a replay (srun -N2
     # fails), so each node gets its own munged (see nodemunge).
-    "25.11": SlurmVersion("25.11", "", cgroup_disabled=True, from_source=True, munge_per_node=True),
-    "26.05": SlurmVersion(
+    "25.11": SlurmRelease("25.11", "", cgroup_disabled=True, from_source=True, munge_per_node=True),
+    "26.05": SlurmRelease(
         "26.05",
         "sid",
         cgroup_disabled=True,
@@ -65,7 +65,7 @@ OFFERED: dict[str, SlurmVersion] = {
 }
 
 
-def offered(version: str) -> SlurmVersion:
+def offered(version: str) -> SlurmRelease:
     """The offered version ``version`` names, or a one-line usage error listing them."""
     try:
         return OFFERED[version]

@@ -35,7 +35,7 @@ _BUSY_STATES = frozenset({"ALLOCATED", "MIXED"})
 
 
 @dataclass(frozen=True)
-class Selected:
+class MatchedNode:
     """A node whose drain reason matched; ``skip`` says why it must not be touched."""
 
     node: Node
@@ -98,16 +98,16 @@ def jobs_by_node(jobs: Iterable[Job], names: Sequence[str]) -> dict[str, list[st
     return found
 
 
-def select(nodes: Iterable[Node], pattern: re.Pattern[str]) -> list[Selected]:
+def select(nodes: Iterable[Node], pattern: re.Pattern[str]) -> list[MatchedNode]:
     """Matching nodes with their state verdict (before asking squeue)."""
-    return [Selected(n, state_skip(n)) for n in matching(nodes, pattern)]
+    return [MatchedNode(n, state_skip(n)) for n in matching(nodes, pattern)]
 
 
-def apply_jobs(selected: Sequence[Selected], jobs: Iterable[Job]) -> list[Selected]:
+def apply_jobs(selected: Sequence[MatchedNode], jobs: Iterable[Job]) -> list[MatchedNode]:
     """Rule out nodes squeue lists jobs on (a job can start between two Slurm calls)."""
     busy = jobs_by_node(jobs, [s.name for s in selected if s.skip is None])
     return [
-        Selected(s.node, f"job {', '.join(busy[s.name])} on the node")
+        MatchedNode(s.node, f"job {', '.join(busy[s.name])} on the node")
         if s.skip is None and s.name in busy
         else s
         for s in selected
