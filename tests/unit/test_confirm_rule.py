@@ -240,14 +240,14 @@ def _undrain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
 
 
 def _faulty_drain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
-    from test_faulty_scan import CMD, FakeSlurm, failing_scan
+    from test_faulty_scan import CMD, CheckJobCluster, failing_scan
 
-    fake = FakeSlurm()
-    failing_scan(fake)
+    cluster = CheckJobCluster(FakeSlurm())
+    failing_scan(cluster)
     monkeypatch.chdir(tmp_path)
     return Scenario(
         ["faulty", "scan", "--dir", "work", "--checks", f"python,{CMD}", "--drain"],
-        fake,
+        cluster.slurm,
         allowed=lambda argv: argv[0] == "sbatch",  # the scan itself: SUBMITS_ONLY
     )
 

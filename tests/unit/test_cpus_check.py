@@ -7,11 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from slurmkit import _proc
 from slurmkit.cpus import modes, summarize
 from slurmkit.errors import SlurmkitError
 from slurmkit.templating.results import parse_cpus_lines
-from tests.unit.test_faulty_scan import FakeSlurm
+from tests.unit.test_faulty_scan import CheckJobCluster
 
 # Recorded on the sandbox (Debian's Slurm 22.05.8), job 184 of `slurmkit cpus check`.
 LOG_22_05 = (
@@ -121,9 +120,8 @@ def test_modes_take_the_fewest_cpus_any_task_was_given() -> None:
 
 
 @pytest.fixture
-def slurm(monkeypatch, tmp_path) -> Iterator[FakeSlurm]:
-    fake = FakeSlurm(log_lines=LOG_22_05.splitlines())
-    monkeypatch.setattr(_proc, "runner", fake)
+def slurm(fake_slurm: CheckJobCluster, monkeypatch, tmp_path) -> Iterator[CheckJobCluster]:
+    fake = CheckJobCluster(fake_slurm, log_lines=LOG_22_05.splitlines())
     monkeypatch.chdir(tmp_path)
     yield fake
 

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from slurmkit import _proc
 from slurmkit.slurm import recheck
+from tests.fakes import FakeSlurm
 from tests.unit.test_cpus_check import LOG_22_05
-from tests.unit.test_faulty_scan import FakeSlurm
+from tests.unit.test_faulty_scan import CheckJobCluster
 
 SBATCH_TIMED_OUT = (
     "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation\n"
@@ -19,7 +19,7 @@ SBATCH_TIMED_OUT = (
 SQUEUE_TIMED_OUT = "squeue: error: slurm_receive_msg: Socket timed out on send/recv operation\n"
 
 
-class HungSlurm(FakeSlurm):
+class HungSlurm(CheckJobCluster):
     """sbatch queues the job but answers with a timeout; squeue is silent ``silent_polls``."""
 
     silent_sbatch: bool = True
@@ -39,9 +39,8 @@ class HungSlurm(FakeSlurm):
 
 
 @pytest.fixture
-def slurm(monkeypatch, tmp_path) -> Iterator[HungSlurm]:
-    fake = HungSlurm(log_lines=LOG_22_05.splitlines())
-    monkeypatch.setattr(_proc, "runner", fake)
+def slurm(fake_slurm: FakeSlurm, monkeypatch, tmp_path) -> Iterator[HungSlurm]:
+    fake = HungSlurm(fake_slurm, log_lines=LOG_22_05.splitlines())
     monkeypatch.setattr(recheck, "_PAUSE", 0.0)
     monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 0.0)
     monkeypatch.chdir(tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc, faultpoint
+from slurmkit import faultpoint
 from slurmkit.errors import ControllerUnreachable
 from slurmkit.faulty import drain
 from slurmkit.faulty.report import DrainOutcome
@@ -18,7 +18,7 @@ from slurmkit.journal import Journal, read
 from slurmkit.slurm import recheck
 from tests.fakes import Call, FakeSlurm
 from tests.unit.test_cli_job import SHOW3, UPDATE, _limited
-from tests.unit.test_faulty_scan import FakeSlurm as ScanSlurm
+from tests.unit.test_faulty_scan import CheckJobCluster
 
 TIMED_OUT = "slurm_update error: Socket timed out on send/recv operation\n"
 SHOW_TIMED_OUT = "slurm_load_jobs error: Socket timed out on send/recv operation\n"
@@ -131,7 +131,7 @@ def test_extend_with_a_journal_that_cannot_be_written_changes_nothing(
 # ---------------------------------------------------------------- faulty scan --drain
 
 
-class HungScanSlurm(ScanSlurm):
+class HungScanSlurm(CheckJobCluster):
     silent_reads: int = 0
 
     def _answer(self, argv: list[str]) -> tuple[int, str, str]:
@@ -146,10 +146,8 @@ class HungScanSlurm(ScanSlurm):
 
 
 @pytest.fixture
-def scan_slurm(monkeypatch: pytest.MonkeyPatch) -> HungScanSlurm:
-    fake = HungScanSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
-    return fake
+def scan_slurm(fake_slurm: FakeSlurm) -> HungScanSlurm:
+    return HungScanSlurm(fake_slurm)
 
 
 def _plan() -> DrainOutcome:

@@ -1,6 +1,6 @@
 """``faulty scan --checks net`` at the argv seam: the refusal below 2 nodes, the job it
 submits, and how the pairs' verdicts reach the table, --json, --exclude, the exclude list
-and --drain (a recording fake Slurm, :class:`tests.unit.test_faulty_scan.FakeSlurm`)."""
+and --drain (a recording fake Slurm, :class:`tests.unit.test_faulty_scan.CheckJobCluster`)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from slurmkit import _proc
 from slurmkit.faulty import excluded
 from tests.unit.test_faulty_net import simulate
-from tests.unit.test_faulty_scan import FakeSlurm, check_line
+from tests.unit.test_faulty_scan import CheckJobCluster, check_line
 
 
 @pytest.fixture
-def slurm(monkeypatch, tmp_path) -> Iterator[FakeSlurm]:
-    fake = FakeSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
+def slurm(fake_slurm: CheckJobCluster, monkeypatch, tmp_path) -> Iterator[CheckJobCluster]:
+    fake = CheckJobCluster(fake_slurm)
     monkeypatch.chdir(tmp_path)
     yield fake
 

@@ -1,6 +1,7 @@
 """``slurmkit faulty scan`` at the argv seam: one job, per-node results, timeouts, --drain safety.
 
-:class:`FakeSlurm` plays slurmctld for one check job: node and partition records,
+:class:`CheckJobCluster`, the one route of the shared fake Slurm (tests/fakes), plays
+slurmctld for one check job: node and partition records,
 sbatch (it reads the rendered script, given on stdin, for the log path), squeue answering a scripted
 sequence of states, sacct, scancel and scontrol update; it writes the job's log
 when the job ends and refuses any other command. ``test_cpus_check`` reuses it.
@@ -18,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc
 from slurmkit.hostlist import expand, fold
 from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, SQUEUE_COLUMNS
 from slurmkit.templating.results import parse_check_lines
+from tests.fakes import FakeSlurm
 
 JOB_ID = "42"
 CMD = 'cmd:test "$SLURMD_NODENAME" != node-3'
@@ -34,7 +35,10 @@ def check_line(node: str, check: str, status: str, detail: str = "ok") -> str:
 
 
 @dataclass
-class FakeSlurm:
+class CheckJobCluster:
+    """slurmctld running one check job, played for the shared fake Slurm (its one route)."""
+
+    slurm: FakeSlurm
     nodes: dict[str, str] = field(default_factory=dict)  # name -> State (e.g. IDLE+DRAIN)
     gres: str = "gpu:4"
     reasons: dict[str, str] = field(default_factory=dict)
@@ -43,9 +47,7 @@ class FakeSlurm:
     job_nodes: str = ""
     log_lines: list[str] = field(default_factory=list)
     forget_finished: bool = False
-    calls: list[list[str]] = field(default_factory=list)
     sbatch_argv: list[str] = field(default_factory=list)
-    sbatch_inputs: list[str] = field(default_factory=list)
     script_text: str = ""
     log: Path | None = None
     cancelled: bool = False
@@ -54,14 +56,16 @@ class FakeSlurm:
     def __post_init__(self) -> None:
         if not self.nodes:
             self.nodes = {f"node-{i}": "IDLE" for i in range(1, 5)}
+        self.slurm.on(["**"], answer=lambda call: self._answer(list(call.argv)))
 
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        argv = list(argv)
-        self.calls.append(argv)
-        if argv[0] == "sbatch" and input is not None:
-            self.sbatch_inputs.append(input)
-        rc, out, err = self._answer(argv)
-        return _proc.Completed(tuple(argv), rc, out, err, 0.01)
+    @property
+    def calls(self) -> list[list[str]]:
+        return [list(argv) for argv in self.slurm.calls]
+
+    @property
+    def sbatch_inputs(self) -> list[str]:
+        """What sbatch read on stdin, call by call."""
+        return [c.input for c in self.slurm.log if c.program == "sbatch" and c.input is not None]
 
     def _answer(self, argv: list[str]) -> tuple[int, str, str]:
         if argv == ["sinfo", "--version"]:
@@ -179,9 +183,8 @@ NODES = [f"node-{i}" for i in range(1, 5)]
 
 
 @pytest.fixture
-def slurm(monkeypatch, tmp_path) -> Iterator[FakeSlurm]:
-    fake = FakeSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
+def slurm(fake_slurm: FakeSlurm, monkeypatch, tmp_path) -> Iterator[CheckJobCluster]:
+    fake = CheckJobCluster(fake_slurm)
     monkeypatch.chdir(tmp_path)
     yield fake
 
@@ -363,7 +366,7 @@ def test_set_passes_template_parameters(run_cli, slurm) -> None:
 # ---------------------------------------------------------------- --drain
 
 
-def failing_scan(slurm: FakeSlurm, fail: dict | None = None) -> None:
+def failing_scan(slurm: CheckJobCluster, fail: dict | None = None) -> None:
     slurm.states = ["RUNNING", "FAILED"]
     slurm.log_lines = all_pass(NODES, ["python", CMD], fail or {("node-3", CMD): "exit 1"})
 

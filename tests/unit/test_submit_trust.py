@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc
+from tests.fakes import FakeSlurm
 from tests.unit.test_cpus_check import LOG_22_05
-from tests.unit.test_faulty_scan import NODES, FakeSlurm, all_pass
+from tests.unit.test_faulty_scan import NODES, CheckJobCluster, all_pass
 
 
 @pytest.fixture(autouse=True)
@@ -29,28 +29,29 @@ def no_site_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def slurm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeSlurm]:
-    fake = FakeSlurm()
-    monkeypatch.setattr(_proc, "runner", fake)
+def slurm(
+    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[CheckJobCluster]:
+    fake = CheckJobCluster(fake_slurm)
     monkeypatch.chdir(tmp_path)
     yield fake
 
 
-def _faulty(slurm: FakeSlurm, work: Path) -> tuple[list[str], int]:
+def _faulty(slurm: CheckJobCluster, work: Path) -> tuple[list[str], int]:
     slurm.log_lines = all_pass(NODES, ["python"])
     return ["faulty", "scan", "--checks", "python", "--dir", str(work)], 0
 
 
-def _cpus(slurm: FakeSlurm, work: Path) -> tuple[list[str], int]:
+def _cpus(slurm: CheckJobCluster, work: Path) -> tuple[list[str], int]:
     slurm.log_lines = LOG_22_05.splitlines()
     return ["cpus", "check", "--dir", str(work)], 1
 
 
-def _template(slurm: FakeSlurm, work: Path) -> tuple[list[str], int]:
+def _template(slurm: CheckJobCluster, work: Path) -> tuple[list[str], int]:
     return ["template", "submit", "cpus-per-task-test", "--script-dir", str(work)], 0
 
 
-COMMANDS: dict[str, Callable[[FakeSlurm, Path], tuple[list[str], int]]] = {
+COMMANDS: dict[str, Callable[[CheckJobCluster, Path], tuple[list[str], int]]] = {
     "faulty scan": _faulty,
     "cpus check": _cpus,
     "template submit": _template,
@@ -59,7 +60,7 @@ COMMANDS: dict[str, Callable[[FakeSlurm, Path], tuple[list[str], int]]] = {
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_sbatch_reads_the_script_on_stdin_never_from_a_path(
-    run_cli, slurm: FakeSlurm, tmp_path: Path, command: str
+    run_cli, slurm: CheckJobCluster, tmp_path: Path, command: str
 ) -> None:
     work = tmp_path / "work"
     args, code = COMMANDS[command](slurm, work)
@@ -81,7 +82,7 @@ def _nobody() -> int:
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("how", ["other-owner", "mode-0777"])
 def test_a_work_dir_others_can_change_is_refused_before_any_job(
-    run_cli, slurm: FakeSlurm, tmp_path: Path, command: str, how: str
+    run_cli, slurm: CheckJobCluster, tmp_path: Path, command: str, how: str
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -104,7 +105,7 @@ def test_a_work_dir_others_can_change_is_refused_before_any_job(
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_work_dir_that_is_a_symlink_is_refused(
-    run_cli, slurm: FakeSlurm, tmp_path: Path, command: str
+    run_cli, slurm: CheckJobCluster, tmp_path: Path, command: str
 ) -> None:
     real = tmp_path / "real"
     real.mkdir(mode=0o700)
@@ -117,7 +118,7 @@ def test_a_work_dir_that_is_a_symlink_is_refused(
 
 
 def test_template_dry_run_shows_the_script_going_to_stdin(
-    run_cli, slurm: FakeSlurm, tmp_path: Path
+    run_cli, slurm: CheckJobCluster, tmp_path: Path
 ) -> None:
     work = tmp_path / "work"
     result = run_cli(
