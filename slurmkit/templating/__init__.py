@@ -14,16 +14,16 @@ from typing import Any
 
 from slurmkit.templating.catalog import Template, discover, find
 from slurmkit.templating.config import SiteConfig
-from slurmkit.templating.header import Header, Param
+from slurmkit.templating.header import Param, TemplateHeader
 from slurmkit.templating.values import Resolved, resolve
 
 __all__ = [
-    "Header",
     "Param",
     "Rendered",
     "Resolved",
     "SiteConfig",
     "Template",
+    "TemplateHeader",
     "discover",
     "find",
     "render_template",

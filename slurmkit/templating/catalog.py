@@ -14,7 +14,7 @@ from pathlib import Path
 
 from slurmkit.errors import TemplateError, UsageError
 from slurmkit.resources import data_dir
-from slurmkit.templating.header import Header, parse_header
+from slurmkit.templating.header import TemplateHeader, parse_header
 
 SUFFIX = ".slurm.j2"
 KINDS = ("templates", "cron")
@@ -33,7 +33,7 @@ class Template:
         return self.path.read_text(encoding="utf-8")
 
     @cached_property
-    def header(self) -> Header:
+    def header(self) -> TemplateHeader:
         return parse_header(self.source, self.path.name)
 
 

@@ -51,14 +51,16 @@ class Param:
 
 
 @dataclass(frozen=True)
-class Header:
+class TemplateHeader:
+    """A template's declaration block: summary, whether it needs GPUs, notes, parameters."""
+
     summary: str
     gpu: bool
     notes: tuple[str, ...] = ()
     params: dict[str, Param] = field(default_factory=dict)
 
 
-def parse_header(source: str, where: str) -> Header:
+def parse_header(source: str, where: str) -> TemplateHeader:
     """Read the declaration block of a template's source; ``where`` names it in errors."""
     match = _BLOCK.match(source)
     if not match:
@@ -87,7 +89,7 @@ def parse_header(source: str, where: str) -> Header:
             gpu = _yes_no(value, f"{where}:{lineno}")
     if not summary or gpu is None:
         raise TemplateError(f"{where}: the header needs 'summary:' and 'gpu:' lines")
-    return Header(summary=summary, gpu=gpu, notes=tuple(notes), params=params)
+    return TemplateHeader(summary=summary, gpu=gpu, notes=tuple(notes), params=params)
 
 
 def _parse_param(line: str, where: str) -> Param:
