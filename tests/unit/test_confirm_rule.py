@@ -261,10 +261,10 @@ def _job_extend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
 
 def _train(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: bool = False):
     """A started train with a running run and pending ones; its folder's files, to compare."""
-    from test_train_cli import FakeCluster, running_and_pending, script
+    from test_train_cli import TrainCluster, running_and_pending, script
 
-    fake = FakeCluster()
-    monkeypatch.setattr(_proc, "runner", fake)
+    fake = TrainCluster(FakeSlurm())
+    monkeypatch.setattr(_proc, "runner", fake.slurm)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
     from click.testing import CliRunner
@@ -272,7 +272,7 @@ def _train(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: bool = False):
     started = CliRunner().invoke(cli, ["train", "start", script(tmp_path), "--name", "tr"])
     assert started.exit_code == 0, started.output
     fake.queue = running_and_pending(held=held)
-    fake.calls.clear()
+    fake.slurm.log.clear()
     folder = tmp_path / ".slurmkit" / "trains" / "tr"
     script(tmp_path, name="b.slurm")
     return fake, folder
@@ -299,7 +299,7 @@ def _train_command(*args: str, held: bool = False, switch_on: bool = False):
         fake, folder = _train(tmp_path, monkeypatch, held)
         if switch_on:
             (folder / "kill-switch").write_text("set by a test\n")
-        return Scenario(["train", *args], fake, unchanged=_snapshot(folder))
+        return Scenario(["train", *args], fake.slurm, unchanged=_snapshot(folder))
 
     return make
 
@@ -450,9 +450,9 @@ def _submitted_only(recorder: Recorder) -> None:
 def test_train_start_without_terminal_only_submits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli
 ) -> None:
-    from test_train_cli import FakeCluster, script
+    from test_train_cli import TrainCluster, script
 
-    recorder = Recorder(FakeCluster())
+    recorder = Recorder(TrainCluster(FakeSlurm()).slurm)
     monkeypatch.setattr(_proc, "runner", recorder)
     monkeypatch.chdir(tmp_path)
     run_cli("train", "start", script(tmp_path), "--name", "tr")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_template_cli import sbatch_calls  # noqa: F401 (fixture)
-from test_train_cli import GOOD, FakeCluster, cluster, running_and_pending, script  # noqa: F401
+from test_train_cli import GOOD, TrainCluster, cluster, running_and_pending, script  # noqa: F401
 
 from slurmkit.faulty import excluded
 
@@ -23,7 +23,7 @@ def _listed(*nodes: str) -> Path:
     return path
 
 
-def _sbatch(fake: FakeCluster) -> list[tuple[str, ...]]:
+def _sbatch(fake: TrainCluster) -> list[tuple[str, ...]]:
     """sbatch calls without the journal token every train submission ends with (issue 22)."""
     calls = fake.slurm_calls("sbatch")
     assert all(c[-1].startswith("--comment=slurmkit:") for c in calls)
@@ -35,7 +35,7 @@ def _start(run_cli, tmp_path: Path, *extra: str, text: str = GOOD) -> Path:
     return tmp_path / ".slurmkit" / "trains" / "tr"
 
 
-def test_train_start_puts_the_list_on_the_array(run_cli, cluster: FakeCluster, tmp_path) -> None:  # noqa: F811
+def test_train_start_puts_the_list_on_the_array(run_cli, cluster: TrainCluster, tmp_path) -> None:  # noqa: F811
     path = _listed("node-3")
     folder = _start(run_cli, tmp_path)
     (sbatch,) = _sbatch(cluster)

@@ -15,6 +15,7 @@ import pytest
 
 from slurmkit import _proc
 from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, SQUEUE_COLUMNS
+from tests.fakes import Call, FakeSlurm
 
 GOOD = "#!/bin/bash\n#SBATCH --nodes=1 -c1 --time=5\necho train\n"
 
@@ -54,27 +55,35 @@ def running_and_pending(array: str = "115", user: str = "root", held: bool = Fal
     )
 
 
-class FakeCluster:
-    """A queue of squeue rows, sacct rows, and scripted answers for the control commands."""
+class TrainCluster:
+    """slurmctld under a train, played for the shared fake Slurm (its one route): a queue of
+    squeue rows, sacct rows, and scripted answers for the control commands. ``bash -n`` (the
+    syntax check before a submission) really runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, slurm: FakeSlurm) -> None:
+        self.slurm = slurm
         self.queue = ""
         self.sacct = ""
         self.next_ids = ["115", "130", "140"]
         self.answers: dict[tuple[str, ...], tuple[int, str, str]] = {}
-        self.calls: list[tuple[str, ...]] = []
-        self.inputs: list[str] = []  # what sbatch read on stdin
+        slurm.on(["**"], answer=self._answer)
+        slurm.run_really(["bash", "-n", "**"])
+
+    @property
+    def calls(self) -> list[tuple[str, ...]]:
+        """The Slurm calls (the ``bash -n`` checks left out)."""
+        return [c for c in self.slurm.calls if c[0] != "bash"]
+
+    @property
+    def inputs(self) -> list[str]:
+        """What sbatch read on stdin, call by call."""
+        return [c.input for c in self.slurm.log if c.program == "sbatch" and c.input is not None]
 
     def slurm_calls(self, program: str) -> list[tuple[str, ...]]:
         return [c for c in self.calls if c[0] == program]
 
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        key = tuple(argv)
-        if key[:2] == ("bash", "-n"):
-            return _proc._run_subprocess(argv, timeout=timeout, input=input, env=env, cwd=cwd)
-        self.calls.append(key)
-        if key[0] == "sbatch" and input is not None:
-            self.inputs.append(input)
+    def _answer(self, call: Call) -> _proc.Completed:
+        key = call.argv
         program = key[0]
         answer = self.answers.get(key) or self.answers.get((program,))
         if answer is not None:
@@ -99,9 +108,10 @@ class FakeCluster:
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeCluster]:
-    fake = FakeCluster()
-    monkeypatch.setattr(_proc, "runner", fake)
+def cluster(
+    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[TrainCluster]:
+    fake = TrainCluster(fake_slurm)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
     yield fake
@@ -125,7 +135,7 @@ def started(run_cli: Run, tmp_path: Path, *extra: str) -> Path:
 
 
 def test_start_submits_the_rendered_wrapper(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     folder = started(run_cli, tmp_path, "--", "--partition", "cpu")
     ((*sbatch, comment),) = cluster.slurm_calls("sbatch")
@@ -148,7 +158,7 @@ def test_start_submits_the_rendered_wrapper(
 
 
 def test_start_after_adds_the_dependency(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     cluster.queue = squeue_row(job_id="87", state="RUNNING")
     started(run_cli, tmp_path, "--after", "87")
@@ -169,7 +179,7 @@ def test_start_after_adds_the_dependency(
     ],
 )
 def test_start_refuses_bad_input(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path, text: str, args: tuple, message: str
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path, text: str, args: tuple, message: str
 ) -> None:
     result = run_cli("train", "start", script(tmp_path, text), *args, exit_code=2)
     assert message in result.stderr
@@ -181,7 +191,7 @@ def test_start_refuses_bad_input(
 
 
 def test_start_missing_script_and_zero_runs(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     result = run_cli("train", "start", str(tmp_path / "none.slurm"), exit_code=2)
     assert "no such file" in result.stderr
@@ -190,7 +200,7 @@ def test_start_missing_script_and_zero_runs(
 
 
 def test_start_after_a_job_not_in_the_queue(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     result = run_cli("train", "start", script(tmp_path), "--after", "99", exit_code=2)
     assert "--after 99: no such job in the queue" in result.stderr
@@ -198,7 +208,7 @@ def test_start_after_a_job_not_in_the_queue(
 
 
 def test_start_twice_with_one_name_is_refused(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     started(run_cli, tmp_path)
     result = run_cli("train", "start", script(tmp_path), "--name", "tr", exit_code=2)
@@ -207,7 +217,7 @@ def test_start_twice_with_one_name_is_refused(
 
 
 def test_failed_submission_leaves_no_train(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     folder = tmp_path / ".slurmkit" / "trains" / "tr"
     cluster.answers[("sbatch",)] = (
@@ -224,7 +234,7 @@ def test_failed_submission_leaves_no_train(
 
 
 def test_status_shows_running_pending_and_failures(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
@@ -245,7 +255,7 @@ def test_status_shows_running_pending_and_failures(
 
 
 def test_status_survives_accounting_down(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
@@ -263,7 +273,7 @@ def _sacct_argv() -> list[tuple[str, ...]]:
 
 
 def test_status_unknown_train_and_several_trains(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     result = run_cli("train", "status", exit_code=2)
     assert "no trains in" in result.stderr
@@ -278,7 +288,7 @@ def test_status_unknown_train_and_several_trains(
 # ---------------------------------------------------------------- hold / release / stop
 
 
-def test_hold_dry_run_runs_nothing(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+def test_hold_dry_run_runs_nothing(run_cli: Run, cluster: TrainCluster, tmp_path: Path) -> None:
     started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
     out = run_cli("train", "hold", "--dry-run").stdout
@@ -288,7 +298,7 @@ def test_hold_dry_run_runs_nothing(run_cli: Run, cluster: FakeCluster, tmp_path:
 
 
 def test_hold_and_release_call_scontrol_on_the_array(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     folder = started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
@@ -302,7 +312,7 @@ def test_hold_and_release_call_scontrol_on_the_array(
     assert [e["what"] for e in events] == ["start", "hold", "release"]
 
 
-def test_hold_on_a_finished_train(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+def test_hold_on_a_finished_train(run_cli: Run, cluster: TrainCluster, tmp_path: Path) -> None:
     started(run_cli, tmp_path)
     result = run_cli("train", "hold", exit_code=2)
     assert "already finished" in result.stderr and "nothing to hold" in result.stderr
@@ -310,7 +320,7 @@ def test_hold_on_a_finished_train(run_cli: Run, cluster: FakeCluster, tmp_path: 
 
 
 def test_hold_of_someone_elses_array_is_explained(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     started(run_cli, tmp_path)
     cluster.queue = running_and_pending(user="alice")
@@ -322,7 +332,7 @@ def test_hold_of_someone_elses_array_is_explained(
 
 
 def test_stop_without_terminal_or_yes_is_a_dry_run(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
@@ -332,7 +342,7 @@ def test_stop_without_terminal_or_yes_is_a_dry_run(
     assert cluster.slurm_calls("scancel") == []
 
 
-def test_stop_yes_and_now(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+def test_stop_yes_and_now(run_cli: Run, cluster: TrainCluster, tmp_path: Path) -> None:
     started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
     out = run_cli("train", "stop", "--yes").stdout
@@ -345,7 +355,7 @@ def test_stop_yes_and_now(run_cli: Run, cluster: FakeCluster, tmp_path: Path) ->
 
 
 def test_stop_of_a_finished_train_is_a_no_op(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     started(run_cli, tmp_path)
     assert "already finished" in run_cli("train", "stop", "--yes").stdout
@@ -356,7 +366,7 @@ def test_stop_of_a_finished_train_is_a_no_op(
 
 
 def test_switch_refuses_other_resources_with_a_diff(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     folder = started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
@@ -367,7 +377,7 @@ def test_switch_refuses_other_resources_with_a_diff(
     assert (folder / "current").readlink() == tmp_path / "a.slurm"
 
 
-def test_switch_dry_run_then_real(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+def test_switch_dry_run_then_real(run_cli: Run, cluster: TrainCluster, tmp_path: Path) -> None:
     folder = started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
     new = script(tmp_path, GOOD.replace("echo train", "echo two"), "b.slurm")
@@ -378,7 +388,7 @@ def test_switch_dry_run_then_real(run_cli: Run, cluster: FakeCluster, tmp_path: 
 
 
 def test_switch_to_a_missing_or_broken_script(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
@@ -388,7 +398,7 @@ def test_switch_to_a_missing_or_broken_script(
 
 
 def test_extend_submits_a_dependent_array(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     folder = started(run_cli, tmp_path)
     cluster.queue = running_and_pending()
@@ -412,7 +422,7 @@ def test_extend_submits_a_dependent_array(
 
 
 def test_extend_finished_train_is_refused(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     started(run_cli, tmp_path)
     assert "already finished" in run_cli("train", "extend", "--runs", "2", exit_code=2).stderr
@@ -422,7 +432,7 @@ def test_extend_finished_train_is_refused(
 
 
 def test_kill_switch_and_should_stop(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = started(run_cli, tmp_path)
     run_cli("train", "should-stop", exit_code=1)
@@ -443,12 +453,14 @@ def test_kill_switch_and_should_stop(
     assert cluster.slurm_calls("scontrol") == [] and cluster.slurm_calls("scancel") == []
 
 
-def test_kill_switch_bad_action(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+def test_kill_switch_bad_action(run_cli: Run, cluster: TrainCluster, tmp_path: Path) -> None:
     started(run_cli, tmp_path)
     assert "Invalid value" in run_cli("train", "kill-switch", "maybe", exit_code=2).stderr
 
 
-def test_status_held_and_expected_start(run_cli: Run, cluster: FakeCluster, tmp_path: Path) -> None:
+def test_status_held_and_expected_start(
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
+) -> None:
     started(run_cli, tmp_path)
     pending = {
         "job_id": "115",
@@ -486,7 +498,7 @@ def test_status_held_and_expected_start(run_cli: Run, cluster: FakeCluster, tmp_
 @pytest.mark.parametrize("answer", ["n", "y"])
 def test_on_a_terminal_the_plan_is_shown_and_asked(
     run_cli: Run,
-    cluster: FakeCluster,
+    cluster: TrainCluster,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     args: tuple[str, ...],
@@ -507,7 +519,7 @@ def test_on_a_terminal_the_plan_is_shown_and_asked(
 
 
 def test_kill_switch_on_a_terminal_asks(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = started(run_cli, tmp_path)
     monkeypatch.setattr("slurmkit.cli._confirm.has_terminal", lambda: True)
@@ -524,7 +536,7 @@ def test_kill_switch_on_a_terminal_asks(
 
 
 def test_a_record_that_cannot_be_written_keeps_the_folder_and_names_the_array(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 14: disk full after sbatch deleted the folder the queued runs need, id unknown."""
     from slurmkit.errors import EnvironmentProblem
@@ -551,7 +563,7 @@ NOBODY = 65534
 
 
 def test_start_and_switch_refuse_a_script_someone_else_can_change(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     """Issue 14 finding 7: every run executes the script as the train's owner."""
     import os
@@ -575,7 +587,7 @@ def test_start_and_switch_refuse_a_script_someone_else_can_change(
 
 
 def test_a_record_or_wrapper_replaced_by_someone_else_is_refused(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     """In a folder teammates can write, train.json and wrapper.slurm must still be ours."""
     import os
@@ -601,7 +613,7 @@ def test_a_record_or_wrapper_replaced_by_someone_else_is_refused(
 
 
 def test_status_says_who_last_pointed_current(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     import os
 
@@ -620,7 +632,7 @@ def test_status_says_who_last_pointed_current(
 
 
 def test_start_dry_run_checks_everything_and_creates_nothing(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     cluster.queue = squeue_row(job_id="87", state="RUNNING")
     out = run_cli("train", "start", script(tmp_path), "--name", "tr", "--after", "87", "--dry-run")
@@ -632,7 +644,7 @@ def test_start_dry_run_checks_everything_and_creates_nothing(
 
 
 def test_a_teammates_kill_switch_works_but_leaves_the_owners_record_alone(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path
 ) -> None:
     """A record that is not the caller's (here: another owner) is never rewritten by them."""
     import os
@@ -649,7 +661,7 @@ def test_a_teammates_kill_switch_works_but_leaves_the_owners_record_alone(
 
 
 def test_status_of_a_script_the_caller_cannot_look_into_is_no_traceback(
-    run_cli: Run, cluster: FakeCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    run_cli: Run, cluster: TrainCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import os
 

@@ -15,10 +15,11 @@ import pytest
 
 from slurmkit import _proc, faultpoint
 from slurmkit.slurm.parse_text import DELIMITER
+from tests.fakes import Call, FakeSlurm
 from tests.unit.test_train_cli import (
     GOOD,
-    FakeCluster,
     Run,
+    TrainCluster,
     running_and_pending,
     sacct_row,
     script,
@@ -30,52 +31,48 @@ class Killed(BaseException):
     """Stands for ``kill -9`` at a faultpoint: nothing after it runs, no cleanup is owed."""
 
 
-class TokenCluster(FakeCluster):
-    """The fake cluster, plus jobs found by their ``--comment`` and a controller that hangs."""
+class TokenCluster(TrainCluster):
+    """The train cluster, plus jobs found by their ``--comment`` and a controller that hangs."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, slurm: FakeSlurm) -> None:
+        super().__init__(slurm)
         self.commented: list[tuple[str, str]] = []  # (array id, comment)
         self.sbatch_silent = False  # sbatch gets no answer, but the array is queued
         self.sbatch_lost = False  # sbatch gets no answer, and nothing is queued
         self.squeue_down = False
         self.sacct_down = False
 
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        key = tuple(argv)
+    def _answer(self, call: Call) -> _proc.Completed:
+        key = call.argv
         program = key[0]
         silent = _proc.Completed(key, -9, "", "", 60.0, timed_out=True)
         if program == "squeue" and self.squeue_down:
-            self.calls.append(key)
             return silent
         if program == "sacct" and self.sacct_down:
-            self.calls.append(key)
             return _proc.Completed(key, 1, "", "sacct: error: Problem talking to the database\n", 0)
         if program == "squeue" and any("%k" in word for word in key):
-            self.calls.append(key)
             rows = "".join(
                 DELIMITER.join([job, job, "tr", "PENDING", comment]) + "\n"
                 for job, comment in self.commented
             )
             return _proc.Completed(key, 0, rows, "", 0.0)
         if program == "sacct" and any("Comment" in word for word in key):
-            self.calls.append(key)
             return _proc.Completed(key, 0, "", "", 0.0)
         if program == "sbatch" and key not in self.answers and (program,) not in self.answers:
             comment = next(w.split("=", 1)[1] for w in key if w.startswith("--comment="))
             if self.sbatch_lost:
-                self.calls.append(key)
                 return silent
-            result = super().__call__(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+            result = super()._answer(call)
             self.commented.append((result.stdout.strip(), comment))
             return silent if self.sbatch_silent else result
-        return super().__call__(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+        return super()._answer(call)
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[TokenCluster]:
-    fake = TokenCluster()
-    monkeypatch.setattr(_proc, "runner", fake)
+def cluster(
+    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[TokenCluster]:
+    fake = TokenCluster(fake_slurm)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
     yield fake
@@ -433,15 +430,12 @@ def test_hold_without_an_answer_is_checked_in_the_queue(
     cluster.queue = running_and_pending()
     cluster.answers[("scontrol", "hold", "115")] = (1, "", "scontrol: error: Socket timed out\n")
 
-    def held_meanwhile(argv, *, timeout, input, env, cwd):
-        result = TokenCluster.__call__(
-            cluster, argv, timeout=timeout, input=input, env=env, cwd=cwd
-        )
-        if tuple(argv) == ("scontrol", "hold", "115"):
-            cluster.queue = running_and_pending(held=True)
+    def held_meanwhile(call: Call) -> _proc.Completed:
+        result = cluster._answer(call)
+        cluster.queue = running_and_pending(held=True)
         return result
 
-    _proc.runner = held_meanwhile
+    cluster.slurm.on(["scontrol", "hold", "115"], answer=held_meanwhile)
     result = run_cli("train", "hold", "--yes")
     assert "held array 115" in result.stdout and "no answer" in result.stderr
 
