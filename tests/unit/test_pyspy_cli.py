@@ -18,10 +18,10 @@ import fixtures_path
 import pytest
 from test_pyspy_samples import DUMP
 
-from slurmkit import _proc
 from slurmkit.errors import PermissionDenied
 from slurmkit.pyspy.target import check_owner
 from slurmkit.slurm.records import Job
+from tests.fakes import Call, FakeSlurm
 
 TOKEN = re.compile(r"__slurmkit_end_[0-9a-f]{16}__")
 ME = f"{pwd.getpwuid(os.geteuid()).pw_name}({os.geteuid()})"
@@ -52,10 +52,12 @@ def node(python: int, problem: str | None = None, **extra: object) -> str:
     return json.dumps({"type": "node", "python": python, "problem": problem, **extra})
 
 
-class FakeCluster:
-    """scontrol show job from the recordings; srun and pdsh print each node's JSON lines."""
+class JobNodes:
+    """A job's nodes and their Python processes, played for the shared fake Slurm (its one
+    route): scontrol show job from the recordings; srun and pdsh print each node's JSON lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, slurm: FakeSlurm) -> None:
+        self.slurm = slurm
         self.lines = {
             "node-1": [process(101), process(102), node(2)],
             "node-2": [
@@ -64,19 +66,27 @@ class FakeCluster:
                 node(2),
             ],
         }
-        self.calls: list[list[str]] = []
-        self.ssh_args: list[str] = []  # PDSH_SSH_ARGS_APPEND of each pdsh call
+        slurm.on(["**"], answer=self._answer)
 
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        argv = list(argv)
-        self.calls.append(argv)
-        if argv[0] == "pdsh":
-            self.ssh_args.append((env or {}).get("PDSH_SSH_ARGS_APPEND", ""))
+    @property
+    def calls(self) -> list[list[str]]:
+        return [list(argv) for argv in self.slurm.calls]
+
+    @property
+    def ssh_args(self) -> list[str]:
+        """PDSH_SSH_ARGS_APPEND of each pdsh call."""
+        return [
+            (c.env or {}).get("PDSH_SSH_ARGS_APPEND", "")
+            for c in self.slurm.log
+            if c.program == "pdsh"
+        ]
+
+    def _answer(self, call: Call) -> tuple[int, str, str]:
+        argv = list(call.argv)
         if argv[:4] == ["scontrol", "--details", "show", "job"]:
             if argv[4] not in JOBS:
-                error = "slurm_load_jobs error: Invalid job id specified\n"
-                return _proc.Completed(tuple(argv), 1, "", error, 0.1)
-            return _proc.Completed(tuple(argv), 0, JOBS[argv[4]], "", 0.1)
+                return 1, "", "slurm_load_jobs error: Invalid job id specified\n"
+            return 0, JOBS[argv[4]], ""
         if argv[0] in ("srun", "pdsh"):
             token = TOKEN.findall(argv[-1])[-1]
             out = ""
@@ -84,7 +94,7 @@ class FakeCluster:
                 prefix = f"{task}: " if argv[0] == "srun" else f"{name}: "
                 out += "".join(f"{prefix}{line}\n" for line in self.lines[name])
                 out += f"{prefix}{token} rc=0 t0=1 t1=2 node={name}\n"
-            return _proc.Completed(tuple(argv), 0, out, "", 0.1)
+            return 0, out, ""
         raise AssertionError(f"unexpected command: {shlex.join(argv)}")
 
     def step(self, program: str) -> list[str]:
@@ -93,15 +103,16 @@ class FakeCluster:
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeCluster]:
-    fake = FakeCluster()
-    monkeypatch.setattr(_proc, "runner", fake)
+def cluster(
+    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[JobNodes]:
+    fake = JobNodes(fake_slurm)
     monkeypatch.chdir(tmp_path)
     yield fake
 
 
 def test_the_odd_rank_is_an_outlier_and_problems_are_one_line(
-    cluster: FakeCluster, run_cli, tmp_path: Path
+    cluster: JobNodes, run_cli, tmp_path: Path
 ) -> None:
     result = run_cli("pyspy", "--jobid", "3", "--output-dir", "out", exit_code=1)
     lines = result.stdout.splitlines()
@@ -119,7 +130,7 @@ def test_the_odd_rank_is_an_outlier_and_problems_are_one_line(
     assert "allreduce (prog.py:13)" in (tmp_path / "out" / "trace-node-1.txt").read_text()
 
 
-def test_one_srun_step_on_all_the_jobs_nodes(cluster: FakeCluster, run_cli) -> None:
+def test_one_srun_step_on_all_the_jobs_nodes(cluster: JobNodes, run_cli) -> None:
     run_cli("pyspy", "--jobid", "3", "--native", "--all-processes", exit_code=1)
     argv = cluster.step("srun")
     assert argv[:8] == [
@@ -138,9 +149,7 @@ def test_one_srun_step_on_all_the_jobs_nodes(cluster: FakeCluster, run_cli) -> N
     assert not any(c[0] == "pdsh" for c in cluster.calls)
 
 
-def test_everything_dumped_is_exit_0_and_json_has_every_stack(
-    cluster: FakeCluster, run_cli
-) -> None:
+def test_everything_dumped_is_exit_0_and_json_has_every_stack(cluster: JobNodes, run_cli) -> None:
     cluster.lines["node-2"] = [process(201, "wait_for_peer"), node(1)]
     result = run_cli("pyspy", "--jobid", "3", "--json", "--output-dir", "out", exit_code=0)
     data = json.loads(result.stdout)
@@ -160,7 +169,7 @@ def test_everything_dumped_is_exit_0_and_json_has_every_stack(
     assert data["problems"] == []
 
 
-def test_via_ssh_finds_processes_by_job_id_and_owner(cluster: FakeCluster, run_cli) -> None:
+def test_via_ssh_finds_processes_by_job_id_and_owner(cluster: JobNodes, run_cli) -> None:
     cluster.lines["node-2"] = [process(201), node(1)]
     result = run_cli("pyspy", "--jobid", "3", "--via", "ssh", "--json", "-o", exit_code=None)
     assert result.exit_code == 2  # -o is not an option: click's usage error
@@ -171,7 +180,7 @@ def test_via_ssh_finds_processes_by_job_id_and_owner(cluster: FakeCluster, run_c
     assert not any(c[0] == "srun" for c in cluster.calls)
 
 
-def test_missing_py_spy_is_one_hint_per_node(cluster: FakeCluster, run_cli) -> None:
+def test_missing_py_spy_is_one_hint_per_node(cluster: JobNodes, run_cli) -> None:
     for name in cluster.lines:
         cluster.lines[name] = [node(2, "py_spy_missing", looked_for=[f"{os.getcwd()}/bin/py-spy"])]
     result = run_cli("pyspy", "--jobid", "3", "--py-spy", "bin/py-spy", exit_code=1)
@@ -182,7 +191,7 @@ def test_missing_py_spy_is_one_hint_per_node(cluster: FakeCluster, run_cli) -> N
     ]
 
 
-def test_a_job_without_python_says_so(cluster: FakeCluster, run_cli, tmp_path: Path) -> None:
+def test_a_job_without_python_says_so(cluster: JobNodes, run_cli, tmp_path: Path) -> None:
     cluster.lines = {"node-1": [node(0)], "node-2": [node(0)]}
     result = run_cli("pyspy", "--jobid", "3", exit_code=1)
     assert result.stdout.splitlines()[-1] == "job 3 has no Python processes"
@@ -203,7 +212,7 @@ def test_a_job_without_python_says_so(cluster: FakeCluster, run_cli, tmp_path: P
     ],
 )
 def test_bad_jobs_are_exit_2_before_any_node_is_asked(
-    cluster: FakeCluster, run_cli, tmp_path: Path, jobid: str, message: str
+    cluster: JobNodes, run_cli, tmp_path: Path, jobid: str, message: str
 ) -> None:
     result = run_cli("pyspy", "--jobid", jobid, exit_code=2)
     assert message in result.stderr
@@ -212,14 +221,14 @@ def test_bad_jobs_are_exit_2_before_any_node_is_asked(
     assert list(tmp_path.iterdir()) == []  # no trace directory for a job we never looked at
 
 
-def test_ssh_transport_options_reach_pdsh_and_ssh(cluster: FakeCluster, run_cli) -> None:
+def test_ssh_transport_options_reach_pdsh_and_ssh(cluster: JobNodes, run_cli) -> None:
     args = ("pyspy", "--jobid", "3", "--via", "ssh", "--output-dir", "out")
     result = run_cli(*args, exit_code=1)
     assert "--insecure" not in result.stderr
     (argv,) = [c for c in cluster.calls if c[0] == "pdsh"]
     assert argv[4:8] == ["-f", "32", "-t", "10"]  # run's defaults
     assert cluster.ssh_args == ["-o BatchMode=yes -o ConnectTimeout=10"]  # host keys checked
-    cluster.calls.clear()
+    cluster.slurm.log.clear()
     ssh = "--ssh-config cluster.conf --insecure --fanout 3 --connect-timeout 4"
     result = run_cli(*args, *ssh.split(), exit_code=1)
     (argv,) = [c for c in cluster.calls if c[0] == "pdsh"]
@@ -232,7 +241,7 @@ def test_ssh_transport_options_reach_pdsh_and_ssh(cluster: FakeCluster, run_cli)
 
 
 def test_the_cli_hands_the_options_to_the_library(
-    cluster: FakeCluster, run_cli, monkeypatch: pytest.MonkeyPatch
+    cluster: JobNodes, run_cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the remote layer is given, whichever transport (pdsh or paramiko) then runs."""
     from slurmkit import remote
@@ -253,12 +262,12 @@ def test_the_cli_hands_the_options_to_the_library(
 
 
 def test_ssh_options_with_via_srun_are_ignored_as_run_ignores_them(
-    cluster: FakeCluster, run_cli
+    cluster: JobNodes, run_cli
 ) -> None:
     """`run --via srun --insecure` is accepted and the step does not change; pyspy does the same."""
     run_cli("pyspy", "--jobid", "3", exit_code=1)
     plain = cluster.step("srun")
-    cluster.calls.clear()
+    cluster.slurm.log.clear()
     run_cli("pyspy", "--jobid", "3", "--insecure", "--ssh-config", "c.conf", exit_code=1)
     assert cluster.step("srun")[:-1] == plain[:-1]  # the last word holds a fresh end token
     assert cluster.ssh_args == []
@@ -277,7 +286,7 @@ def test_ssh_options_with_via_srun_are_ignored_as_run_ignores_them(
     ],
 )
 def test_bad_options_are_exit_2(
-    cluster: FakeCluster, run_cli, tmp_path: Path, args: list[str], message: str
+    cluster: JobNodes, run_cli, tmp_path: Path, args: list[str], message: str
 ) -> None:
     (tmp_path / "a-file").write_text("")
     result = run_cli("pyspy", "--jobid", "3", *args, exit_code=2)

@@ -19,14 +19,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_pyspy_cli import FakeCluster, node, process
+from test_pyspy_cli import JobNodes, node, process
 
-from slurmkit import _proc
 from slurmkit.pyspy import node_script as ns
 from slurmkit.pyspy.decode import decode
 from slurmkit.pyspy.nodecmd import ENVIRON, DumpOptions, node_command
 from slurmkit.remote.result import NodeResult
 from slurmkit.slurm.records import Job
+from tests.fakes import FakeSlurm
 
 JOB = Job(job_id="999999999", user="root", nodelist="node-1")
 IS_ROOT = os.geteuid() == 0
@@ -198,22 +198,19 @@ def test_run_with_an_untrusted_py_spy_dumps_nothing_and_says_why(
 
 
 @pytest.fixture
-def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeCluster:
-    fake = FakeCluster()
-    monkeypatch.setattr(_proc, "runner", fake)
+def cluster(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> JobNodes:
+    fake = JobNodes(fake_slurm)
     monkeypatch.chdir(tmp_path)
     return fake
 
 
-def test_python_option_reaches_the_nodes(cluster: FakeCluster, run_cli) -> None:
+def test_python_option_reaches_the_nodes(cluster: JobNodes, run_cli) -> None:
     run_cli("pyspy", "--jobid", "3", "--python", "/opt/py/bin/python3", exit_code=1)
     script = cluster.step("srun")[-1]
     assert "/opt/py/bin/python3" in script and os.path.abspath(sys.executable) not in script
 
 
-def test_escape_sequences_from_the_nodes_are_shown_not_obeyed(
-    cluster: FakeCluster, run_cli
-) -> None:
+def test_escape_sequences_from_the_nodes_are_shown_not_obeyed(cluster: JobNodes, run_cli) -> None:
     """Frames, commands and errors are the target's text: a hostile one must not drive the tty."""
     hostile = json.loads(process(301, "evil\x1b]0;owned\x07"))
     hostile["command"] = "python3 \x1b[2J"
