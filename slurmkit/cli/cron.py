@@ -372,8 +372,8 @@ def cleanup_command(
     from slurmkit.cron.cleanup import old_logs, remove
     from slurmkit.grammar.duration import parse_duration
 
-    cron, _ = _load(cron_dir)
     seconds = parse_duration(older_than, "--older-than", minimum=0)
+    cron, _ = _load(cron_dir)
     dry_run, forced = _unattended(dry_run, yes)
     found = old_logs(cron.root, seconds, time.time())
     if found and not dry_run and not yes:

@@ -17,7 +17,10 @@ import re
 from slurmkit.errors import UsageError
 
 UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
-_PART = r"(?:(?P<{0}>0|[1-9][0-9]{{0,8}}){0})?"
+_PART = r"(?:(?P<{0}>0|[1-9][0-9]{{0,9}}){0})?"
+# About 317 years: longer is a typo, and every accepted length formats back to at most
+# ten digits, which this grammar reads again.
+LONGEST = 10**10 - 1
 _DURATION = re.compile("".join(_PART.format(unit) for unit in UNITS), re.IGNORECASE)
 _BARE = re.compile(r"[0-9]{1,12}")
 
@@ -41,6 +44,8 @@ def parse_duration(
             "(90s, 30m, 6h, 7d, 1h30m)"
         )
     seconds = sum(int(match.group(u) or 0) * UNITS[u] for u in UNITS)
+    if seconds > LONGEST:
+        raise UsageError(f"{what}{text!r} is too long: at most {format_duration(LONGEST)}")
     if seconds < minimum:
         raise UsageError(f"{what}{text!r} is too short: at least {format_duration(minimum)}")
     if maximum is not None and seconds > maximum:

@@ -77,7 +77,7 @@ def parse_limit(text: str, what: str = "time limit") -> int | None:
         return None
     parts = _split(value)
     if parts is None:
-        raise UsageError(f"{what}{text!r}: not a Slurm time limit ({FORMS})")
+        raise UsageError(f"{what}{text!r} is not a Slurm time limit ({FORMS})")
     days, hours, minutes, seconds, minutes_lead = parts
     if days and hours > 23:
         raise UsageError(f"{what}{text!r}: hours after a day count must be 0-23")

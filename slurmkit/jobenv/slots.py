@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from slurmkit import hostlist
 from slurmkit.errors import SlurmkitError, SlurmParseError, UsageError
-from slurmkit.grammar import gres
+from slurmkit.grammar import gres, idrange
 from slurmkit.jobenv import slurmvars
 from slurmkit.jobenv.allocation import Allocation
 from slurmkit.slurm.records import Job
@@ -219,7 +219,7 @@ def _env_gpu_ids(ctx: _Context) -> Found | None:
         value = ctx.env.get(var, "").strip()
         if value and value not in ("N/A", "(null)"):
             _uniform_gpus(ctx, var)
-            count = slurmvars.count_ids(value)
+            count = idrange.count_ids(value)
             return [count] * ctx.nodes, f"{var}={value} ({count} GPU ids on each node)"
     return None
 

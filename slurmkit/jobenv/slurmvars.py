@@ -7,11 +7,10 @@ say which variable was malformed instead of guessing a slot count:
 - ``SLURM_TASKS_PER_NODE=2(x3),1`` and ``SLURM_JOB_CPUS_PER_NODE=72(x2),36``:
   per-node counts in the order of ``SLURM_JOB_NODELIST`` (``man sbatch``,
   OUTPUT ENVIRONMENT VARIABLES);
-- ``SLURM_JOB_GPUS`` / ``SLURM_STEP_GPUS``: *global* GPU ids (``2,3``), so the
-  count is the number of ids, never the largest id plus one;
-- ``SLURM_GPUS_PER_NODE``: ``4``, ``a100:4`` or ``a100:2,v100:2``;
+- ``SLURM_GPUS_PER_NODE``: ``4``, ``a100:4`` or ``a100:2,v100:2``.
 
-GRES strings are :mod:`slurmkit.grammar.gres`'s; node names are :mod:`slurmkit.hostlist`'s.
+GPU id lists (``SLURM_JOB_GPUS=2,3``) are :mod:`slurmkit.grammar.idrange`'s, GRES
+strings :mod:`slurmkit.grammar.gres`'s, node names :mod:`slurmkit.hostlist`'s.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import re
 from slurmkit.errors import SlurmParseError
 
 _REPEATED = re.compile(r"(\d+)(?:\(x(\d+)\))?")
-_ID_RANGE = re.compile(r"(\d+)(?:-(\d+))?")
 _TYPED_COUNT = re.compile(r"(?:([^:,()=\s]+):)?(\d+)")
 
 
@@ -47,21 +45,6 @@ def per_node(text: str, nodes: int) -> list[int]:
     if described != nodes:
         raise SlurmParseError(f"{text!r} describes {described} nodes, the allocation has {nodes}")
     return [value for value, times in pairs for _ in range(times)]
-
-
-def count_ids(text: str) -> int:
-    """How many GPU ids ``2,3`` or ``0-3,6`` names: global ids, so ``2,3`` is 2 GPUs, not 4."""
-    ids: set[int] = set()
-    for part in text.strip().split(","):
-        match = _ID_RANGE.fullmatch(part.strip())
-        if not match:
-            raise SlurmParseError(f"not a list of GPU ids: {text!r}")
-        low = int(match.group(1))
-        high = int(match.group(2)) if match.group(2) is not None else low
-        if high < low:
-            raise SlurmParseError(f"not a list of GPU ids (range backwards): {text!r}")
-        ids.update(range(low, high + 1))
-    return len(ids)
 
 
 def typed_counts(text: str) -> int:

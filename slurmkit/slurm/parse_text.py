@@ -18,7 +18,7 @@ from datetime import datetime
 
 from slurmkit.errors import SlurmParseError
 from slurmkit.grammar import gres as gres_grammar
-from slurmkit.grammar import timelimit
+from slurmkit.grammar import idrange, timelimit
 from slurmkit.slurm.records import (
     FINISHED_JOB_STATES,
     HELD_REASONS,
@@ -288,8 +288,11 @@ def _check_header(line: str, columns: Sequence[Column], delimiter: str, what: st
 
 def _split_display_id(display: str | None) -> tuple[str | None, str | None]:
     """``4_1`` -> (4, 1); ``4_[2-6%1]`` -> (4, 2-6%1); ``7`` -> (None, None)."""
-    match = re.fullmatch(r"(\d+)_\[?([^\]]+)\]?", display or "")
-    return (match.group(1), match.group(2)) if match else (None, None)
+    try:
+        job = idrange.parse_job_id(display or "")
+    except SlurmParseError:
+        return None, None
+    return (job.job, job.tasks) if job.tasks is not None else (None, None)
 
 
 def _array_ids(row: Mapping[str, str]) -> tuple[str | None, str | None]:

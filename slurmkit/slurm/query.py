@@ -27,6 +27,7 @@ from datetime import datetime
 
 from slurmkit import _proc
 from slurmkit.errors import NotFound, SlurmkitError, SlurmParseError
+from slurmkit.grammar import idrange
 from slurmkit.slurm import _exec, backend
 from slurmkit.slurm.parse_text import (
     DELIMITER,
@@ -327,7 +328,7 @@ def update_node_state(nodelist: Names, state: str, reason: str | None = None) ->
 # A non-owner gets ``128_1-3: Invalid user id``. So these calls run unchecked
 # and the per-task lines decide what happened.
 
-_TASK_OUTCOME = re.compile(r"(?P<job>\d+)(?:_\[?(?P<tasks>[0-9,\-%:]+)\]?)?:\s+(?P<message>\S.*)")
+_TASK_OUTCOME = re.compile(r"(?P<id>\S+?):\s+(?P<message>\S.*)")
 _TASK_OK = "no error"
 _TASK_FINISHED = "job has already finished"
 
@@ -371,29 +372,14 @@ def parse_task_outcomes(text: str) -> list[TaskOutcome]:
     found = []
     for line in text.splitlines():
         match = _TASK_OUTCOME.fullmatch(line.strip())
-        if match:
-            found.append(TaskOutcome(match["job"], match["tasks"], match["message"].strip()))
-    return found
-
-
-def array_task_ids(expression: str) -> list[int]:
-    """Task indices of an array expression: ``[2-6%1]`` -> 2..6, ``1,4-8:2`` -> 1, 4, 6, 8.
-
-    The ``%N`` throttle is not a task; a malformed expression raises SlurmParseError.
-    """
-    body = expression.strip().strip("[]").split("%", 1)[0]
-    ids: list[int] = []
-    for part in body.split(","):
-        match = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
         if not match:
-            raise SlurmParseError(f"not a job array task expression: {expression!r}")
-        first = int(match[1])
-        last = int(match[2]) if match[2] else first
-        step = int(match[3]) if match[3] else 1
-        if last < first or step < 1:
-            raise SlurmParseError(f"not a job array task expression: {expression!r}")
-        ids.extend(range(first, last + 1, step))
-    return ids
+            continue
+        try:
+            job = idrange.parse_job_id(match["id"])
+        except SlurmParseError:
+            continue
+        found.append(TaskOutcome(job.job, job.tasks, match["message"].strip()))
+    return found
 
 
 def hold_argv(job_id: str) -> list[str]:

@@ -34,6 +34,7 @@ from slurmkit.errors import (
     SlurmParseError,
     UsageError,
 )
+from slurmkit.grammar import idrange
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Job
 from slurmkit.train import reconcile
@@ -107,7 +108,7 @@ def _task_count(job: Job) -> int:
     if job.array_task_id is None:
         return 1
     try:
-        return len(query.array_task_ids(job.array_task_id))
+        return len(idrange.task_ids(job.array_task_id))
     except SlurmParseError:
         return 1
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from slurmkit import faultpoint
 from slurmkit.errors import EnvironmentProblem, SlurmError, SlurmkitError, UsageError
 from slurmkit.faulty import excluded
 from slurmkit.files import write_atomic
+from slurmkit.grammar import idrange
 from slurmkit.journal import comment_for, new_token
 from slurmkit.slurm import query
 from slurmkit.slurm.submit import sbatch_argv, submit_text
@@ -48,7 +48,6 @@ _OWNED_IN_EXTRA = {
     "dependency": "--after",
     "wrap": "a SCRIPT",
 }
-_JOB_ID = re.compile(r"\d+(_\d+)?")
 
 
 @dataclass(frozen=True)
@@ -148,7 +147,7 @@ def trusted_script(script: Path) -> Path:
 
 
 def _check_after(after: str) -> None:
-    if not _JOB_ID.fullmatch(after):
+    if not idrange.is_job_id(after, tasks=False):
         raise UsageError(f"--after {after!r}: expected a job id such as 1234 or 1234_5")
     if not query.jobs(job_ids=[after]):
         raise UsageError(

@@ -20,6 +20,7 @@ BARE = "say 7s, 7m, 7h or 7d"
         (["watch", "log", "/nonexistent.log", "--stale", "1m", "--realert", "7"], "--realert"),
         (["cron", "status", "--dir", "/nonexistent", "--grace", "7"], "--grace"),
         (["faulty", "scan", "--expire", "7"], "--expire"),
+        (["cron", "cleanup", "--dir", "/nonexistent", "--older-than", "7"], "--older-than"),
     ],
 )
 def test_a_bare_number_is_refused_the_same_way_everywhere(

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slurmkit.errors import UsageError
-from slurmkit.grammar.duration import format_duration, human_duration, parse_duration
+from slurmkit.grammar.duration import LONGEST, format_duration, human_duration, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -40,7 +40,7 @@ def test_a_bare_number_is_refused_with_the_spellings_that_would_be_taken(text: s
 @pytest.mark.parametrize(
     "text",
     ["", "h", "5 m", "30min", "1.5h", "-5m", "+5m", "1m30", "30m1h", "1h1h", "09s", "1e3s",
-     "١٠s", "2 hours", "1234567890s"],
+     "١٠s", "2 hours", "12345678901s"],
 )  # fmt: skip
 def test_other_text_is_one_usage_error(text: str) -> None:
     with pytest.raises(UsageError, match=r"--stale .* is not a duration") as info:
@@ -49,6 +49,9 @@ def test_other_text_is_one_usage_error(text: str) -> None:
 
 
 def test_bounds() -> None:
+    assert parse_duration("9999999999s") == LONGEST
+    with pytest.raises(UsageError, match="too long: at most 9999999999s"):
+        parse_duration("1000000w")
     assert parse_duration("0s", "--realert", minimum=0) == 0
     with pytest.raises(UsageError, match="--stale '0m' is too short: at least 1s"):
         parse_duration("0m", "--stale")
@@ -72,7 +75,7 @@ def test_human_duration(seconds: int, text: str) -> None:
     assert human_duration(seconds) == text
 
 
-@given(st.integers(min_value=0, max_value=10**9 - 1))  # 9 digits a unit at most
+@given(st.integers(min_value=0, max_value=LONGEST))
 def test_format_reads_back_exactly(seconds: int) -> None:
     assert parse_duration(format_duration(seconds), minimum=0) == seconds
 
@@ -80,7 +83,7 @@ def test_format_reads_back_exactly(seconds: int) -> None:
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
-@given(st.lists(st.integers(min_value=0, max_value=10**6), min_size=5, max_size=5))
+@given(st.lists(st.integers(min_value=0, max_value=10**4), min_size=5, max_size=5))
 def test_compound_spellings_read_to_the_sum_and_format_canonically(counts: list[int]) -> None:
     text = "".join(f"{n}{u}" for n, u in zip(counts, _UNITS, strict=True) if n)
     seconds = sum(n * length for n, length in zip(counts, _UNITS.values(), strict=True))

@@ -103,7 +103,8 @@ def test_recorded_gpu_jobs_count_the_same_on_both_versions() -> None:
         per_node = gres.gpu_count(job.gres_per_node)
         allocated = gres.gpu_count(job.alloc_tres)
         details = [gres.gpu_count(d.gres) for d in job.gres_detail]
-        counts.append((per_node, allocated, details))
+        counts.append((per_node, allocated, details, job.num_nodes))
     assert counts[0] == counts[1]
-    per_node, allocated, details = counts[0]
-    assert per_node and allocated == per_node * len(details)
+    per_node, allocated, details, nodes = counts[0]
+    assert per_node and nodes and allocated == per_node * nodes
+    assert details == [per_node] * len(details)

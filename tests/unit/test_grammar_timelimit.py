@@ -58,7 +58,7 @@ def test_parse_limit(text: str, seconds: int | None) -> None:
 def test_parse_limit_is_strict(text: str, message: str) -> None:
     with pytest.raises(UsageError, match=message) as info:
         timelimit.parse_limit(text, "--time")
-    assert str(info.value).startswith(f"--time {text!r}: ")
+    assert str(info.value).startswith(f"--time {text!r}")
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""Slurm's compact formats: per-node repetition lists, GPU id lists, typed counts.
+"""Slurm's compact formats: per-node repetition lists and typed counts.
 
-GRES strings are tested in test_grammar_gres.py.
+GRES strings are tested in test_grammar_gres.py, GPU id lists in test_grammar_idrange.py.
 """
 
 from __future__ import annotations
@@ -44,28 +44,6 @@ def test_huge_repetition_is_refused_without_expanding() -> None:
 def test_malformed_per_node_lists(text: str) -> None:
     with pytest.raises(SlurmParseError):
         slurmvars.per_node(text, 2)
-
-
-@pytest.mark.parametrize(
-    ("text", "count"),
-    [
-        ("0,1,2,3", 4),
-        ("2,3", 2),  # global ids, not starting at 0: two GPUs, not four
-        ("6", 1),
-        ("0-3", 4),
-        ("4-7", 4),
-        ("1-2,6", 3),
-        ("2,2", 1),
-    ],
-)
-def test_gpu_id_counts(text: str, count: int) -> None:
-    assert slurmvars.count_ids(text) == count
-
-
-@pytest.mark.parametrize("text", ["", "a", "1,,2", "3-1", "gpu0"])
-def test_malformed_gpu_ids(text: str) -> None:
-    with pytest.raises(SlurmParseError):
-        slurmvars.count_ids(text)
 
 
 @pytest.mark.parametrize(

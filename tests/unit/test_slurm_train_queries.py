@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from fixtures_path import entry, stderr
 
-from slurmkit.errors import NotFound, PermissionDenied, SlurmParseError
+from slurmkit.errors import NotFound, PermissionDenied
 from slurmkit.slurm import query
 from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS
 from tests.fakes import FakeSlurm
@@ -65,26 +65,6 @@ def test_parse_task_outcomes_skips_other_lines() -> None:
     assert query.parse_task_outcomes(text) == []
     (outcome,) = query.parse_task_outcomes("130_[2-5%1]: Invalid user id")
     assert (outcome.job_id, outcome.tasks, outcome.message) == ("130", "2-5%1", "Invalid user id")
-
-
-@pytest.mark.parametrize(
-    ("expression", "ids"),
-    [
-        ("1", [1]),
-        ("2-4%1", [2, 3, 4]),
-        ("[2-6%1]", [2, 3, 4, 5, 6]),
-        ("1,4-8:2", [1, 4, 6, 8]),
-        ("3,5-6", [3, 5, 6]),
-    ],
-)
-def test_array_task_ids(expression: str, ids: list[int]) -> None:
-    assert query.array_task_ids(expression) == ids
-
-
-@pytest.mark.parametrize("expression", ["", "a-b", "5-2", "1-4:0", "1--3"])
-def test_bad_array_task_expression(expression: str) -> None:
-    with pytest.raises(SlurmParseError):
-        query.array_task_ids(expression)
 
 
 # ---------------------------------------------------------------- hold / release
