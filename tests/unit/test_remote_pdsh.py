@@ -1,7 +1,7 @@
 """The pdsh transport at the argv seam: the command it builds, and its merged output parsed.
 
-The fake runner answers only ``pdsh`` argv lists, replaying output in the
-shape pdsh 2.34 printed on the sandbox (interleaved ``node: `` lines,
+The shared fake at the process seam (tests/fakes) answers only ``pdsh`` argv lists,
+replaying output in the shape pdsh 2.34 printed on the sandbox (interleaved ``node: `` lines,
 ``pdsh@host: node: ...`` messages, the marker on a partial last line).
 """
 
@@ -11,7 +11,7 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -20,38 +20,33 @@ from slurmkit import _proc, remote
 from slurmkit.errors import RemoteError, UsageError
 from slurmkit.remote.base import RemoteOptions, TransportMissing
 from slurmkit.remote.pdsh import PdshTransport, escape_percent
+from tests.fakes import Call, FakeSlurm
 
 TOKEN = re.compile(r"__slurmkit_end_[0-9a-f]{16}__")
 
 Reply = Callable[[list[str], str], tuple[int, str, str]]
 
 
-class FakePdsh:
-    """Answers pdsh calls through ``reply(argv, token)``; any other program is an error."""
+def replies(pdsh: FakeSlurm, reply: Reply, timed_out: bool = False) -> None:
+    """pdsh answers ``reply(argv, end_marker)`` (killed by the backstop if ``timed_out``)."""
 
-    def __init__(self) -> None:
-        self.reply: Reply = lambda argv, token: (0, "", "")
-        self.calls: list[tuple[list[str], dict[str, str] | None, float | None]] = []
-        self.missing = False
-        self.timed_out = False
+    def answer(call: Call) -> _proc.Completed:
+        rc, out, err = reply(list(call.argv), TOKEN.findall(call.argv[-1])[-1])
+        return _proc.Completed(call.argv, rc, out, err, 0.1, timed_out=timed_out)
 
-    def __call__(self, argv, *, timeout, input, env, cwd) -> _proc.Completed:
-        argv = list(argv)
-        if argv[0] != "pdsh":
-            raise AssertionError(f"unexpected command: {shlex.join(argv)}")
-        if self.missing:
-            raise FileNotFoundError(2, "No such file or directory", "pdsh")
-        self.calls.append((argv, env, timeout))
-        token = TOKEN.findall(argv[-1])[-1]
-        rc, out, err = self.reply(argv, token)
-        return _proc.Completed(tuple(argv), rc, out, err, 0.1, timed_out=self.timed_out)
+    pdsh.on(["pdsh", "**"], answer=answer)
+
+
+def pdsh_calls(pdsh: FakeSlurm) -> list[tuple[list[str], Mapping[str, str] | None, float | None]]:
+    """Each pdsh call: argv, environment, timeout."""
+    return [(list(c.argv), c.env, c.timeout) for c in pdsh.log if c.program == "pdsh"]
 
 
 @pytest.fixture
-def pdsh(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakePdsh]:
-    fake = FakePdsh()
-    monkeypatch.setattr(_proc, "runner", fake)
-    yield fake
+def pdsh(fake_slurm: FakeSlurm) -> FakeSlurm:
+    """The shared fake at the process seam, answering pdsh only (quiet success by default)."""
+    replies(fake_slurm, lambda argv, token: (0, "", ""))
+    return fake_slurm
 
 
 def _quiet(_: str) -> None:
@@ -62,15 +57,18 @@ def opts(**kw) -> RemoteOptions:
     return RemoteOptions(notify=kw.pop("notify", _quiet), **kw)
 
 
-def test_argv_folds_nodes_and_passes_limits(pdsh: FakePdsh) -> None:
-    pdsh.reply = lambda argv, t: (
-        0,
-        "".join(f"node-{i}: {t} rc=0 t0=1 t1=2\n" for i in (1, 2, 3)),
-        "",
+def test_argv_folds_nodes_and_passes_limits(pdsh: FakeSlurm) -> None:
+    replies(
+        pdsh,
+        lambda argv, t: (
+            0,
+            "".join(f"node-{i}: {t} rc=0 t0=1 t1=2\n" for i in (1, 2, 3)),
+            "",
+        ),
     )
     transport = PdshTransport(opts(timeout=7, connect_timeout=3, fanout=5))
     transport.run(["node-3", "node-1", "node-2"], "uptime")
-    argv, env, limit = pdsh.calls[0]
+    argv, env, limit = pdsh_calls(pdsh)[0]
     assert argv[:12] == [
         "pdsh",
         "-R",
@@ -91,19 +89,21 @@ def test_argv_folds_nodes_and_passes_limits(pdsh: FakePdsh) -> None:
     assert limit is not None and limit > 7 + 3  # a backstop beyond pdsh's own limits
 
 
-def test_percent_is_escaped_for_pdsh(pdsh: FakePdsh) -> None:
+def test_percent_is_escaped_for_pdsh(pdsh: FakeSlurm) -> None:
     assert escape_percent("stat -c %u /proc/1; date +%s") == "stat -c %%u /proc/1; date +%%s"
-    pdsh.reply = lambda argv, t: (0, f"n1: {t} rc=0 t0=1 t1=2\n", "")
+    replies(pdsh, lambda argv, t: (0, f"n1: {t} rc=0 t0=1 t1=2\n", ""))
     PdshTransport(opts()).run(["n1"], "stat -c %u /")
-    assert "%%u" in pdsh.calls[0][0][-1] and "%u" not in pdsh.calls[0][0][-1].replace("%%", "")
+    assert "%%u" in pdsh_calls(pdsh)[0][0][-1] and "%u" not in pdsh_calls(pdsh)[0][0][-1].replace(
+        "%%", ""
+    )
 
 
-def test_ssh_config_and_insecure_reach_ssh(pdsh: FakePdsh, tmp_path: Path) -> None:
+def test_ssh_config_and_insecure_reach_ssh(pdsh: FakeSlurm, tmp_path: Path) -> None:
     notices: list[str] = []
-    pdsh.reply = lambda argv, t: (0, f"n1: {t} rc=0 t0=1 t1=2\n", "")
+    replies(pdsh, lambda argv, t: (0, f"n1: {t} rc=0 t0=1 t1=2\n", ""))
     cfg = tmp_path / "cfg"
     PdshTransport(opts(ssh_config=cfg, insecure=True, notify=notices.append)).run(["n1"], "true")
-    args = pdsh.calls[0][1]["PDSH_SSH_ARGS_APPEND"].split()  # type: ignore[index]
+    args = pdsh_calls(pdsh)[0][1]["PDSH_SSH_ARGS_APPEND"].split()  # type: ignore[index]
     assert ["-F", str(cfg)] == args[args.index("-F") : args.index("-F") + 2]
     assert "StrictHostKeyChecking=no" in args
     assert notices and "not checked" in notices[0]
@@ -133,7 +133,7 @@ def test_config_path_with_spaces_is_refused(tmp_path: Path) -> None:
         PdshTransport(opts(ssh_config=tmp_path / "my config")).ssh_args()
 
 
-def test_interleaved_output_is_split_per_node(pdsh: FakePdsh) -> None:
+def test_interleaved_output_is_split_per_node(pdsh: FakeSlurm) -> None:
     def reply(argv: list[str], t: str) -> tuple[int, str, str]:
         out = (
             "node-2: hi\n"
@@ -146,7 +146,7 @@ def test_interleaved_output_is_split_per_node(pdsh: FakePdsh) -> None:
         err = "node-2: err line\npdsh@vm: node-2: ssh exited with exit code 3\n"
         return 0, out, err
 
-    pdsh.reply = reply
+    replies(pdsh, reply)
     one, two = PdshTransport(opts()).run(["node-1", "node-2"], "x")
     assert (one.status, one.exit_code, one.stdout) == ("ok", 0, "hi\n leading space kept\n\n")
     assert (two.status, two.exit_code, two.stdout) == ("failed", 3, "hi\npartial")
@@ -154,7 +154,7 @@ def test_interleaved_output_is_split_per_node(pdsh: FakePdsh) -> None:
     assert two.duration == pytest.approx(2.0)
 
 
-def test_timeout_and_unreachable_nodes_do_not_hide_the_others(pdsh: FakePdsh) -> None:
+def test_timeout_and_unreachable_nodes_do_not_hide_the_others(pdsh: FakeSlurm) -> None:
     def reply(argv: list[str], t: str) -> tuple[int, str, str]:
         out = f"node-1: ok\nnode-1: {t} rc=0 t0=1 t1=2\nnode-3: started\n"
         err = (
@@ -167,7 +167,7 @@ def test_timeout_and_unreachable_nodes_do_not_hide_the_others(pdsh: FakePdsh) ->
         )
         return 255, out, err
 
-    pdsh.reply = reply
+    replies(pdsh, reply)
     r1, r2, r3, r4 = PdshTransport(opts(timeout=2)).run(
         ["node-1", "node-2", "node-3", "node-4"], "x"
     )
@@ -178,39 +178,41 @@ def test_timeout_and_unreachable_nodes_do_not_hide_the_others(pdsh: FakePdsh) ->
     assert r4.error == "ssh: connect to host 127.0.1.4 port 1: Connection refused"
 
 
-def test_lost_marker_is_a_failure_not_a_success(pdsh: FakePdsh) -> None:
-    pdsh.reply = lambda argv, t: (
-        1,
-        "node-1: half of the output\n",
-        "pdsh@vm: node-1: ssh exited with exit code 137\n",
+def test_lost_marker_is_a_failure_not_a_success(pdsh: FakeSlurm) -> None:
+    replies(
+        pdsh,
+        lambda argv, t: (
+            1,
+            "node-1: half of the output\n",
+            "pdsh@vm: node-1: ssh exited with exit code 137\n",
+        ),
     )
     (result,) = PdshTransport(opts()).run(["node-1"], "x")
     assert result.status == "failed" and result.exit_code == 137
     assert "end marker" in result.error
 
 
-def test_pdsh_killed_by_backstop_gives_timeouts(pdsh: FakePdsh) -> None:
-    pdsh.timed_out = True
-    pdsh.reply = lambda argv, t: (-9, f"node-1: {t} rc=0 t0=1 t1=2\n", "")
+def test_pdsh_killed_by_backstop_gives_timeouts(pdsh: FakeSlurm) -> None:
+    replies(pdsh, lambda argv, t: (-9, f"node-1: {t} rc=0 t0=1 t1=2\n", ""), timed_out=True)
     r1, r2 = PdshTransport(opts()).run(["node-1", "node-2"], "x")
     assert r1.ok and r2.status == "timeout"
 
 
-def test_pdsh_failing_as_a_whole_is_an_error(pdsh: FakePdsh) -> None:
-    pdsh.reply = lambda argv, t: (1, "", "pdsh@vm: no remote hosts specified\n")
+def test_pdsh_failing_as_a_whole_is_an_error(pdsh: FakeSlurm) -> None:
+    replies(pdsh, lambda argv, t: (1, "", "pdsh@vm: no remote hosts specified\n"))
     with pytest.raises(RemoteError, match="no remote hosts"):
         PdshTransport(opts()).run(["node-1"], "x")
 
 
-def test_missing_pdsh_is_reported(pdsh: FakePdsh) -> None:
-    pdsh.missing = True
+def test_missing_pdsh_is_reported(pdsh: FakeSlurm) -> None:
+    pdsh.missing("pdsh")
     with pytest.raises(TransportMissing, match="pdsh is not installed"):
         PdshTransport(opts()).run(["node-1"], "x")
 
 
-def test_missing_pdsh_falls_back_to_paramiko_and_says_so(pdsh: FakePdsh, tmp_path: Path) -> None:
+def test_missing_pdsh_falls_back_to_paramiko_and_says_so(pdsh: FakeSlurm, tmp_path: Path) -> None:
     """The ssh transport then runs for real; port 1 on localhost refuses, per node."""
-    pdsh.missing = True
+    pdsh.missing("pdsh")
     cfg = tmp_path / "config"
     cfg.write_text("Host n1 n2\n  HostName 127.0.0.1\n  Port 1\n")
     notices: list[str] = []
@@ -223,8 +225,8 @@ def test_missing_pdsh_falls_back_to_paramiko_and_says_so(pdsh: FakePdsh, tmp_pat
     assert "127.0.0.1 port 1" in outcome.results[0].error
 
 
-def test_auto_prefers_pdsh(pdsh: FakePdsh) -> None:
-    pdsh.reply = lambda argv, t: (0, f"n1: {t} rc=0 t0=1 t1=2\n", "")
+def test_auto_prefers_pdsh(pdsh: FakeSlurm) -> None:
+    replies(pdsh, lambda argv, t: (0, f"n1: {t} rc=0 t0=1 t1=2\n", ""))
     assert remote.run(["n1"], "true", options=opts()).transport == "pdsh"
 
 
