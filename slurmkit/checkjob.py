@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmkit.errors import ControllerUnreachable, SlurmError, SlurmkitError
+from slurmkit.grammar.timelimit import format_limit
 from slurmkit.journal import comment_for, new_token
 from slurmkit.slurm import query, recheck
 from slurmkit.slurm.records import Job
@@ -67,9 +68,8 @@ class Finished:
 
 
 def time_limit(timeout: float) -> str:
-    """A job time limit (HH:MM:SS) no longer than the wait, at least one minute."""
-    minutes = max(1, int(timeout // 60))
-    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
+    """A job time limit (``[D-]HH:MM:SS``) no longer than the wait, at least one minute."""
+    return format_limit(max(1, int(timeout // 60)) * 60)
 
 
 def submit_check(

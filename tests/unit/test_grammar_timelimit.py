@@ -99,3 +99,13 @@ def test_recorded_time_limits_read_the_same_on_both_versions(version: str) -> No
     jobs = pt.parse_scontrol_jobs(read(version, "03_jobs", "scontrol_show_job_all_d.txt"))
     assert jobs and all(j.time_limit is None for j in jobs)
     assert all(j.time_used is None or j.time_used >= 0 for j in jobs)
+
+
+def test_check_jobs_ask_for_a_limit_in_the_one_format() -> None:
+    """The check-job runner's --time is written by format_limit, so it reads back exactly."""
+    from slurmkit import checkjob
+
+    assert checkjob.time_limit(300) == "00:05:00"
+    assert checkjob.time_limit(30) == "00:01:00"  # at least a minute
+    assert checkjob.time_limit(25 * 3600) == "1-01:00:00"  # was "25:00:00": same limit
+    assert timelimit.parse_limit(checkjob.time_limit(25 * 3600)) == 25 * 3600
