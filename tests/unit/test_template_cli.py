@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc
 from slurmkit.templating import discover, render_template
+from tests.fakes import Call, FakeSlurm
 
 NAMES = [t.name for t in discover()]
 
@@ -24,18 +24,17 @@ def no_site_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def sbatch_calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, ...]]]:
-    """Fake sbatch at the argv seam: records calls, answers a job id, refuses anything else."""
+def sbatch_calls(fake_slurm: FakeSlurm) -> Iterator[list[tuple[str, ...]]]:
+    """The shared fake Slurm as sbatch: answers a job id to a script given on stdin, refuses
+    anything else; the value is the list of sbatch argv, filled as they come."""
     calls: list[tuple[str, ...]] = []
 
-    def runner(argv, *, timeout=None, input=None, env=None, cwd=None) -> _proc.Completed:
-        if argv[0] != "sbatch":
-            raise AssertionError(f"unexpected command {argv}")
-        calls.append(tuple(argv))
-        assert input is not None and input.startswith("#!/bin/bash\n")  # the script, on stdin
-        return _proc.Completed(tuple(argv), 0, "4242;sandbox\n", "", 0.01)
+    def sbatch(call: Call) -> str:
+        calls.append(call.argv)
+        assert call.input is not None and call.input.startswith("#!/bin/bash\n")  # on stdin
+        return "4242;sandbox\n"
 
-    monkeypatch.setattr(_proc, "runner", runner)
+    fake_slurm.on(["sbatch", "**"], answer=sbatch)
     yield calls
 
 
@@ -199,24 +198,19 @@ def test_submit_needs_double_dash_for_sbatch_options(run_cli, tmp_path: Path, sb
     assert sbatch_calls == []
 
 
-def test_sbatch_failure_is_one_line(run_cli, tmp_path: Path, monkeypatch) -> None:
-    def runner(argv, **_: object) -> _proc.Completed:
-        assert argv[0] == "sbatch", argv
-        return _proc.Completed(
-            tuple(argv), 1, "", "sbatch: error: Batch job submission failed: Invalid account\n", 0.1
-        )
-
-    monkeypatch.setattr(_proc, "runner", runner)
+def test_sbatch_failure_is_one_line(run_cli, tmp_path: Path, fake_slurm: FakeSlurm) -> None:
+    fake_slurm.on(
+        ["sbatch", "**"],
+        rc=1,
+        stderr="sbatch: error: Batch job submission failed: Invalid account\n",
+    )
     result = run_cli("template", "submit", "torchrun", "--script-dir", str(tmp_path), exit_code=2)
     assert result.stderr.startswith("slurmkit: sbatch")
     assert "Invalid account" in result.stderr and result.stderr.count("\n") == 1
 
 
-def test_sbatch_missing_is_one_line(run_cli, tmp_path: Path, monkeypatch) -> None:
-    def runner(argv, **_: object) -> _proc.Completed:
-        raise FileNotFoundError(2, "No such file", argv[0])
-
-    monkeypatch.setattr(_proc, "runner", runner)
+def test_sbatch_missing_is_one_line(run_cli, tmp_path: Path, fake_slurm: FakeSlurm) -> None:
+    fake_slurm.missing("sbatch")
     result = run_cli("template", "submit", "torchrun", "--script-dir", str(tmp_path), exit_code=2)
     assert "'sbatch' not found on PATH" in result.stderr
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc
 from slurmkit.drained import drained
 from slurmkit.slurm import query
 from slurmkit.slurm.parse_text import DELIMITER, parse_scontrol_nodes, parse_sinfo_reasons
@@ -110,12 +109,9 @@ def test_nodes_drained_with_a_two_line_reason() -> None:
     assert second.reason == "Kill task failed" and second.nodelist == "node-[1-2]"
 
 
-def test_cli_nodes_drained_with_a_two_line_reason(monkeypatch, run_cli) -> None:
+def test_cli_nodes_drained_with_a_two_line_reason(fake_slurm: FakeSlurm, run_cli) -> None:
     rows = [["bad PSU\nreplace", "root", "2026-11-21T00:04:10", "drained", "node-3"]]
-    out = "".join(DELIMITER.join(r) + "\n" for r in rows)
-    monkeypatch.setattr(
-        _proc, "runner", lambda argv, **_: _proc.Completed(tuple(argv), 0, out, "", 0.0)
-    )
+    fake_slurm.on(["sinfo", "**"], "".join(DELIMITER.join(r) + "\n" for r in rows))
     assert [g.reason for g in drained()] == ["bad PSU\nreplace"]
     result = run_cli("nodes", "drained", exit_code=0)
     assert "bad PSU" in result.stdout and "node-3" in result.stdout
