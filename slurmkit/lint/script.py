@@ -15,9 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from slurmkit.lint.directives import Directive, JobRequest, job_request, read_directives
 from slurmkit.lint.findings import Finding
-from slurmkit.lint.options import Option, parse_options
 from slurmkit.lint.shell import (
     Assignment,
     Command,
@@ -25,8 +23,11 @@ from slurmkit.lint.shell import (
     Parsed,
     Word,
     as_assignment,
+    mask_templates,
     parse,
 )
+from slurmkit.sbatch.directives import Directive, JobRequest, job_request, read_directives
+from slurmkit.sbatch.options import Option, parse_options
 
 _REFERENCE = re.compile(r"\$\{?([A-Za-z_]\w*)")
 _INHERITED = re.compile(r"SLURM_\w+")
@@ -181,7 +182,9 @@ class Script:
     def __post_init__(self) -> None:
         self.lines = self.text.splitlines()
         self.parsed = parse(self.text)
-        self.directives = read_directives(self.lines, self.parsed.comment_lines, templates=True)
+        self.directives = read_directives(
+            self.lines, self.parsed.comment_lines, mask=mask_templates
+        )
         self.job = job_request(self.directives)
 
     # ------------------------------------------------------------ job scripts inside

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from slurmkit.errors import SlurmParseError
 from slurmkit.grammar import gres, timelimit
-from slurmkit.train.directives import Header
+from slurmkit.sbatch.header import SbatchHeader
 
 # Options that shape the allocation; a difference in any of them is a refusal.
 RESOURCE_OPTIONS = (
@@ -64,7 +64,7 @@ class Difference:
         return f"--{self.option} {self.show(self.submitted)} -> {self.show(self.new)}"
 
 
-def _effective(header: Header) -> dict[str, str]:
+def _effective(header: SbatchHeader) -> dict[str, str]:
     """Last value per option; a bare flag is ``""``."""
     return {d.option: d.value if d.value is not None else "" for d in header.directives}
 
@@ -82,7 +82,7 @@ def _same(option: str, a: str | None, b: str | None) -> bool:
     return a.strip() == b.strip()
 
 
-def compare(submitted: Header, new: Header) -> list[Difference]:
+def compare(submitted: SbatchHeader, new: SbatchHeader) -> list[Difference]:
     """Every option whose effective value differs, resources first."""
     old_values, new_values = _effective(submitted), _effective(new)
     options = [o for o in dict.fromkeys([*old_values, *new_values]) if o not in TRAIN_OWNED]

@@ -35,13 +35,13 @@ from slurmkit.errors import (
     UsageError,
 )
 from slurmkit.grammar import idrange
+from slurmkit.sbatch.header import SbatchHeader, merged, parse_words, read_header
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Job
 from slurmkit.train import reconcile
 from slurmkit.train import submit as train_submit
 from slurmkit.train.bashcheck import bash_syntax_error
 from slurmkit.train.compare import Difference, compare, unified
-from slurmkit.train.directives import Header, merged, parse_words, read_header
 from slurmkit.train.state import TrainDir, TrainState
 
 
@@ -345,7 +345,7 @@ def check_switch(state: TrainState, new_script: Path) -> list[str]:
     if not new_header.directives:
         return [f"{new_script} has no #SBATCH header: it runs with the train's resources"]
     kept = [d for d in new_header.directives if d.option not in ("array", "job-name")]
-    submitted = Header(tuple(parse_words(state.header, "recorded header")))
+    submitted = SbatchHeader(tuple(parse_words(state.header, "recorded header")))
     new = merged(kept, parse_words(state.extra, "recorded extra options"))
     differences = compare(submitted, new)
     resources = [d for d in differences if d.resource]

@@ -21,11 +21,11 @@ from slurmkit.faulty import excluded
 from slurmkit.files import write_atomic
 from slurmkit.grammar import idrange
 from slurmkit.journal import comment_for, new_token
+from slurmkit.sbatch.header import HeaderOption, SbatchHeader, merged, parse_words, read_header
 from slurmkit.slurm import query
 from slurmkit.slurm.submit import sbatch_argv, submit_text
 from slurmkit.train import reconcile, wrapper
 from slurmkit.train.bashcheck import bash_syntax_error
-from slurmkit.train.directives import Directive, Header, merged, parse_words, read_header
 from slurmkit.train.state import (
     FILE_MODE,
     LOCK_WAIT,
@@ -82,7 +82,9 @@ class Extension:
         return sbatch_argv(None, self.options)
 
 
-def training_header(script: Path, extra: Sequence[str]) -> tuple[Header, list[str], list[str]]:
+def training_header(
+    script: Path, extra: Sequence[str]
+) -> tuple[SbatchHeader, list[str], list[str]]:
     """(header for the wrapper, extra option words, notices) for ``script`` + ``extra``."""
     header = read_header(script)
     if not header.directives:
@@ -102,7 +104,7 @@ def training_header(script: Path, extra: Sequence[str]) -> tuple[Header, list[st
         f"{', '.join(map(str, header.ignored_lines))} (after the first command, indented or "
         "not upper case): they are not part of the train's header"
     ][: bool(header.ignored_lines)]
-    kept: list[Directive] = []
+    kept: list[HeaderOption] = []
     for directive in header.directives:
         if directive.option in ("array", "job-name"):
             notices.append(
@@ -235,7 +237,7 @@ class _StartPlan:
     train: TrainDir
     target: Path
     runs: int
-    header: Header
+    header: SbatchHeader
     extra_words: list[str]
     after: str | None
     sbatch_extra: list[str]
@@ -403,7 +405,7 @@ def _record_new(
     train: TrainDir,
     target: Path,
     runs: int,
-    header: Header,
+    header: SbatchHeader,
     extra_words: list[str],
     after: str | None,
     job_id: str,

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurmkit.lint.directives import (
+from slurmkit.lint.script import Script
+from slurmkit.lint.shell import parse
+from slurmkit.sbatch.directives import (
     AFTER_COMMAND,
     INDENTED,
     WRONG_CASE,
@@ -15,9 +17,7 @@ from slurmkit.lint.directives import (
     read_directives,
     sbatch_words,
 )
-from slurmkit.lint.options import parse_options
-from slurmkit.lint.script import Script
-from slurmkit.lint.shell import parse
+from slurmkit.sbatch.options import parse_options
 
 
 def commands(text: str) -> list[tuple[int, int, str | None, list[str]]]:
@@ -197,6 +197,15 @@ def test_gpus_per_node(directives: list[str], gpus: int | None) -> None:
 def test_gres_gpus() -> None:
     assert gres_gpus("gpu:8(S:0-1)") == 8
     assert gres_gpus("gres/gpu:3") == 3
+    # The grammar's count, the same as everywhere else (issue 15: lint read this as 1).
+    assert gres_gpus("gres/gpu:h100=4") == 4
+    # A request the grammar cannot read is no count, never an exception out of lint.
+    assert gres_gpus("gpu:4(IDX:0") is None
+
+
+def test_a_malformed_gres_request_lints_without_a_gpu_count() -> None:
+    lines = ["#!/bin/bash", "#SBATCH --gres=gpu::", "srun true"]
+    assert job_request(read_directives(lines)).gpus_per_node is None
 
 
 def test_tasks_per_node_from_ntasks() -> None:

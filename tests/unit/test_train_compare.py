@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from slurmkit.sbatch.header import parse_header
 from slurmkit.train.compare import compare, unified
 from slurmkit.train.control import SwitchRefused, check_switch
-from slurmkit.train.directives import parse_header
 from slurmkit.train.state import ArrayRecord, TrainState
 
 SUBMITTED = "#!/bin/bash\n#SBATCH -N2 -c4 --gres=gpu:8 -t 20:00:00 -p gpu -o %x-%j.out\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from slurmkit.errors import UsageError
-from slurmkit.train.directives import parse_header, parse_words, read_header
+from slurmkit.sbatch.header import parse_header, parse_words, read_header
 from slurmkit.train.submit import default_name, training_header
 
 SEED_SCRIPT = """\

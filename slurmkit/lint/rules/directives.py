@@ -6,10 +6,10 @@ import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.directives import AFTER_COMMAND, INDENTED, WRONG_CASE
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.rules.launchers import launcher_lines
 from slurmkit.lint.script import Script
+from slurmkit.sbatch.directives import AFTER_COMMAND, INDENTED, WRONG_CASE
 
 _IGNORED = {
     AFTER_COMMAND: "comes after the first command: sbatch stops reading #SBATCH lines at the "

@@ -23,10 +23,10 @@ import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.directives import node_range, to_int
 from slurmkit.lint.findings import ERROR, Finding, Rule
 from slurmkit.lint.rules.launchers import srun_launcher
 from slurmkit.lint.script import Script, Srun
+from slurmkit.sbatch.directives import node_range, to_int
 
 _TORCH = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 _NNODES = re.compile(r"--nnodes(?:=|\s+)[\"']?(?P<n>[^\s\"']+)")

@@ -12,9 +12,9 @@ import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.directives import node_range, to_int
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.script import Script, Srun
+from slurmkit.sbatch.directives import node_range, to_int
 
 LAUNCHER = re.compile(
     r"(?<![\w.-])(?P<name>torchrun|deepspeed)(?![\w.-])"

@@ -1,8 +1,8 @@
 """The ``#SBATCH`` header of a job script (and sbatch argv words) as normalised options.
 
 A train's array job is submitted once, with the header of the script it starts from;
-later scripts only borrow that allocation. The header is read by the shared parser of
-:mod:`slurmkit.lint.directives` (exactly as sbatch reads it: only before the first
+later scripts only borrow that allocation. The header is read by
+:mod:`slurmkit.sbatch.directives` (exactly as sbatch reads it: only before the first
 command, quotes, ``#`` comments, ``-N2``/``--nodes 2``/``--nodes=2``); this module turns
 its options into one ``--long=value`` word each, so two scripts compare option by
 option and the wrapper gets one quoted word per ``#SBATCH`` line.
@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurmkit.errors import UsageError
-from slurmkit.lint.directives import read_directives
-from slurmkit.lint.options import SHORT, parse_options
+from slurmkit.sbatch.directives import read_directives
+from slurmkit.sbatch.options import SHORT, parse_options
 
 _TAKES_VALUE = frozenset(SHORT.values())
 
 
 @dataclass(frozen=True)
-class Directive:
+class HeaderOption:
     """One sbatch option: its long name (no dashes), value, and the script line it came from."""
 
     option: str
@@ -40,10 +40,10 @@ class Directive:
 
 
 @dataclass(frozen=True)
-class Header:
+class SbatchHeader:
     """The options of a script's ``#SBATCH`` header, in order (a later one wins in sbatch)."""
 
-    directives: tuple[Directive, ...] = ()
+    directives: tuple[HeaderOption, ...] = ()
     # ``#SBATCH`` lines sbatch does not read (after the first command, indented, wrong case).
     ignored_lines: tuple[int, ...] = ()
 
@@ -60,15 +60,15 @@ class Header:
         return [d.word for d in self.directives]
 
 
-def _checked(option: str, value: str | None, where: str) -> Directive:
+def _checked(option: str, value: str | None, where: str) -> HeaderOption:
     if len(option) == 1:
         raise UsageError(f"{where}: unknown sbatch option -{option}")
     if value is None and option in _TAKES_VALUE:
         raise UsageError(f"{where}: --{option} needs a value")
-    return Directive(option, value)
+    return HeaderOption(option, value)
 
 
-def parse_words(words: Sequence[str], where: str = "sbatch options") -> list[Directive]:
+def parse_words(words: Sequence[str], where: str = "sbatch options") -> list[HeaderOption]:
     """sbatch option words (``-N 2 --time 1:00:00 --exclusive``) -> directives."""
     options, end = parse_options(list(words))
     if end < len(words):
@@ -76,9 +76,9 @@ def parse_words(words: Sequence[str], where: str = "sbatch options") -> list[Dir
     return [_checked(o.name, o.value, where) for o in options]
 
 
-def parse_header(text: str, where: str = "script") -> Header:
+def parse_header(text: str, where: str = "script") -> SbatchHeader:
     """The ``#SBATCH`` options of a script's text that sbatch reads, in order."""
-    directives: list[Directive] = []
+    directives: list[HeaderOption] = []
     ignored: list[int] = []
     for found in read_directives(text.splitlines()):
         if found.ignored is not None:
@@ -87,11 +87,11 @@ def parse_header(text: str, where: str = "script") -> Header:
         at = f"{where} line {found.line}"
         for option in found.options:
             checked = _checked(option.name, option.value, at)
-            directives.append(Directive(checked.option, checked.value, found.line))
-    return Header(tuple(directives), tuple(ignored))
+            directives.append(HeaderOption(checked.option, checked.value, found.line))
+    return SbatchHeader(tuple(directives), tuple(ignored))
 
 
-def read_header(path: Path) -> Header:
+def read_header(path: Path) -> SbatchHeader:
     """The header of the script at ``path``; an unreadable or binary file is a usage error."""
     try:
         data = path.read_bytes()
@@ -106,6 +106,6 @@ def read_header(path: Path) -> Header:
     return parse_header(data.decode(errors="replace"), str(path))
 
 
-def merged(*groups: Iterable[Directive]) -> Header:
+def merged(*groups: Iterable[HeaderOption]) -> SbatchHeader:
     """Directives of several sources in order (script header, then command-line extras)."""
-    return Header(tuple(d for group in groups for d in group))
+    return SbatchHeader(tuple(d for group in groups for d in group))

@@ -11,9 +11,12 @@ backslash does not continue a directive. Later options win over earlier ones.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from slurmkit.lint.options import Option, parse_options
+from slurmkit.errors import SlurmParseError
+from slurmkit.grammar.gres import gpu_count
+from slurmkit.sbatch.options import Option, parse_options
 
 MAGIC = "#SBATCH"
 AFTER_COMMAND = "after-command"
@@ -114,17 +117,16 @@ def node_range(text: str | None) -> tuple[int, int] | None:
 
 
 def gres_gpus(text: str) -> int | None:
-    """GPUs per node in a gres string (a job's request or a node's), None without any GPU.
+    """GPUs per node in a ``--gres`` request, None without any GPU or when it does not parse.
 
-    ``gpu:8``, ``gpu:a100:8``, ``gpu`` (1), ``nvme:1,gpu:2``, ``gres/gpu:4``, ``gpu:8(S:0-1)``;
-    several GPU types add up (``gpu:a100:4,gpu:v100:2`` is 6).
+    The count is :func:`slurmkit.grammar.gres.gpu_count`'s (``gres/gpu:h100=4`` is 4, as
+    everywhere in slurmkit); a request it cannot read is no GPU count here, because a
+    script's typo is a finding of its own, never a crash of lint.
     """
-    counts = []
-    for item in text.split(","):
-        parts = item.split("(")[0].strip().removeprefix("gres/").removeprefix("gres:").split(":")
-        if parts[0] == "gpu":
-            counts.append(int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1)
-    return sum(counts) if counts else None
+    try:
+        return gpu_count(text)
+    except SlurmParseError:
+        return None
 
 
 def sbatch_words(text: str) -> list[str]:
@@ -165,7 +167,9 @@ def sbatch_words(text: str) -> list[str]:
 
 
 def read_directives(
-    lines: list[str], comments: set[int] | None = None, templates: bool = False
+    lines: list[str],
+    comments: set[int] | None = None,
+    mask: Callable[[str], str] | None = None,
 ) -> list[Directive]:
     """Every ``#SBATCH``-looking line, with whether and why sbatch ignores it.
 
@@ -173,8 +177,9 @@ def read_directives(
     only if bash reads it as a comment (``comments``, from the syntax tree): a
     ``#SBATCH`` line inside a heredoc or a multi-line string is not a misplaced
     directive of this script (a heredoc fed to sbatch is a script of its own).
-    ``templates``: a template tag (``{{ log_dir }}``) is one unknown word, not words
-    split at its blanks (lint reads templates; sbatch never sees a tag). The options
+    ``mask``: applied to a directive's text before it is split, so that a template tag
+    (``{{ log_dir }}``) is one unknown word, not words split at its blanks (lint passes
+    its ``mask_templates``: it reads templates; sbatch never sees a tag). The options
     of an ignored line are not read: nothing uses them.
     """
     found: list[Directive] = []
@@ -185,23 +190,23 @@ def read_directives(
         if not header and looks and comments is not None and number not in comments:
             continue
         if line.startswith(MAGIC):
-            found.append(_directive(number, line, None if header else AFTER_COMMAND, templates))
+            found.append(_directive(number, line, None if header else AFTER_COMMAND, mask))
         elif looks:
             why = INDENTED if stripped.startswith(MAGIC) else WRONG_CASE
-            found.append(_directive(number, line, why if header else AFTER_COMMAND, templates))
+            found.append(_directive(number, line, why if header else AFTER_COMMAND, mask))
         elif header and stripped and not stripped.startswith("#"):
             header = False
     return found
 
 
-def _directive(number: int, line: str, ignored: str | None, templates: bool) -> Directive:
+def _directive(
+    number: int, line: str, ignored: str | None, mask: Callable[[str], str] | None
+) -> Directive:
     options: list[Option] = []
     if ignored is None:
         body = line.lstrip()[len(MAGIC) :]
-        if templates:
-            from slurmkit.lint.shell import mask_templates
-
-            body = mask_templates(body)
+        if mask is not None:
+            body = mask(body)
         options, _ = parse_options(sbatch_words(body))
     return Directive(
         line=number,
