@@ -13,6 +13,7 @@ from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem, SlurmNotInstalled, UsageError
 from slurmkit.slurm import backend, query
 from slurmkit.slurm.records import SlurmVersion
+from tests.fakes import FakeSlurm
 
 
 @pytest.fixture(autouse=True)
@@ -141,15 +142,9 @@ def test_version_names_the_backend(monkeypatch, run_cli) -> None:
     )
 
 
-def test_commands_backend_keeps_every_query_on_the_commands(monkeypatch) -> None:
+def test_commands_backend_keeps_every_query_on_the_commands(fake_slurm: FakeSlurm) -> None:
     """With the commands chosen, query.nodes() runs scontrol exactly as before."""
     backend.choose("commands")
-    calls = []
-
-    def runner(argv, **kwargs):
-        calls.append(tuple(argv))
-        return _proc.Completed(tuple(argv), 0, "", "", 0.0)
-
-    monkeypatch.setattr(_proc, "runner", runner)
+    fake_slurm.on(["scontrol", "**"])
     assert query.nodes() == []
-    assert calls == [("scontrol", "--all", "--oneliner", "show", "node")]
+    assert fake_slurm.calls == [("scontrol", "--all", "--oneliner", "show", "node")]

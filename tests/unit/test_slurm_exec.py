@@ -22,6 +22,7 @@ from slurmkit.errors import (
     SlurmNotInstalled,
 )
 from slurmkit.slurm import _exec
+from tests.fakes import Call, FakeSlurm
 
 
 def completed(argv: list[str], rc: int, stdout: str = "", stderr_text: str = "") -> _proc.Completed:
@@ -29,18 +30,12 @@ def completed(argv: list[str], rc: int, stdout: str = "", stderr_text: str = "")
 
 
 @pytest.fixture
-def answer(monkeypatch: pytest.MonkeyPatch) -> Callable[[_proc.Completed], list[dict]]:
-    """Make the next Slurm call return ``result``; returns the list of recorded calls."""
+def answer(fake_slurm: FakeSlurm) -> Callable[[_proc.Completed], list[Call]]:
+    """Make every Slurm call return ``result`` (the shared fake Slurm); returns its calls."""
 
-    def install(result: _proc.Completed) -> list[dict]:
-        calls: list[dict] = []
-
-        def runner(argv, *, timeout, input, env, cwd):
-            calls.append({"argv": tuple(argv), "env": env, "timeout": timeout})
-            return result
-
-        monkeypatch.setattr(_proc, "runner", runner)
-        return calls
+    def install(result: _proc.Completed) -> list[Call]:
+        fake_slurm.on(["**"], answer=result)
+        return fake_slurm.log
 
     return install
 
@@ -175,9 +170,9 @@ def test_user_format_variables_never_reach_slurm(answer, monkeypatch: pytest.Mon
     before = len(_exec.call_log)
     _exec.run_slurm(["squeue", "-h"], env={"SLURM_BITSTR_LEN": "0"})
     (call,) = calls
-    assert "SQUEUE_FORMAT" not in call["env"]
-    assert call["env"]["SLURM_TIME_FORMAT"] == "standard"
-    assert call["env"]["SLURM_BITSTR_LEN"] == "0"
+    assert call.env is not None and "SQUEUE_FORMAT" not in call.env
+    assert call.env["SLURM_TIME_FORMAT"] == "standard"
+    assert call.env["SLURM_BITSTR_LEN"] == "0"
     assert _exec.call_log[before:] == [("squeue", "-h")]
 
 
