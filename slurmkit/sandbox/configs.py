@@ -1,8 +1,18 @@
 """The sandbox's configuration files, as pure functions of its spec.
 
 Choices that matter for what tests can observe:
-- ``ProctrackType=proctrack/linuxproc`` and ``TaskPlugin=task/none``: no cgroups
-  are available in containers; the PID namespace per node gives the isolation.
+- ``ProctrackType=proctrack/linuxproc``: no cgroups are available in containers; the
+  PID namespace per node gives the isolation.
+- ``TaskPlugin=task/affinity``: tasks are bound to CPUs as on the clusters users run,
+  so ``sched_getaffinity`` in a step shows what srun gave each task (on 22.05 a plain
+  srun's tasks get 1 CPU each whatever the job's --cpus-per-task: what ``cpus check``
+  and the seed's test look for). Nodes claim more CPUs than the host has
+  (``config_overrides``); Slurm's masks then fold onto the host's CPUs (22.05 gave
+  both tasks of a 2-task step the mask 0x1 on a 2-CPU host): the counts are right, the
+  CPU ids may repeat across tasks. ``task/cgroup`` is not used: 24.11/26.05 run from a Debian root
+  without the cgroup mounts (``CgroupPlugin=disabled``, see :func:`cgroup_conf`), and
+  on 22.05 the four slurmd of one host would share one cgroup tree, where a job on
+  two nodes has the same ``job_N`` directory twice.
 - ``SlurmdParameters=config_overrides``: nodes claim more CPUs than the host has.
 - GPUs are gres over plain files; Slurm warns they are not devices but keeps them.
 - ``AccountingStoragePass`` names our munge socket: it is how clients reach
@@ -50,7 +60,8 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         f"SlurmdLogFile={d}/log/slurmd-%n.log",
         f"SlurmctldPort={spec.ctld_port}",
         "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
+        # Tasks bound to CPUs, as on the clusters users run (see the module's docstring).
+        "TaskPlugin=task/affinity",
         "SchedulerType=sched/backfill",
         # Multifactor with only the age factor: one point per second queued (up to an
         # hour), so "does a released train keep its queue age" is observable in seconds.

@@ -48,6 +48,14 @@ def test_topology_multiplies_to_the_cpu_count(cpus: int) -> None:
     assert sockets * cores * threads == cpus
 
 
+def test_tasks_are_bound_to_cpus_without_cgroups(spec: SandboxSpec) -> None:
+    """task/affinity: a step's sched_getaffinity shows what srun gave each task (cpus check)."""
+    lines = configs.slurm_conf(spec).splitlines()
+    assert "TaskPlugin=task/affinity" in lines
+    assert "ProctrackType=proctrack/linuxproc" in lines
+    assert not any("cgroup" in line for line in lines if line.startswith("TaskPlugin="))
+
+
 def test_gres_conf_lists_one_file_per_gpu(spec: SandboxSpec) -> None:
     assert configs.gres_conf(spec).strip().endswith(f"File={spec.dir}/gres/gpu[0-3]")
     assert configs.gres_conf(SandboxSpec(dir=spec.dir, gpus=0)) == ""
