@@ -11,15 +11,15 @@ a person). No job is needed and nothing is printed on success.
 
 from __future__ import annotations
 
-from slurmkit.health.config import DEFAULT_PATH, ConfigError, HealthConfig, load
+from slurmkit.health.config import DEFAULT_PATH, HealthConfig, HealthConfigError, load
 from slurmkit.health.node import REASON_PREFIX
 from slurmkit.health.run import HealthReport, run
 
 __all__ = [
     "DEFAULT_PATH",
     "REASON_PREFIX",
-    "ConfigError",
     "HealthConfig",
+    "HealthConfigError",
     "HealthReport",
     "load",
     "run",

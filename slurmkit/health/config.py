@@ -68,7 +68,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 MAX_CONFIG_BYTES = 1 << 20
 
 
-class ConfigError(UsageError):
+class HealthConfigError(UsageError):
     """A health.toml that cannot be used (missing, untrusted, not TOML, unknown key)."""
 
 
@@ -97,21 +97,21 @@ class HealthConfig:
 
 
 def load(path: str | Path) -> HealthConfig:
-    """Read, trust-check and validate ``path``; any problem is one :class:`ConfigError`."""
+    """Read, trust-check and validate ``path``; any problem is one :class:`HealthConfigError`."""
     target = Path(path)
     try:
         checked = trust.check_trusted(target, what="health config")
     except trust.UntrustedPath as exc:
-        raise ConfigError(str(exc)) from None
+        raise HealthConfigError(str(exc)) from None
     if not checked.is_file():
-        raise ConfigError(f"health config {checked}: not a regular file")
+        raise HealthConfigError(f"health config {checked}: not a regular file")
     try:
         with open(checked, "rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
-        raise ConfigError(f"health config {checked}: {exc.strerror}") from None
+        raise HealthConfigError(f"health config {checked}: {exc.strerror}") from None
     if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"health config {checked}: larger than {MAX_CONFIG_BYTES} bytes")
+        raise HealthConfigError(f"health config {checked}: larger than {MAX_CONFIG_BYTES} bytes")
     return parse(data, checked)
 
 
@@ -121,19 +121,19 @@ def parse(data: bytes | str, path: Path = DEFAULT_PATH) -> HealthConfig:
     try:
         raw = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"health config {path}: not valid TOML: {exc}") from None
+        raise HealthConfigError(f"health config {path}: not valid TOML: {exc}") from None
     where = f"health config {path}"
     _no_unknown(raw, _TOP_KEYS, where)
     timeout = _seconds(raw.get("timeout", DEFAULT_TIMEOUT), f"{where}: timeout")
     scontrol = _seconds(raw.get("scontrol_timeout", DEFAULT_TIMEOUT), f"{where}: scontrol_timeout")
     state_dir = raw.get("state_dir")
     if state_dir is not None and (not isinstance(state_dir, str) or not state_dir.startswith("/")):
-        raise ConfigError(f"{where}: state_dir must be an absolute path")
+        raise HealthConfigError(f"{where}: state_dir must be an absolute path")
     tables = raw.get("check", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        raise ConfigError(f"{where}: 'check' must be a list of [[check]] tables")
+        raise HealthConfigError(f"{where}: 'check' must be a list of [[check]] tables")
     if not tables:
-        raise ConfigError(f"{where}: no [[check]] table: nothing to check")
+        raise HealthConfigError(f"{where}: no [[check]] table: nothing to check")
     checks = tuple(
         _check(table, timeout, f"{where}: check {i}") for i, table in enumerate(tables, start=1)
     )
@@ -143,19 +143,19 @@ def parse(data: bytes | str, path: Path = DEFAULT_PATH) -> HealthConfig:
 def _check(table: dict[str, Any], default_timeout: float, where: str) -> Check:
     kind = table.get("type")
     if kind not in KINDS:
-        raise ConfigError(f"{where}: type must be one of {', '.join(KINDS)} (got {kind!r})")
+        raise HealthConfigError(f"{where}: type must be one of {', '.join(KINDS)} (got {kind!r})")
     where = f"{where} ({kind})"
     _no_unknown(table, _COMMON | _KEYS[kind], where)
     label = table.get("name", kind)
     if not isinstance(label, str) or not _NAME.match(label):
-        raise ConfigError(f"{where}: name must be 1-32 letters, digits, '.', '_' or '-'")
+        raise HealthConfigError(f"{where}: name must be 1-32 letters, digits, '.', '_' or '-'")
     timeout = _seconds(table.get("timeout", default_timeout), f"{where}: timeout")
     if kind == "disk":
         return _disk(table, label, timeout, where)
     if kind == "gpu-count":
         expected = table.get("expected")
         if not _is_int(expected) or expected < 1:
-            raise ConfigError(f"{where}: expected must be a whole number of GPUs, at least 1")
+            raise HealthConfigError(f"{where}: expected must be a whole number of GPUs, at least 1")
         return Check(kind, label, timeout, expected=expected)
     if kind == "cmd":
         return _cmd(table, label, timeout, where)
@@ -165,7 +165,7 @@ def _check(table: dict[str, Any], default_timeout: float, where: str) -> Check:
 def _disk(table: dict[str, Any], label: str, timeout: float, where: str) -> Check:
     path = table.get("path")
     if not isinstance(path, str) or not path.startswith("/"):
-        raise ConfigError(f"{where}: path must be an absolute path")
+        raise HealthConfigError(f"{where}: path must be an absolute path")
     min_free = table.get("min_free")
     size = None if min_free is None else parse_size(min_free, f"{where}: min_free")
     percent = table.get("min_free_percent")
@@ -175,12 +175,12 @@ def _disk(table: dict[str, Any], label: str, timeout: float, where: str) -> Chec
         or not 0 < percent < 100
         or math.isnan(percent)
     ):
-        raise ConfigError(f"{where}: min_free_percent must be a number between 0 and 100")
+        raise HealthConfigError(f"{where}: min_free_percent must be a number between 0 and 100")
     inodes = table.get("min_free_inodes")
     if inodes is not None and (not _is_int(inodes) or inodes < 1):
-        raise ConfigError(f"{where}: min_free_inodes must be a whole number, at least 1")
+        raise HealthConfigError(f"{where}: min_free_inodes must be a whole number, at least 1")
     if size is None and percent is None and inodes is None:
-        raise ConfigError(
+        raise HealthConfigError(
             f"{where}: give at least one of min_free, min_free_percent, min_free_inodes"
         )
     return Check(
@@ -197,10 +197,10 @@ def _disk(table: dict[str, Any], label: str, timeout: float, where: str) -> Chec
 def _cmd(table: dict[str, Any], label: str, timeout: float, where: str) -> Check:
     argv, shell = table.get("argv"), table.get("shell")
     if (argv is None) == (shell is None):
-        raise ConfigError(f"{where}: give exactly one of argv (a list, no shell) or shell")
+        raise HealthConfigError(f"{where}: give exactly one of argv (a list, no shell) or shell")
     if shell is not None:
         if not isinstance(shell, str) or not shell.strip() or "\0" in shell:
-            raise ConfigError(f"{where}: shell must be a non-empty command line")
+            raise HealthConfigError(f"{where}: shell must be a non-empty command line")
         return Check("cmd", label, timeout, shell=shell)
     if (
         not isinstance(argv, list)
@@ -208,7 +208,7 @@ def _cmd(table: dict[str, Any], label: str, timeout: float, where: str) -> Check
         or not all(isinstance(a, str) and "\0" not in a for a in argv)
         or not argv[0]
     ):
-        raise ConfigError(f"{where}: argv must be a non-empty list of strings")
+        raise HealthConfigError(f"{where}: argv must be a non-empty list of strings")
     return Check("cmd", label, timeout, argv=tuple(argv))
 
 
@@ -218,7 +218,7 @@ def parse_size(value: object, where: str) -> int:
         return value
     match = _SIZE.match(value) if isinstance(value, str) else None
     if match is None:
-        raise ConfigError(f"{where}: {value!r} is not a size (bytes, or like '500M', '10G')")
+        raise HealthConfigError(f"{where}: {value!r} is not a size (bytes, or like '500M', '10G')")
     power = " KMGTP".index(match[2].upper() or " ")
     return int(float(match[1]) * 1024**power)
 
@@ -230,7 +230,7 @@ def _seconds(value: object, where: str) -> float:
         or math.isnan(value)
         or not 0 < value <= MAX_TIMEOUT
     ):
-        raise ConfigError(
+        raise HealthConfigError(
             f"{where} must be a number of seconds, above 0 and at most {MAX_TIMEOUT:g}"
         )
     return float(value)
@@ -243,6 +243,6 @@ def _is_int(value: object) -> bool:
 def _no_unknown(table: dict[str, Any], known: set[str], where: str) -> None:
     unknown = sorted(set(table) - known)
     if unknown:
-        raise ConfigError(
+        raise HealthConfigError(
             f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})"
         )

@@ -149,7 +149,7 @@ class Srun:
 
 
 @dataclass(frozen=True)
-class Origin:
+class HeredocOrigin:
     """Where a job script fed to sbatch by a heredoc sits in the script that feeds it."""
 
     first_line: int  # the file line of the body's first line
@@ -166,7 +166,7 @@ class Script:
 
     path: str
     text: str
-    origin: Origin | None = None
+    origin: HeredocOrigin | None = None
     lines: list[str] = field(init=False)
     parsed: Parsed = field(init=False)
     directives: list[Directive] = field(init=False)
@@ -227,7 +227,9 @@ class Script:
             first = self.line_of(heredoc.start)
             # Blank lines before the body keep every line number (in findings and in
             # their messages) the line of this file; sbatch skips blank lines too.
-            scripts.append(Script(self.path, "\n" * (first - 1) + body, Origin(first, submit_line)))
+            scripts.append(
+                Script(self.path, "\n" * (first - 1) + body, HeredocOrigin(first, submit_line))
+            )
         return scripts
 
     @cached_property

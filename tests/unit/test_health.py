@@ -94,7 +94,7 @@ def test_a_full_config_parses() -> None:
     ],
 )
 def test_bad_configs_are_one_clear_error(text: str, says: str) -> None:
-    with pytest.raises(config.ConfigError, match=None) as caught:
+    with pytest.raises(config.HealthConfigError, match=None) as caught:
         cfg(text)
     assert says in str(caught.value)
     assert "\n" not in str(caught.value)
@@ -105,14 +105,14 @@ def test_load_refuses_a_config_others_can_write(tmp_path: Path) -> None:
     path.write_text("[[check]]\ntype = 'xid'\n")
     os.chmod(tmp_path, 0o755)
     os.chmod(path, 0o666)
-    with pytest.raises(config.ConfigError, match="writable by group or others"):
+    with pytest.raises(config.HealthConfigError, match="writable by group or others"):
         config.load(path)
     os.chmod(path, 0o644)
     assert config.load(path).checks[0].kind == "xid"
 
 
 def test_load_refuses_a_missing_config(tmp_path: Path) -> None:
-    with pytest.raises(config.ConfigError, match="does not exist"):
+    with pytest.raises(config.HealthConfigError, match="does not exist"):
         config.load(tmp_path / "nope.toml")
 
 
