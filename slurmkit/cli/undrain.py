@@ -16,6 +16,7 @@ import click
 from slurmkit.cli import _confirm
 from slurmkit.cli._group import exit_with
 from slurmkit.errors import SlurmkitError
+from slurmkit.undrain.select import DEFAULT_REASON
 
 if TYPE_CHECKING:
     from slurmkit.undrain import Plan, UndrainReport
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 @click.command("undrain")
 @click.option(
     "--reason",
-    default=r"^Kill task failed$",
+    default=DEFAULT_REASON,
     show_default=True,
     metavar="REGEX",
     help="Select drained nodes whose full reason text matches this regex.",

@@ -16,7 +16,9 @@ from slurmkit.errors import UsageError
 from slurmkit.hostlist import HostSet
 from slurmkit.slurm.records import Job, Node
 
-DEFAULT_REASON = r"^Kill task failed$"
+# Slurm 25.05 added the step to the reason: "Kill task failed (JobId=3 StepId=batch)" (its
+# CHANGELOG; seen on the 25.11 sandbox). Earlier versions say "Kill task failed" alone.
+DEFAULT_REASON = r"^Kill task failed( \(JobId=\S+ StepId=\S+\))?$"
 
 # Flags under which returning a node is someone else's business: it is being
 # powered, rebooted or has failed.

@@ -56,8 +56,13 @@ def test_default_reason_is_anchored() -> None:
         _node("a", "IDLE+DRAIN", "Kill task failed"),
         _node("b", "IDLE+DRAIN", "Kill task failed; GPU fell off the bus"),
         _node("c", "IDLE+DRAIN", "not Kill task failed"),
+        # Slurm 25.05+ names the step (seen live on the 25.11 sandbox)
+        _node("d", "IDLE+DRAIN", "Kill task failed (JobId=3 StepId=batch)"),
+        _node("e", "IDLE+DRAIN", "Kill task failed (JobId=7 StepId=0)"),
+        _node("f", "IDLE+DRAIN", "Kill task failed (JobId=7 StepId=0); bad DIMM"),
+        _node("g", "IDLE+DRAIN", "Kill task failed Comment=see ticket"),
     ]
-    assert [n.name for n in sel.matching(nodes, pattern)] == ["a"]
+    assert [n.name for n in sel.matching(nodes, pattern)] == ["a", "d", "e"]
 
 
 @pytest.mark.parametrize(
