@@ -18,12 +18,14 @@ import click
 from slurmkit.cli import _confirm
 from slurmkit.cli._exclude_options import state_option
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import node_count_option, node_set, selection_options
 from slurmkit.cli._output import print_json, print_table, progress
 
 if TYPE_CHECKING:
     from slurmkit.faulty import DrainOutcome, ScanReport
     from slurmkit.faulty.excluded import ExcludedNode
     from slurmkit.gpu import Verdict
+    from slurmkit.nodesel import Selection
 
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
@@ -35,8 +37,8 @@ def faulty_group() -> None:
 
 @faulty_group.command("scan")
 @click.option("-p", "--partition", metavar="P", help="Partition to scan (default: the default).")
-@click.option("-N", "--nodes", type=int, metavar="K", help="Let Slurm pick K nodes to scan.")
-@click.option("-w", "--nodelist", metavar="LIST", help="Scan these nodes (a hostlist).")
+@node_count_option("Let Slurm pick K nodes to scan.")
+@selection_options("Scan these nodes (a hostlist).")
 @click.option(
     "--checks",
     default="python,cuda,gpu-count,gpu-mem,nccl,disk",
@@ -128,7 +130,7 @@ def faulty_group() -> None:
 def scan_command(
     partition: str | None,
     nodes: int | None,
-    nodelist: str | None,
+    selection: Selection,
     checks: str,
     timeout: float,
     drain: bool,
@@ -189,7 +191,7 @@ def scan_command(
         checks=parse_checks(checks),
         partition=partition,
         nodes=nodes,
-        nodelist=nodelist,
+        nodelist=_scan_nodes(selection, partition, nodes),
         timeout=timeout,
         work_dir=work_dir,
         sets=parse_assignments(assignments),
@@ -223,6 +225,31 @@ def scan_command(
     else:
         _print_scan(report)
     exit_with(report.exit_code)
+
+
+def _scan_nodes(selection: Selection, partition: str | None, count: int | None) -> str | None:
+    """-w with groups resolved and -x applied; -x alone narrows -p (or the default partition)."""
+    from dataclasses import replace
+
+    from slurmkit.errors import UsageError
+
+    if selection.include is None and selection.exclude is None:
+        return None
+    if count is not None:
+        raise UsageError("-N/--nodes (a count) and -w/--nodelist, -x/--exclude exclude each other")
+    if selection.include is None:
+        selection = replace(selection, include=f"@partition:{partition or _default_partition()}")
+    return node_set(selection)
+
+
+def _default_partition() -> str:
+    from slurmkit.errors import UsageError
+    from slurmkit.slurm import query
+
+    default = next((p.name for p in query.partitions() if p.default), None)
+    if default is None:
+        raise UsageError("-x/--exclude without -w or -p needs a default partition; give -p")
+    return default
 
 
 def _rounds(text: str | None) -> int | None:

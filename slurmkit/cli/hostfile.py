@@ -12,9 +12,11 @@ import os
 
 import click
 
-from slurmkit import _proc
+from slurmkit import _proc, nodesel
+from slurmkit.cli._options import selection_options
 from slurmkit.errors import UsageError
 from slurmkit.jobenv import allocation, hostfile, launch, slots
+from slurmkit.nodesel import Selection
 
 
 class _SlotsType(click.ParamType):
@@ -59,7 +61,7 @@ def _notify(message: str) -> None:
 
 @click.command("hostfile")
 @_jobid_option
-@click.option("--nodelist", metavar="LIST", help="These nodes (1 slot each unless --slots N).")
+@selection_options("These nodes (1 slot each unless --slots N).")
 @_slots_option
 @click.option(
     "--format",
@@ -77,7 +79,7 @@ def _notify(message: str) -> None:
     help="Write FILE atomically (temporary file + rename) instead of printing.",
 )
 def hostfile_command(
-    jobid: str | None, nodelist: str | None, wanted: int | str, fmt: str, output: str | None
+    jobid: str | None, selection: Selection, wanted: int | str, fmt: str, output: str | None
 ) -> None:
     """Print a hostfile for a job's nodes, in Slurm's order (first line = rank 0).
 
@@ -89,10 +91,15 @@ def hostfile_command(
     Nodes with different counts get their own. Use `slurmkit -v hostfile` to
     see the source used.
     """
+    nodelist = selection.include
+    if nodelist is not None and nodesel.has_groups(nodelist):
+        nodelist = str(nodesel.resolve(nodelist))  # groups: sorted; a literal list keeps its order
     alloc = allocation.resolve(os.environ, jobid, nodelist)
     if nodelist is not None and not isinstance(wanted, int) and wanted != slots.AUTO:
         raise UsageError(f"--slots {wanted} needs a job (--jobid or inside one), not --nodelist")
     found = slots.resolve_slots(alloc, wanted)
+    if selection.exclude is not None:  # after the slots: per-node counts follow Slurm's order
+        alloc, found = _without(alloc, found, selection.exclude)
     if _proc.is_verbose():
         _notify(f"nodes from {alloc.origin}: {len(alloc.hosts)}")
         _notify(found.describe())
@@ -105,6 +112,20 @@ def hostfile_command(
     path = write_atomic(output, text)
     if _proc.is_verbose():
         _notify(f"wrote {path} ({len(alloc.hosts)} hosts, {found.total} slots)")
+
+
+def _without(
+    alloc: allocation.Allocation, found: slots.Slots, exclude: str
+) -> tuple[allocation.Allocation, slots.Slots]:
+    """The allocation minus -x, order kept (rank 0 stays first); nothing left is an error."""
+    from dataclasses import replace
+
+    removed = nodesel.excluded(exclude)
+    kept = [(h, n) for h, n in zip(alloc.hosts, found.per_host, strict=True) if h not in removed]
+    if not kept:
+        raise UsageError(f"--exclude {exclude!r} removes every node (an empty list is refused)")
+    hosts, counts = zip(*kept, strict=True)
+    return replace(alloc, hosts=tuple(hosts)), replace(found, per_host=tuple(counts))
 
 
 @click.command("launch-env")

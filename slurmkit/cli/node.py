@@ -17,11 +17,23 @@ import click
 
 from slurmkit.cli import _confirm
 from slurmkit.cli._group import LazyGroup, exit_with
+from slurmkit.cli._options import (
+    confirm_options,
+    exclude_option,
+    json_option,
+    lock_options,
+    node_set,
+    node_timeout_option,
+    via_option,
+)
 from slurmkit.cli._ssh_options import ssh_transport_options
 from slurmkit.errors import SlurmkitError
+from slurmkit.node.change import ChangeOptions
+from slurmkit.nodesel import Selection
+from slurmkit.undrain.flow import DEFAULT_CHECK_TIMEOUT, VIA_CHOICES
 
 if TYPE_CHECKING:
-    from slurmkit.node import ChangeOptions, NodeReport
+    from slurmkit.node import NodeReport
     from slurmkit.remote import RemoteOptions
 
 
@@ -33,8 +45,7 @@ def node_group() -> None:
 def _change_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--dry-run, --yes, --log, --lock, --lock-wait, --json: the same on every change."""
     options = [
-        click.option("--dry-run", is_flag=True, help="Show what would be done; change nothing."),
-        click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal)."),
+        confirm_options(),
         click.option(
             "--log",
             "log_path",
@@ -43,29 +54,22 @@ def _change_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Audit log (undrain's format): a line before the change, its outcome after; "
             "checked before anything is done, settled by the next run if a run was killed.",
         ),
-        click.option(
-            "--lock",
-            "lock_path",
-            type=click.Path(dir_okay=False, path_type=Path),
-            metavar="FILE",
-            help="Lock serialising node changes (default: root's in /run/slurmkit).",
+        lock_options(
+            ChangeOptions.lock_wait,
+            lock_help="Lock serialising node changes (default: root's in /run/slurmkit).",
+            wait_help="How long to wait for another node change to finish.",
         ),
-        click.option(
-            "--lock-wait",
-            type=click.FloatRange(min=0),
-            default=10.0,
-            show_default=True,
-            metavar="S",
-            help="How long to wait for another node change to finish.",
-        ),
-        click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts."),
+        json_option(),
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
 
-def _options(dry_run: bool, log: Path | None, lock: Path | None, wait: float) -> ChangeOptions:
-    from slurmkit.node import ChangeOptions
+def _targets(nodes: str, exclude: str | None) -> str:
+    """NODES with groups resolved and -x removed, before any lock, question or change."""
+    return node_set(Selection(nodes, exclude, what="NODES"))
 
+
+def _options(dry_run: bool, log: Path | None, lock: Path | None, wait: float) -> ChangeOptions:
     return ChangeOptions(
         dry_run=dry_run, log=log, lock=lock, lock_wait=wait, notify=_confirm.notify
     )
@@ -104,10 +108,12 @@ def _asker(yes: bool, question: str) -> Callable[[NodeReport], bool]:
 
 @node_group.command("drain")
 @click.argument("nodes")
+@exclude_option()
 @click.option("--reason", required=True, metavar="R", help="Why (required: Slurm shows it).")
 @_change_options
 def drain_command(
     nodes: str,
+    exclude: str | None,
     reason: str,
     dry_run: bool,
     yes: bool,
@@ -123,6 +129,7 @@ def drain_command(
     from slurmkit.node.drain import check_reason, drain
 
     check_reason(reason)  # bad input before the dry-run notice
+    nodes = _targets(nodes, exclude)
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
     options = _options(rule.dry_run, log_path, lock_path, lock_wait)
     report = drain(nodes, reason, options, _asker(yes, "Drain these nodes?"))
@@ -131,28 +138,17 @@ def drain_command(
 
 @node_group.command("resume")
 @click.argument("nodes")
+@exclude_option()
 @click.option(
     "--no-check", is_flag=True, help="Skip the leftover check (the node is returned as it is)."
 )
-@click.option(
-    "--via",
-    type=click.Choice(["auto", "pdsh", "ssh"]),
-    default="auto",
-    show_default=True,
-    help="Transport for the leftover check.",
-)
-@click.option(
-    "--timeout",
-    type=float,
-    default=30.0,
-    show_default=True,
-    metavar="S",
-    help="Limit for the check on each node.",
-)
+@via_option(VIA_CHOICES, "Transport for the leftover check.")
+@node_timeout_option(DEFAULT_CHECK_TIMEOUT, "Limit for the check on each node.")
 @ssh_transport_options("the leftover check")
 @_change_options
 def resume_command(
     nodes: str,
+    exclude: str | None,
     no_check: bool,
     via: str,
     timeout: float,
@@ -175,6 +171,7 @@ def resume_command(
     from slurmkit.node import ResumeOptions
     from slurmkit.node.resume import resume
 
+    nodes = _targets(nodes, exclude)
     remote = replace(ssh, timeout=timeout, notify=_confirm.notify)
     checks = ResumeOptions(check=not no_check, via=via, remote=remote)
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
@@ -185,6 +182,7 @@ def resume_command(
 
 @node_group.command("reboot")
 @click.argument("nodes")
+@exclude_option()
 @click.option("--asap", is_flag=True, help="Drain now, reboot as soon as the jobs end.")
 @click.option("--reason", metavar="R", help="Reason shown while the reboot is pending.")
 @click.option(
@@ -223,6 +221,7 @@ def resume_command(
 @_change_options
 def reboot_command(
     nodes: str,
+    exclude: str | None,
     asap: bool,
     reason: str | None,
     timeout: float,
@@ -251,6 +250,7 @@ def reboot_command(
     if no_wait and validate_checks:
         raise click.UsageError("--validate needs the nodes back: it cannot go with --no-wait")
     checks = parse_checks(validate_checks) if validate_checks else ()
+    nodes = _targets(nodes, exclude)
     rebooting = RebootOptions(
         asap=asap,
         reason=reason,

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from slurmkit import hostlist
+from slurmkit import hostlist, nodesel
 from slurmkit.cli._group import LazyGroup, exit_with
+from slurmkit.cli._options import exclude_option, json_option
 from slurmkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ _max_option = click.option(
     help="Refuse a LIST that would be written out as more than N names (0: no limit). "
     "Counting and set operations work on ranges and do not list names.",
 )
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+_json_option = json_option()
+_exclude_option = exclude_option("Leave these names out of the result (a hostlist; groups too).")
 
 
 @click.group(
@@ -117,11 +119,19 @@ def _query_nodes(jobid: str | None, partition: str | None, state: str | None) ->
     help=r"Separator between names; \n, \t and \0 are understood.",
 )
 @_max_option
+@_exclude_option
 @_json_option
-def expand_command(hostlists: tuple[str, ...], sep: str, limit: int, as_json: bool) -> None:
+def expand_command(
+    hostlists: tuple[str, ...], sep: str, limit: int, exclude: str | None, as_json: bool
+) -> None:
     """Print every name of each LIST in Slurm's order, duplicates kept (scontrol show hostnames)."""
     # Build every iterator first: a bad LIST fails before anything is printed.
-    names = [hostlist.iter_expand(text, limit=limit or None) for text in _read_args(hostlists)]
+    resolver = _resolver(limit)
+    texts = _read_args(hostlists, resolver)
+    names = [hostlist.iter_expand(text, limit=limit or None) for text in texts]
+    if exclude is not None:
+        removed = nodesel.excluded(exclude, resolver)
+        names = [nodesel.without(chunk, removed) for chunk in names]
     if as_json:
         _print_json([name for chunk in names for name in chunk])
         return
@@ -142,16 +152,28 @@ def expand_command(hostlists: tuple[str, ...], sep: str, limit: int, as_json: bo
     "after a bracket, which Slurm 22.05 cannot read back.",
 )
 @_max_option
+@_exclude_option
 @_json_option
 def fold_command(
-    names: tuple[str, ...], keep_order: bool, multi_dim: bool, limit: int, as_json: bool
+    names: tuple[str, ...],
+    keep_order: bool,
+    multi_dim: bool,
+    limit: int,
+    exclude: str | None,
+    as_json: bool,
 ) -> None:
     """Fold NAMES (names or hostlists) into one hostlist, like scontrol show hostlistsorted."""
     if keep_order and multi_dim:
         raise UsageError("--keep-order and --multi-dim cannot be combined")
-    folded = hostlist.fold(
-        _read_args(names), sort=not keep_order, multi_dim=multi_dim, limit=limit or None
-    )
+    resolver = _resolver(limit)
+    texts = _read_args(names, resolver)
+    if exclude is not None:
+        removed = nodesel.excluded(exclude, resolver)
+        if keep_order:
+            texts = list(nodesel.without(_expanded(texts, limit), removed))
+        else:
+            texts = [str(hostlist.HostSet(texts, limit=limit or None).difference(removed))]
+    folded = hostlist.fold(texts, sort=not keep_order, multi_dim=multi_dim, limit=limit or None)
     if as_json:
         _print_json({"nodes": folded, "count": _printable_count(hostlist.count(folded))})
     elif folded:
@@ -162,15 +184,25 @@ def fold_command(
 @click.argument("hostlists", nargs=-1, required=True, metavar="LIST...")
 @click.option("--unique", is_flag=True, help="Count distinct names (default counts duplicates).")
 @_max_option
+@_exclude_option
 @_json_option
-def count_command(hostlists: tuple[str, ...], unique: bool, limit: int, as_json: bool) -> None:
-    """Print how many names the LISTs hold, computed from the ranges (nothing is expanded)."""
-    texts = _read_args(hostlists)
-    total = (
-        hostlist.HostSet(texts, limit=limit or None).size()
-        if unique
-        else sum(map(hostlist.count, texts))
-    )
+def count_command(
+    hostlists: tuple[str, ...], unique: bool, limit: int, exclude: str | None, as_json: bool
+) -> None:
+    """Print how many names the LISTs hold, computed from the ranges (nothing is expanded).
+
+    With -x and without --unique the names are expanded (up to --max) to keep duplicates.
+    """
+    resolver = _resolver(limit)
+    texts = _read_args(hostlists, resolver)
+    removed = None if exclude is None else nodesel.excluded(exclude, resolver)
+    if unique:
+        hosts = hostlist.HostSet(texts, limit=limit or None)
+        total = (hosts if removed is None else hosts.difference(removed)).size()
+    elif removed is None:
+        total = sum(map(hostlist.count, texts))
+    else:
+        total = sum(1 for _ in nodesel.without(_expanded(texts, limit), removed))
     if as_json:
         _print_json({"count": _printable_count(total)})
     else:
@@ -183,10 +215,15 @@ def _set_command(name: str, nargs: int, metavar: str, operation: Callable[..., H
     @nodes_group.command(name, help=operation.__doc__)
     @click.argument("hostlists", nargs=nargs, required=True, metavar=metavar)
     @_max_option
+    @_exclude_option
     @_json_option
-    def command(hostlists: tuple[str, ...], limit: int, as_json: bool) -> None:
-        sets = [hostlist.HostSet(text, limit=limit or None) for text in _read_args(hostlists)]
-        _print_set(operation(*sets), as_json)
+    def command(hostlists: tuple[str, ...], limit: int, exclude: str | None, as_json: bool) -> None:
+        resolver = _resolver(limit)
+        texts = _read_args(hostlists, resolver)
+        result = operation(*[hostlist.HostSet(text, limit=limit or None) for text in texts])
+        if exclude is not None:
+            result = result.difference(nodesel.excluded(exclude, resolver))
+        _print_set(result, as_json)
 
 
 def _difference(first: HostSet, *others: HostSet) -> HostSet:
@@ -218,12 +255,22 @@ _set_command("xor", 2, "A B", _symmetric_difference)
 # -- input and output -------------------------------------------------------------
 
 
-def _read_args(args: Iterable[str]) -> list[str]:
-    """The texts of the arguments, '-' replaced by stdin (allowed once)."""
+def _read_args(args: Iterable[str], resolver: nodesel.Resolver) -> list[str]:
+    """The texts of the arguments, '-' replaced by stdin (allowed once), node groups
+    replaced by their nodes (one Slurm call per group; none when no group is named)."""
     args = list(args)
     if args.count("-") > 1:
         raise UsageError("'-' (stdin) can be given only once")
-    return [_stdin_text() if arg == "-" else arg for arg in args]
+    return [resolver.substitute(_stdin_text() if arg == "-" else arg) for arg in args]
+
+
+def _resolver(limit: int) -> nodesel.Resolver:
+    return nodesel.Resolver(limit=limit or None)
+
+
+def _expanded(texts: Iterable[str], limit: int) -> Iterator[str]:
+    for text in texts:
+        yield from hostlist.iter_expand(text, limit=limit or None)
 
 
 def _stdin_text() -> str:

@@ -6,13 +6,27 @@ a run needs them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import (
+    json_option,
+    node_timeout_option,
+    selection_options,
+    via_option,
+)
 from slurmkit.cli._ssh_options import ssh_transport_options
+from slurmkit.errors import UsageError
+from slurmkit.nodesel import Selection
+from slurmkit.pyspy.collect import DEFAULT_TIMEOUT, VIA
 from slurmkit.remote.base import RemoteOptions
+
+if TYPE_CHECKING:
+    from slurmkit.slurm.records import Job
 
 
 def _notify(message: str) -> None:
@@ -21,6 +35,7 @@ def _notify(message: str) -> None:
 
 @click.command("pyspy")
 @click.option("--jobid", required=True, metavar="ID", help="The running job to look at.")
+@selection_options("Only these nodes of the job (default: all of its nodes).")
 @click.option("--native", is_flag=True, help="Add C/C++ frames (py-spy dump --native).")
 @click.option(
     "--all-processes",
@@ -33,24 +48,14 @@ def _notify(message: str) -> None:
     metavar="DIR",
     help="Where trace-<node>.txt go. Default: ./pyspy-<jobid>-<YYYYmmdd-HHMMSS>/",
 )
-@click.option(
-    "--via",
-    type=click.Choice(["srun", "ssh"]),
-    default="srun",
-    show_default=True,
-    help="srun: a step inside the job (scontrol listpids). "
+@via_option(
+    VIA,
+    "srun: a step inside the job (scontrol listpids). "
     "ssh: pdsh or paramiko to its nodes, when no step can start.",
 )
-@click.option(
-    "--timeout",
-    type=float,
-    default=30.0,
-    show_default=True,
-    metavar="S",
-    help="Limit for each node's answer, in seconds.",
-)
+@node_timeout_option(DEFAULT_TIMEOUT, "Limit for each node's answer, in seconds.")
 @ssh_transport_options("--via ssh")
-@click.option("--json", "as_json", is_flag=True, help="Every process's stack, groups and problems.")
+@json_option("Every process's stack, groups and problems.")
 @click.option(
     "--py-spy",
     "py_spy",
@@ -67,6 +72,7 @@ def _notify(message: str) -> None:
 )
 def pyspy_command(
     jobid: str,
+    selection: Selection,
     native: bool,
     all_processes: bool,
     output_dir: Path | None,
@@ -98,7 +104,7 @@ def pyspy_command(
         native=native, all_processes=all_processes, py_spy=py_spy, python=python
     )
     settings = pyspy.Settings(via=via, timeout=timeout, dump=options, notify=_notify, ssh=ssh)
-    job = pyspy.running_job(jobid)
+    job = _only(pyspy.running_job(jobid), selection)
     directory = prepare_dir(output_dir or default_dir(jobid))
     progress(f"dumping job {jobid} on {job.nodelist} via {via}...")
     collection = pyspy.collect(jobid, job, settings)
@@ -110,3 +116,17 @@ def pyspy_command(
     else:
         click.echo(render(collection, directory), nl=False)
     exit_with(collection.exit_code)
+
+
+def _only(job: Job, selection: Selection) -> Job:
+    """The job with its nodes narrowed by -w/-x; naming a node outside the job is an error."""
+    if selection.include is None and selection.exclude is None:
+        return job
+    from slurmkit import hostlist
+
+    every = hostlist.HostSet(job.nodelist)
+    wanted = replace(selection, include=selection.include or job.nodelist).resolve()
+    outside = wanted.difference(every)
+    if outside:
+        raise UsageError(f"not nodes of job {job.job_id} ({job.nodelist}): {outside}")
+    return replace(job, nodelist=str(wanted))

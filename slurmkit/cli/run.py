@@ -10,10 +10,18 @@ from dataclasses import replace
 
 import click
 
+from slurmkit import remote
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import (
+    json_option,
+    node_set,
+    node_timeout_option,
+    selection_options,
+    via_option,
+)
 from slurmkit.cli._ssh_options import ssh_transport_options
-from slurmkit.cli._types import SECONDS
 from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from slurmkit.nodesel import Selection
 from slurmkit.remote.base import RemoteOptions
 
 
@@ -22,34 +30,20 @@ def _notify(message: str) -> None:
 
 
 @click.command("run")
-@click.option(
-    "-w",
-    "--nodes",
-    "nodelist",
-    metavar="NODES",
-    help="Hostlist to run on, e.g. node-[1-4]. Default with --jobid: the job's nodes.",
+@selection_options(
+    "Nodes to run on, e.g. node-[1-4]. Default with --jobid: the job's nodes.",
+    deprecated_alias=True,
 )
-@click.option(
-    "--via",
-    type=click.Choice(["auto", "pdsh", "ssh", "srun"]),
-    default="auto",
-    show_default=True,
-    help="Transport. auto: srun with --jobid, else pdsh, else ssh (paramiko).",
+@via_option(
+    remote.VIA_CHOICES, "Transport. auto: srun with --jobid, else pdsh, else ssh (paramiko)."
 )
 @click.option("--jobid", metavar="ID", help="Run inside this job's allocation (srun --overlap).")
-@click.option(
-    "--timeout",
-    type=SECONDS,
-    default=60.0,
-    show_default=True,
-    metavar="S",
-    help="Limit for the command on each node, in seconds.",
-)
+@node_timeout_option(remote.DEFAULT_TIMEOUT, "Limit for the command on each node, in seconds.")
 @ssh_transport_options("pdsh, ssh")
-@click.option("--json", "as_json", is_flag=True, help="One JSON record per node.")
+@json_option("One JSON record per node.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_command(
-    nodelist: str | None,
+    selection: Selection,
     via: str,
     jobid: str | None,
     timeout: float,
@@ -65,12 +59,13 @@ def run_command(
     nodes are listed one per line. Exit 0 when every node succeeded, 1 when
     any did not, 2 on usage errors.
     """
-    from slurmkit import remote
     from slurmkit.remote.grouping import format_grouped
 
     if via == "srun" and not jobid:
         raise UsageError("--via srun needs --jobid")
-    nodes = nodelist or _job_nodes(jobid)
+    if selection.include is None:  # -x alone narrows the job's nodes
+        selection = replace(selection, include=_job_nodes(jobid), what=f"job {jobid}'s nodes")
+    nodes = node_set(selection)  # groups resolved and -x applied before anything runs
     options = replace(ssh, timeout=timeout, jobid=jobid, notify=_notify)
     outcome = remote.run(nodes, list(command), via=via, options=options)
     if as_json:

@@ -15,8 +15,20 @@ import click
 
 from slurmkit.cli import _confirm
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import (
+    confirm_options,
+    json_option,
+    lock_options,
+    node_set,
+    node_timeout_option,
+    selection_options,
+    via_option,
+)
+from slurmkit.cli._ssh_options import ssh_transport_options
 from slurmkit.errors import SlurmkitError
-from slurmkit.undrain.select import DEFAULT_REASON
+from slurmkit.nodesel import Selection
+from slurmkit.remote.base import RemoteOptions
+from slurmkit.undrain.flow import DEFAULT_CHECK_TIMEOUT, VIA_CHOICES, UndrainOptions
 
 if TYPE_CHECKING:
     from slurmkit.undrain import Plan, UndrainReport
@@ -25,16 +37,13 @@ if TYPE_CHECKING:
 @click.command("undrain")
 @click.option(
     "--reason",
-    default=DEFAULT_REASON,
+    default=r"^Kill task failed$",
     show_default=True,
     metavar="REGEX",
     help="Select drained nodes whose full reason text matches this regex.",
 )
-@click.option(
-    "--nodes",
-    "nodelist",
-    metavar="LIST",
-    help="Only consider these nodes (a hostlist); selection is still by reason.",
+@selection_options(
+    "Only consider these nodes; selection is still by reason.", deprecated_alias=True
 )
 @click.option(
     "--kill", is_flag=True, help="End leftovers (TERM, then KILL after --grace) and check again."
@@ -56,8 +65,7 @@ if TYPE_CHECKING:
     help="Below this UID (system users), a process named a job's only by SLURM_JOB_ID "
     "in its environment is reported but never signalled.",
 )
-@click.option("--dry-run", is_flag=True, help="Check and report; change nothing.")
-@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@confirm_options(dry_run_help="Check and report; change nothing.")
 @click.option(
     "--log",
     "log_path",
@@ -66,50 +74,18 @@ if TYPE_CHECKING:
     help="Audit log, checked before anything is done: a line before each action and its "
     "outcome after (appended, fsynced).",
 )
-@click.option(
-    "--lock",
-    "lock_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="FILE",
-    help="Lock file serialising runs (default: root's in /run/slurmkit, else private).",
+@lock_options(
+    UndrainOptions.lock_wait,
+    lock_help="Lock file serialising runs (default: root's in /run/slurmkit, else private).",
+    wait_help="How long to wait for another run to finish.",
 )
-@click.option(
-    "--lock-wait",
-    type=click.FloatRange(min=0),
-    default=10.0,
-    show_default=True,
-    metavar="S",
-    help="How long to wait for another run to finish.",
-)
-@click.option(
-    "--via",
-    type=click.Choice(["auto", "pdsh", "ssh"]),
-    default="auto",
-    show_default=True,
-    help="Transport for the checks on the nodes.",
-)
-@click.option(
-    "--timeout",
-    type=float,
-    default=30.0,
-    show_default=True,
-    metavar="S",
-    help="Limit for the check on each node.",
-)
-@click.option(
-    "--fanout", type=int, default=32, show_default=True, metavar="K", help="Nodes checked at once."
-)
-@click.option("--insecure", is_flag=True, help="Do not check ssh host keys. Warns.")
-@click.option(
-    "--ssh-config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="FILE",
-    help="ssh config to use instead of ~/.ssh/config.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@via_option(VIA_CHOICES, "Transport for the checks on the nodes.")
+@node_timeout_option(DEFAULT_CHECK_TIMEOUT, "Limit for the check on each node.")
+@ssh_transport_options("the checks")
+@json_option()
 def undrain_command(
     reason: str,
-    nodelist: str | None,
+    selection: Selection,
     kill: bool,
     grace: int,
     uid_min: int,
@@ -120,9 +96,7 @@ def undrain_command(
     lock_wait: float,
     via: str,
     timeout: float,
-    fanout: int,
-    insecure: bool,
-    ssh_config: Path | None,
+    ssh: RemoteOptions,
     as_json: bool,
 ) -> None:
     """Return drained nodes to service when no job left anything behind on them.
@@ -145,24 +119,19 @@ def undrain_command(
     """
     from dataclasses import replace
 
-    from slurmkit.remote import RemoteOptions
-    from slurmkit.undrain import UndrainOptions, undrain
+    from slurmkit.undrain import undrain
 
+    if selection.include is None and selection.exclude is not None:
+        selection = replace(selection, include="@all")  # -x alone: every node but those
     options = UndrainOptions(
         reason=reason,
-        nodes=nodelist,
+        nodes=None if selection.include is None else node_set(selection),
         kill=kill,
         grace=grace,
         uid_min=uid_min,
         dry_run=dry_run,
         via=via,
-        remote=RemoteOptions(
-            timeout=timeout,
-            fanout=fanout,
-            insecure=insecure,
-            ssh_config=ssh_config,
-            notify=_confirm.notify,
-        ),
+        remote=replace(ssh, timeout=timeout, notify=_confirm.notify),
         log=log_path,
         lock=lock_path,
         lock_wait=lock_wait,

@@ -52,7 +52,7 @@ def test_undrain_with_an_empty_node_list_is_a_usage_error(
     run_cli, fake_slurm: FakeSlurm, text: str
 ) -> None:
     for extra in ((), ("--dry-run",), ("--yes",)):
-        result = run_cli("undrain", "--nodes", text, *extra, exit_code=2)
-        assert result.stderr.startswith("slurmkit: --nodes") and "names no node" in result.stderr
+        result = run_cli("undrain", "-w", text, *extra, exit_code=2)
+        assert result.stderr.startswith("slurmkit: --nodelist") and "names no node" in result.stderr
         assert len(result.stderr.splitlines()) == 1
     assert fake_slurm.calls == []  # nothing ran (an unrouted call would also fail the test)

@@ -276,7 +276,7 @@ def test_ssh_options_with_via_srun_are_ignored_as_run_ignores_them(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--timeout", "0"], "--timeout must be positive"),
+        (["--timeout", "0"], "is not a positive, finite number of seconds"),
         (["--via", "carrier-pigeon"], "Invalid value for '--via'"),
         (["--output-dir", "a-file"], "'a-file' is a file"),
         (["--via", "ssh", "--fanout", "0"], "--fanout must be at least 1, got 0"),
