@@ -111,7 +111,7 @@ def submit_check(
 
 def _find_submitted(name: str, token: str, exc: SlurmError, notify: Progress | None) -> str:
     """The id of the job an unanswered sbatch may have queued, found by its unique name."""
-    from slurmkit.cron.chain import current_user
+    from slurmkit.slurm.submit import current_user
 
     user = current_user()
     found, error = recheck.read_again(

@@ -138,8 +138,8 @@ def job_command(
     watchdog's own job (and its array) never counts, even with the same name. A
     failing squeue is an alert.
     """
-    from slurmkit.cron.chain import current_user
     from slurmkit.errors import UsageError
+    from slurmkit.slurm.submit import current_user
     from slurmkit.watch.job import check_job
 
     _validate_early(notify, realert)

@@ -16,8 +16,6 @@ read again (bounded, :mod:`slurmkit.slurm.recheck`) and the checked answer is gi
 
 from __future__ import annotations
 
-import os
-import pwd
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,17 +29,13 @@ from slurmkit.errors import ControllerUnreachable, SlurmError, UsageError
 from slurmkit.journal import Journal, comment_for
 from slurmkit.slurm import query, recheck
 from slurmkit.slurm.records import Job
+from slurmkit.slurm.submit import current_user
 
 Notify = Callable[[str], None]
 
 
 def _quiet(message: str) -> None:
     """The default ``notify``: library callers that want no progress lines."""
-
-
-def current_user() -> str:
-    """The user Slurm runs our jobs as (the real uid; $USER can lie under sudo)."""
-    return pwd.getpwuid(os.getuid()).pw_name
 
 
 def is_alive(job: Job) -> bool:

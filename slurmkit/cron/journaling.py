@@ -62,7 +62,8 @@ def reconcile(cron: CronDir, notify: Notify, *, record: bool = True) -> list[str
     answer from Slurm the intents stay open. ``record=False`` (or a journal that cannot
     be written) only reports.
     """
-    from slurmkit.cron.chain import chain_jobs, current_user
+    from slurmkit.cron.chain import chain_jobs
+    from slurmkit.slurm.submit import current_user
 
     journal = journal_of(cron)
     pending = [e for e in journal.open_intents() if e.action in (START, STOP)]

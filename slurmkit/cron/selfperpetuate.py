@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from slurmkit.cron.chain import chain_jobs, current_user
+from slurmkit.cron.chain import chain_jobs
 from slurmkit.cron.period import Period, begin_value, next_at
 from slurmkit.cron.setup import check_time_limit
 from slurmkit.errors import UsageError
+from slurmkit.slurm.submit import current_user
 
 TEMPLATE = "self-perpetuating"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")

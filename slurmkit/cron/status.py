@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from slurmkit.cron.chain import chain_jobs, current_user
+from slurmkit.cron.chain import chain_jobs
 from slurmkit.cron.layout import CronConfig, CronDir
 from slurmkit.cron.period import Period
 from slurmkit.cron.state import LastRun, read_state
 from slurmkit.grammar.duration import human_duration
 from slurmkit.slurm.liveness import can_run, is_running, stuck_reason
 from slurmkit.slurm.records import Job
+from slurmkit.slurm.submit import current_user
 
 HEALTHY = frozenset({"ok"})
 MIN_GRACE_SECONDS = 300

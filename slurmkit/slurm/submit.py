@@ -16,6 +16,7 @@ keep in their own folder (cron chains, train wrappers).
 from __future__ import annotations
 
 import os
+import pwd
 import secrets
 import shlex
 import stat
@@ -29,6 +30,11 @@ from slurmkit.errors import SlurmError, UsageError
 from slurmkit.files import write_atomic
 from slurmkit.slurm._exec import run_slurm
 from slurmkit.trust import private_dir
+
+
+def current_user() -> str:
+    """The user Slurm runs our jobs as (the real uid; $USER can lie under sudo)."""
+    return pwd.getpwuid(os.getuid()).pw_name
 
 
 def sbatch_argv(script: Path | None, extra: Sequence[str] = ()) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from slurmkit.cron import CronDir, parse_period
-from slurmkit.cron.chain import current_user, start_chains, stop_chains, stop_plan
+from slurmkit.cron.chain import start_chains, stop_chains, stop_plan
 from slurmkit.cron.runnow import run_now
 from slurmkit.cron.selfperpetuate import selfperpetuate
 from slurmkit.cron.setup import init_cron_dir
@@ -23,6 +23,7 @@ from slurmkit.cron.status import chain_statuses
 from slurmkit.errors import UsageError
 from slurmkit.slurm import query
 from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS
+from slurmkit.slurm.submit import current_user
 from tests.fakes import FakeSlurm
 
 USER = current_user()
