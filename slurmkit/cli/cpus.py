@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import json_option
 from slurmkit.cli._output import print_json, print_table, progress
 from slurmkit.cli._types import Seconds
 
@@ -54,7 +55,7 @@ def cpus_group() -> None:
     show_default=True,
     help="Folder for the job script and log; the nodes must see it (shared file system).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@json_option()
 def check_command(
     partition: str | None,
     cpus_per_task: int | None,

@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import dry_run_option, json_option, yes_option
 from slurmkit.cli._output import print_json, print_table
 
 if TYPE_CHECKING:
     from slurmkit.cron import CronConfig, CronDir
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+_json_option = json_option()
 _dir_option = click.option(
     "-d",
     "--dir",
@@ -33,12 +34,8 @@ _dir_option = click.option(
     help="The cron dir (default $SLURMKIT_CRON_DIR, else $WORK/cron).",
 )
 _periods_argument = click.argument("periods", nargs=-1, metavar="[PERIOD]...")
-_dry_run_option = click.option(
-    "--dry-run", is_flag=True, help="Show what would be done; do nothing."
-)
-_yes_option = click.option(
-    "-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal)."
-)
+_dry_run_option = dry_run_option("Show what would be done; do nothing.")
+_yes_option = yes_option()
 
 
 def _notify(message: str) -> None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import dry_run_option, json_option
 from slurmkit.errors import SlurmkitError
 
 if TYPE_CHECKING:
@@ -46,13 +47,13 @@ def run_by_slurm(env: Mapping[str, str]) -> bool:
     help="Checks to run (TOML; root-owned, writable by nobody else). "
     "Default: /etc/slurmkit/health.toml.",
 )
-@click.option("--dry-run", is_flag=True, help="Run the checks, read the node, change nothing.")
+@dry_run_option("Run the checks, read the node, change nothing.")
 @click.option(
     "--no-drain",
     is_flag=True,
     help="Only run the checks (no Slurm call); exit 1 when one fails or is unknown.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@json_option()
 def health_command(config_path: Path | None, dry_run: bool, no_drain: bool, as_json: bool) -> None:
     """Check this node quickly; drain it in Slurm when a check fails (HealthCheckProgram).
 

@@ -16,6 +16,7 @@ import click
 
 from slurmkit.cli._confirm import declined, gate, notify
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import confirm_options, json_option
 from slurmkit.errors import EXIT_FINDINGS, UsageError
 
 
@@ -35,7 +36,7 @@ def job_group() -> None:
 
 @job_group.command("info")
 @click.argument("jobid", required=False, metavar="[JOBID]")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@json_option()
 @click.option(
     "--seconds-left",
     is_flag=True,
@@ -71,8 +72,7 @@ def info_command(jobid: str | None, as_json: bool, seconds_left: bool) -> None:
 @job_group.command("extend")
 @click.argument("jobid", metavar="JOBID")
 @click.argument("time", metavar="TIME")
-@click.option("--dry-run", is_flag=True, help="Show the change and the command; change nothing.")
-@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@confirm_options(dry_run_help="Show the change and the command; change nothing.")
 def extend_command(jobid: str, time: str, dry_run: bool, yes: bool) -> None:
     """Raise JOBID's time limit: TIME is +3h, +90m, +1d, +1d12h, +1:30:00 (add) or
     D-HH:MM:SS, HH:MM:SS, MM, UNLIMITED (set).

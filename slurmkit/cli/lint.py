@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import json_option
 from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, SlurmError, UsageError
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 @click.command("lint")
 @click.argument("scripts", nargs=-1, metavar="SCRIPT...")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@json_option()
 @click.option(
     "--slurm-version",
     metavar="X",

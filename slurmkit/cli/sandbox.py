@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import json_option
 from slurmkit.errors import EXIT_FINDINGS
 
 dir_option = click.option(
@@ -154,7 +155,7 @@ def sandbox_down(directory: Path) -> None:
 
 @sandbox_group.command("status")
 @dir_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@json_option("Machine-readable output.")
 def sandbox_status(directory: Path, as_json: bool) -> None:
     """Show daemons and node states; exit 0 when the cluster is up, 1 when not."""
     from slurmkit import sandbox

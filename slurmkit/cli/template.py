@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 import click
 
 from slurmkit.cli._exclude_options import no_exclude_option, state_option
+from slurmkit.cli._options import dry_run_option, json_option
 from slurmkit.cli._output import print_json, print_table, progress
 from slurmkit.errors import UsageError
 
 if TYPE_CHECKING:
     from slurmkit.templating import Rendered
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+_json_option = json_option()
 _set_option = click.option(
     "--set",
     "assignments",
@@ -194,11 +195,7 @@ def render_command(
     help="Folder for a copy of the rendered script, named <template>-<date>-<time>-<id>.slurm "
     "(yours, writable by nobody else; created 0700). sbatch reads the script on stdin.",
 )
-@click.option(
-    "--dry-run",
-    is_flag=True,
-    help="Write the script and print the sbatch command (script on stdin); submit nothing.",
-)
+@dry_run_option("Write the script and print the sbatch command (script on stdin); submit nothing.")
 @no_exclude_option
 @state_option
 @_json_option

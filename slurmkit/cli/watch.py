@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import json_option
 from slurmkit.cli._output import print_json
 
 
@@ -43,7 +44,7 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
             metavar="FILE",
             help="Rate-limit state (default $XDG_STATE_HOME/slurmkit/watch-state.json).",
         ),
-        click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts."),
+        json_option(),
     ]
     for option in reversed(options):
         func = option(func)
