@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from slurmkit.errors import HostlistParseError
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from slurmkit.hostlist._expand import count, expand, iter_expand
     from slurmkit.hostlist._hostset import HostSet
 
-    Hosts = str | Iterable[str] | HostSet
+    Hosts: TypeAlias = str | Iterable[str] | HostSet
 
 DEFAULT_LIMIT = 1_000_000
 

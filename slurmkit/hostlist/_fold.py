@@ -17,6 +17,7 @@ import re
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from typing import Literal
 
 from slurmkit.hostlist import _intervals as iv
 from slurmkit.hostlist._canonical import classify, span_pieces, split_numbers
@@ -174,6 +175,14 @@ def fold_in_order(hosts: str | Iterable[str], limit: int | None) -> str:
 
 _DIGIT_RUNS = re.compile(r"([0-9]+)")
 
+# a folded piece: its sort key (natkey) and its text
+_Piece = tuple[tuple[tuple[int | str, ...], ...], str]
+# what _boxes interns: the blocks of the last number, or one folded column over an inner id
+_Node = (
+    tuple[Literal["blocks"], tuple[Block, ...]]
+    | tuple[Literal["dim"], tuple[iv.Interval, ...], int]
+)
+
 
 def fold_multi(hosts: HostSet) -> str:
     """Fold every number of the names, e.g. ``rack[1-2]-n[01-04]``; sorted, no duplicates.
@@ -192,7 +201,8 @@ def fold_multi(hosts: HostSet) -> str:
         per_prefix[(prefix, suffix)].append((pad, ranges))
     for (prefix, suffix), classes in per_prefix.items():
         parts = _DIGIT_RUNS.split(prefix)
-        shapes[(*parts[0::2], suffix)].append((parts[1::2], tuple(merge_classes(classes))))
+        shape = (*parts[0::2], suffix)
+        shapes[shape].append((parts[1::2], tuple(merge_classes(classes))))
     pieces = [(natkey(word), word) for word in hosts.words()]
     for shape, rows in shapes.items():
         pieces.extend(_fold_shape(shape, rows))
@@ -202,7 +212,7 @@ def fold_multi(hosts: HostSet) -> str:
 
 def _fold_shape(
     shape: tuple[str, ...], rows: list[tuple[list[str], tuple[Block, ...]]]
-) -> Iterator[tuple[object, str]]:
+) -> Iterator[_Piece]:
     columns = list(zip(*(digits for digits, _ in rows), strict=True)) if rows and rows[0][0] else []
     widths = [_column_widths(column) for column in columns]
     by_class: defaultdict[tuple[int, ...], list[tuple[tuple[int, ...], tuple[Block, ...]]]] = (
@@ -237,10 +247,10 @@ def _boxes(
     Each ``rest`` id stands for everything folded so far (inner columns and
     the blocks of the last number), interned so that grouping hashes an int.
     """
-    table: list[object] = []
-    ids: dict[object, int] = {}
+    table: list[_Node] = []
+    ids: dict[_Node, int] = {}
 
-    def intern(value: object) -> int:
+    def intern(value: _Node) -> int:
         found = ids.get(value)
         if found is None:
             found = ids[value] = len(table)
@@ -259,11 +269,11 @@ def _boxes(
     for _, rest in pairs:
         dims: list[list[iv.Interval]] = []
         node = table[rest]
-        while node[0] == "dim":  # type: ignore[index]
-            _, intervals, inner = node  # type: ignore[misc]
+        while node[0] == "dim":
+            _, intervals, inner = node
             dims.append(list(intervals))
             node = table[inner]
-        yield dims, node[1]  # type: ignore[index]
+        yield dims, node[1]
 
 
 def _box_text(
@@ -271,7 +281,7 @@ def _box_text(
     classes: tuple[int, ...],
     dims: list[list[iv.Interval]],
     blocks: list[Block],
-) -> tuple[object, str]:
+) -> _Piece:
     out: list[str] = []
     first: list[str] = []
     for literal, pad, intervals in zip(shape, classes, dims, strict=False):

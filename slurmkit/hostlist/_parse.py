@@ -145,7 +145,7 @@ def parse(text: str) -> list[Item]:
     commands that act on nodes refuse that too, through :func:`slurmkit.hostlist.targets`.
     """
     if "[" not in text and "]" not in text:
-        names = text.replace(",", " ").split()
+        names: list[Item] = [*text.replace(",", " ").split()]
         if not names and "," in text:
             raise HostlistParseError("no host names, only commas", text)
         return names
