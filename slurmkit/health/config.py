@@ -40,7 +40,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from slurmkit import trust
 from slurmkit.errors import UsageError
@@ -236,7 +236,8 @@ def _seconds(value: object, where: str) -> float:
     return float(value)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
+    """An int that is not a bool (TOML's ``true`` is not a count)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -161,6 +161,7 @@ def send_email(notification: Notification, to: str, config: SmtpConfig) -> None:
     try:
         msg = build_message(notification, to, config.effective_sender)
         context = ssl.create_default_context()
+        smtp: smtplib.SMTP  # SMTP_SSL is one
         if config.ssl:
             smtp = smtplib.SMTP_SSL(
                 config.host, config.effective_port, timeout=config.timeout, context=context

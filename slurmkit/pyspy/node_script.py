@@ -325,7 +325,7 @@ def find_py_spy(explicit: "str | None", uid: "int | None" = None) -> tuple:
     skipped and named, never run.
     """
     uid = os.geteuid() if uid is None else uid
-    refused = []
+    refused = []  # type: list[str]
     if explicit and os.sep in explicit:
         found, why = _candidate(explicit, uid)
         return found, [explicit], [why] if why else []
@@ -425,7 +425,7 @@ def _arguments(argv: "list[str]") -> argparse.Namespace:
 def run(argv: "list[str]") -> int:
     args = _arguments(argv)
     deadline = time.monotonic() + args.budget
-    node = {"type": "node", "node": _node_name(), "problem": None, "message": ""}
+    node = {"type": "node", "node": _node_name(), "problem": None, "message": ""}  # type: dict[str, object]
     try:
         if args.source == "listpids":
             here = os.environ.get("SLURMD_NODENAME")

@@ -380,7 +380,7 @@ def _dependency_text(j: Any) -> str | None:
     deps = j.dependencies
     if not deps:
         return None
-    items = []
+    items: list[str] = []
     for kind in ("after", "afterany", "afterburstbuffer", "aftercorr", "afternotok", "afterok"):
         items.extend(f"{kind}:{job}" for job in deps.get(kind) or [])
     if deps.get("singleton"):
