@@ -19,7 +19,13 @@ from slurmkit.cli import _confirm
 from slurmkit.cli._exclude_options import state_option
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import node_count_option, node_set, selection_options
-from slurmkit.cli._output import print_json, print_table, progress
+from slurmkit.cli._output import (
+    per_node_option,
+    print_json,
+    print_nodes_table,
+    print_table,
+    progress,
+)
 
 if TYPE_CHECKING:
     from slurmkit.faulty import DrainOutcome, ScanReport
@@ -127,6 +133,7 @@ def faulty_group() -> None:
     help="How long a recorded node stays in the exclude list.",
 )
 @_json_option
+@per_node_option
 def scan_command(
     partition: str | None,
     nodes: int | None,
@@ -287,7 +294,7 @@ def _print_scan(report: ScanReport) -> None:
     from slurmkit.printable import printable
 
     rows = [[printable(str(cell)) for cell in row] for row in report.rows()]
-    print_table(rows, [printable(h) for h in report.headers()])
+    print_nodes_table(rows, [printable(h) for h in report.headers()])
     state = f"job {report.job_id} {report.job_state}" + (
         " (cancelled at the timeout)" if report.timed_out else ""
     )

@@ -26,6 +26,7 @@ from slurmkit.cli._options import (
     node_timeout_option,
     via_option,
 )
+from slurmkit.cli._output import per_node_option
 from slurmkit.cli._ssh_options import ssh_transport_options
 from slurmkit.errors import SlurmkitError
 from slurmkit.node.change import ChangeOptions
@@ -43,7 +44,7 @@ def node_group() -> None:
 
 
 def _change_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--dry-run, --yes, --log, --lock, --lock-wait, --json: the same on every change."""
+    """--dry-run, --yes, --log, --lock, --lock-wait, --json, -v: the same on every change."""
     options = [
         confirm_options(),
         click.option(
@@ -60,6 +61,7 @@ def _change_options(command: Callable[..., Any]) -> Callable[..., Any]:
             wait_help="How long to wait for another node change to finish.",
         ),
         json_option(),
+        per_node_option,
     ]
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
@@ -76,13 +78,13 @@ def _options(dry_run: bool, log: Path | None, lock: Path | None, wait: float) ->
 
 
 def _finish(report: NodeReport, as_json: bool, rule: _confirm.Gate) -> None:
-    from slurmkit.cli._output import print_json, print_table
+    from slurmkit.cli._output import print_json, print_nodes_table
     from slurmkit.node import TABLE_HEADERS
 
     if as_json:
         print_json(report.to_json())
     else:
-        print_table([r.as_row() for r in report.rows], TABLE_HEADERS)
+        print_nodes_table([r.as_row() for r in report.rows], TABLE_HEADERS)
         for note in report.notes:
             click.echo(f"slurmkit: {note}", err=True)
         if report.declined:
@@ -94,12 +96,12 @@ def _finish(report: NodeReport, as_json: bool, rule: _confirm.Gate) -> None:
 
 def _asker(yes: bool, question: str) -> Callable[[NodeReport], bool]:
     def ask(report: NodeReport) -> bool:
-        from slurmkit.cli._output import print_table
+        from slurmkit.cli._output import print_nodes_table
         from slurmkit.node import TABLE_HEADERS
 
         return _confirm.confirm(
             yes,
-            lambda: print_table([r.as_row() for r in report.rows], TABLE_HEADERS),
+            lambda: print_nodes_table([r.as_row() for r in report.rows], TABLE_HEADERS),
             question,
         )
 

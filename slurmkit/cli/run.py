@@ -19,6 +19,7 @@ from slurmkit.cli._options import (
     selection_options,
     via_option,
 )
+from slurmkit.cli._output import per_node_option, per_node_wanted
 from slurmkit.cli._ssh_options import ssh_transport_options
 from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from slurmkit.nodesel import Selection
@@ -41,6 +42,7 @@ def _notify(message: str) -> None:
 @node_timeout_option(remote.DEFAULT_TIMEOUT, "Limit for the command on each node, in seconds.")
 @ssh_transport_options("pdsh, ssh")
 @json_option("One JSON record per node.")
+@per_node_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run_command(
     selection: Selection,
@@ -56,8 +58,8 @@ def run_command(
     One CMD word is a shell command line (pipes, $VARS: quote it); several
     words are run exactly as given. Identical output is shown once under the
     folded list of nodes that printed it; failed, unreachable and timed-out
-    nodes are listed one per line. Exit 0 when every node succeeded, 1 when
-    any did not, 2 on usage errors.
+    nodes follow, one line per way of failing (-v: one per node). Exit 0 when
+    every node succeeded, 1 when any did not, 2 on usage errors.
     """
     from slurmkit.remote.grouping import format_grouped
 
@@ -73,7 +75,7 @@ def run_command(
 
         print_json({"transport": outcome.transport, "nodes": outcome.results})
     else:
-        click.echo(format_grouped(outcome.results), nl=False)
+        click.echo(format_grouped(outcome.results, per_node_wanted()), nl=False)
     exit_with(EXIT_OK if outcome.all_ok else EXIT_FINDINGS)
 
 

@@ -24,6 +24,7 @@ from slurmkit.cli._options import (
     selection_options,
     via_option,
 )
+from slurmkit.cli._output import per_node_option
 from slurmkit.cli._ssh_options import ssh_transport_options
 from slurmkit.errors import SlurmkitError
 from slurmkit.nodesel import Selection
@@ -83,6 +84,7 @@ if TYPE_CHECKING:
 @node_timeout_option(DEFAULT_CHECK_TIMEOUT, "Limit for the check on each node.")
 @ssh_transport_options("the checks")
 @json_option()
+@per_node_option
 def undrain_command(
     reason: str,
     selection: Selection,
@@ -154,20 +156,20 @@ def undrain_command(
 
 
 def _print(report: UndrainReport) -> None:
-    from slurmkit.cli._output import print_table
+    from slurmkit.cli._output import print_nodes_table
     from slurmkit.undrain import TABLE_HEADERS
 
     if not report.outcomes:
         click.echo("slurmkit: no drained node matches the reason: nothing to do", err=True)
         return
-    print_table([o.as_row() for o in report.outcomes], TABLE_HEADERS)
+    print_nodes_table([o.as_row() for o in report.outcomes], TABLE_HEADERS)
 
 
 def _ask(plan: Plan, yes: bool) -> bool:
-    """Show the plan and ask, unless --yes."""
-    from slurmkit.cli._output import print_table
+    """Show the plan (grouped, or per node with -v) and ask, unless --yes."""
+    from slurmkit.cli._output import print_nodes_table
     from slurmkit.undrain import TABLE_HEADERS
 
     return _confirm.confirm(
-        yes, lambda: print_table([o.as_row() for o in plan.outcomes], TABLE_HEADERS)
+        yes, lambda: print_nodes_table([o.as_row() for o in plan.outcomes], TABLE_HEADERS)
     )

@@ -80,7 +80,7 @@ def test_the_net_job_runs_the_driver_with_the_options(run_cli, slurm) -> None:
 
 def test_a_broken_node_is_named_excluded_recorded_and_drained(run_cli, slurm) -> None:
     slurm.log_lines = simulate(4, broken={"node-3"}).splitlines()
-    result = scan(run_cli, "--checks", "net", "--drain", "--yes")
+    result = scan(run_cli, "--checks", "net", "--drain", "--yes", "-v")  # -v: a row per node
     lines = result.stdout.splitlines()
     assert lines[-1] == "--exclude=node-3"
     rows = {line.split()[0]: line.split()[1] for line in lines[2:-1]}

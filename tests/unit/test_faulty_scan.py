@@ -199,8 +199,8 @@ def test_finds_the_failing_node_and_prints_the_exclude_string(run_cli, slurm) ->
     result = scan(run_cli, "--checks", f"python,{CMD}")
     lines = result.stdout.splitlines()
     assert lines[-1] == "--exclude=node-3"
-    rows = {line.split()[0]: line.split()[1] for line in lines[2:-1]}
-    assert rows == {"node-1": "pass", "node-2": "pass", "node-3": "FAIL", "node-4": "pass"}
+    rows = {line.split()[0]: line.split()[1:3] for line in lines[2:-1]}  # alike nodes: one row
+    assert rows == {"node-[1-2,4]": ["3", "pass"], "node-3": ["1", "FAIL"]}
     assert "exit 1" in result.stdout
     assert "job 42 FAILED" in result.stderr
     # one job for all nodes, asked for by name; no per-node Slurm calls
@@ -469,7 +469,8 @@ def test_table_has_a_column_per_check(run_cli, slurm) -> None:
     failing_scan(slurm)
     header = scan(run_cli, "--checks", f"python,{CMD}").stdout.splitlines()[0]
     assert re.split(r"\s{2,}", header.strip()) == [
-        "NODE",
+        "NODES",
+        "COUNT",
         "RESULT",
         "python",
         'cmd:test "$SLUR…',

@@ -25,15 +25,19 @@ def test_identical_output_is_shown_once_under_a_folded_list() -> None:
     ]
 
 
-def test_failures_are_listed_per_node_after_the_blocks() -> None:
-    results = [
+def _failures() -> list[NodeResult]:
+    return [
         _ok("n1", "up\n"),
         NodeResult("n2", "failed", "up\n", "", 3, 0.1, "exit code 3"),
         NodeResult("n3", "unreachable", "", "ssh: refused\n", None, 0.1, "ssh: refused"),
         NodeResult("n4", "timeout", "", "", None, 2.0, "no answer within 2 s"),
         NodeResult("n5", "unreachable", "", "", None, 0.1, "ssh: refused"),
     ]
-    lines = format_grouped(results).splitlines()
+
+
+def test_failures_are_listed_per_node_after_the_blocks_with_per_node() -> None:
+    results = _failures()
+    lines = format_grouped(results, per_node=True).splitlines()
     assert "n2 (exit 3)" in lines  # same output, different outcome: its own block
     assert lines[-3:] == [
         "n3: unreachable: ssh: refused",
@@ -49,3 +53,29 @@ def test_stderr_is_kept_apart_and_silent_nodes_print_nothing() -> None:
     assert [g.nodes for g in group(results)] == [("n1",)]
     assert format_grouped(results).splitlines()[3:] == ["[stderr]", "warn"]
     assert format_grouped([_ok("n2", "")]) == ""
+
+
+def test_nodes_that_failed_the_same_way_share_one_line() -> None:
+    results = _failures()
+    lines = format_grouped(results).splitlines()
+    assert lines[-3:] == [
+        "n2: failed: exit code 3",  # a group of one keeps its per-node line
+        "n[3,5] (2 nodes): unreachable: ssh: refused",
+        "n4: timeout: no answer within 2 s",
+    ]
+
+
+def test_the_node_s_own_name_in_an_error_does_not_split_its_group() -> None:
+    def refused(node: str) -> NodeResult:
+        error = f"ssh: connect to host {node} port 22: Connection refused"
+        return NodeResult(node, "unreachable", "", "", None, 0.1, error)
+
+    results = [refused(f"node-{i}") for i in range(1, 5001)]
+    results.append(NodeResult("n1", "unreachable", "", "", None, 0.1, "no route to n10"))
+    lines = format_grouped(results).splitlines()
+    assert lines == [
+        "node-[1-5000] (5000 nodes): unreachable: ssh: connect to host <node> port 22: "
+        "Connection refused",
+        "n1: unreachable: no route to n10",  # n1 inside n10 is not its name
+    ]
+    assert len(format_grouped(results, per_node=True).splitlines()) == 5001

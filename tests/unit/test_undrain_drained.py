@@ -62,7 +62,8 @@ def test_reason_filter_is_a_regex_on_the_full_text(sinfo: FakeSlurm) -> None:
 def test_table_and_json(sinfo: FakeSlurm) -> None:
     code, out, _ = _cli()
     assert code == 0
-    assert out.splitlines()[0].split() == ["reason", "user", "time", "state", "nodes"]
+    header = ["nodes", "count", "reason", "user", "time", "state"]
+    assert out.splitlines()[0].split() == header
     assert "node-[2,7-9]" in out
     code, out, _ = _cli("--json", "--reason", "ECC")
     assert code == 0

@@ -384,10 +384,14 @@ def test_cli_without_tty_or_yes_is_a_dry_run(cluster: Cluster, run_cli, tmp_path
 
 def test_cli_yes_returns_and_prints_the_table(cluster: Cluster, run_cli, tmp_path) -> None:
     _drained(cluster, 2)
+    plan = run_cli("undrain", "--dry-run", "-v", exit_code=0).stdout.splitlines()
+    assert plan[0].split()[:2] == ["node", "old"]  # -v: one line per node
+    assert [row.split()[0] for row in plan[2:]] == ["node-1", "node-2"]
     result = run_cli("undrain", "--yes", "--lock", str(tmp_path / "l"), exit_code=0)
-    header = result.stdout.splitlines()[0].split()
-    assert header[:2] == ["node", "old"] and "found" in header and "action" in header
-    assert result.stdout.count("returned") == 2
+    header, _, *rows = result.stdout.splitlines()
+    assert header.split()[:3] == ["nodes", "count", "old"] and "action" in header
+    assert len(rows) == 1 and rows[0].split()[:2] == ["node-[1-2]", "2"]  # alike: one line
+    assert "returned" in rows[0]
 
 
 def test_cli_controller_lost_is_exit_2_with_table(cluster: Cluster, run_cli, tmp_path) -> None:
