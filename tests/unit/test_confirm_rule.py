@@ -26,9 +26,8 @@ import json
 import os
 import shlex
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 import pytest
@@ -201,19 +200,9 @@ def changes_state(argv: tuple[str, ...]) -> bool:
     return False
 
 
-@dataclass
-class Recorder:
-    """Wraps a scenario's fake Slurm; keeps every argv it was asked to run."""
-
-    inner: Callable[..., _proc.Completed]
-    calls: list[tuple[str, ...]] = field(default_factory=list)
-
-    def __call__(self, argv: Any, **kwargs: Any) -> _proc.Completed:
-        self.calls.append(tuple(argv))
-        return self.inner(argv, **kwargs)
-
-    def changing(self) -> list[str]:
-        return [shlex.join(c) for c in self.calls if changes_state(c)]
+def changing(fake: FakeSlurm) -> list[str]:
+    """The state-changing commands the fake Slurm was asked to run, as command lines."""
+    return [shlex.join(c) for c in fake.calls if changes_state(c)]
 
 
 @dataclass
@@ -222,7 +211,7 @@ class Scenario:
     (the scan job of ``faulty scan --drain``), and a check that nothing it manages changed."""
 
     args: list[str]
-    fake: Callable[..., _proc.Completed]
+    fake: FakeSlurm
     allowed: Callable[[tuple[str, ...]], bool] = lambda argv: False
     unchanged: Callable[[], None] = lambda: None
 
@@ -347,7 +336,7 @@ def _faulty_excluded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenari
 
     return Scenario(
         ["faulty", "excluded", "--state", str(state), "--clear", "node-3"],
-        lambda argv, **kw: _proc.Completed(tuple(argv), 1, "", "no Slurm here", 0.0),
+        FakeSlurm().on(["**"], rc=1, stderr="no Slurm here"),
         unchanged=unchanged,
     )
 
@@ -397,11 +386,10 @@ def test_without_terminal_or_yes_nothing_changes_and_the_exit_is_1(
     for variable in [v for v in os.environ if v.startswith("SLURM_")]:
         monkeypatch.delenv(variable)
     scenario = {**SCENARIOS, **EXTRA_SCENARIOS}[name](tmp_path, monkeypatch)
-    recorder = Recorder(scenario.fake)
-    monkeypatch.setattr(_proc, "runner", recorder)
+    monkeypatch.setattr(_proc, "runner", scenario.fake)
     result = run_cli(*scenario.args, exit_code=None)  # CliRunner: stdin empty, not a tty
     assert "Traceback" not in result.stderr
-    changed = [c for c in recorder.calls if changes_state(c) and not scenario.allowed(c)]
+    changed = [c for c in scenario.fake.calls if changes_state(c) and not scenario.allowed(c)]
     assert changed == [], f"{name} changed cluster state without --yes: {changed}"
     scenario.unchanged()
     assert "no terminal and no --yes: dry run only" in result.stderr, result.stderr
@@ -424,27 +412,26 @@ def test_with_yes_the_same_scenario_acts(
         from test_cron_chain import USER, squeue
 
         chains = ["cron-hourly", "cron-daily"]
-        scenario.fake.on(squeue(chains), "")  # type: ignore[attr-defined]
+        scenario.fake.on(squeue(chains), "")
         for chain in chains:
-            scenario.fake.on(["scancel", f"--name={chain}", f"--user={USER}"], "")  # type: ignore[attr-defined]
-    recorder = Recorder(scenario.fake)
-    monkeypatch.setattr(_proc, "runner", recorder)
+            scenario.fake.on(["scancel", f"--name={chain}", f"--user={USER}"], "")
+    monkeypatch.setattr(_proc, "runner", scenario.fake)
     result = run_cli(*scenario.args, "--yes", exit_code=None)
     if name in ("train switch", "train kill-switch"):
         with pytest.raises(AssertionError):
             scenario.unchanged()
     else:
-        assert recorder.changing(), f"{name} --yes changed nothing: {result.stderr}"
+        assert changing(scenario.fake), f"{name} --yes changed nothing: {result.stderr}"
     assert "dry run only" not in result.stderr
 
 
 # ------------------------------------------------------------------ submitting commands
 
 
-def _submitted_only(recorder: Recorder) -> None:
-    others = [c for c in recorder.changing() if not c.startswith("sbatch ")]
+def _submitted_only(fake: FakeSlurm) -> None:
+    others = [c for c in changing(fake) if not c.startswith("sbatch ")]
     assert others == [], f"a submitting command changed what exists: {others}"
-    assert any(c.startswith("sbatch ") for c in recorder.changing())
+    assert any(c.startswith("sbatch ") for c in changing(fake))
 
 
 def test_train_start_without_terminal_only_submits(
@@ -452,11 +439,11 @@ def test_train_start_without_terminal_only_submits(
 ) -> None:
     from test_train_cli import TrainCluster, script
 
-    recorder = Recorder(TrainCluster(FakeSlurm()).slurm)
-    monkeypatch.setattr(_proc, "runner", recorder)
+    fake = TrainCluster(FakeSlurm()).slurm
+    monkeypatch.setattr(_proc, "runner", fake)
     monkeypatch.chdir(tmp_path)
     run_cli("train", "start", script(tmp_path), "--name", "tr")
-    _submitted_only(recorder)
+    _submitted_only(fake)
 
 
 def test_cron_start_and_run_now_without_terminal_only_submit(
@@ -471,11 +458,10 @@ def test_cron_start_and_run_now_without_terminal_only_submit(
     folder = cron.root / "cron.hourly"
     (folder / "a.slurm").write_text("#!/bin/bash\n")
     fake.on(["sbatch", "--parsable", f"--chdir={folder}", str(folder / "a.slurm")], "51\n")
-    recorder = Recorder(fake)
-    monkeypatch.setattr(_proc, "runner", recorder)
+    monkeypatch.setattr(_proc, "runner", fake)
     out = run_cli("cron", "start", "--dir", str(cron.root), "hourly")
     assert "started, job 50" in out.stdout
     out = run_cli("cron", "run-now", "--dir", str(cron.root), "hourly")
     assert "job=51" in out.stdout
-    _submitted_only(recorder)
-    assert json.dumps(recorder.calls)  # every call was an argv list of strings
+    _submitted_only(fake)
+    assert json.dumps(fake.calls)  # every call was an argv list of strings
