@@ -26,6 +26,7 @@ import click
 
 from slurmkit.cli._exclude_options import no_exclude_option, state_option
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import dry_run_option, json_option, yes_option
 from slurmkit.cli._output import print_json, print_table
 
 if TYPE_CHECKING:
@@ -41,13 +42,9 @@ _dir_option = click.option(
     metavar="DIR",
     help="Folder of the trains (default ./.slurmkit/trains: shared by whoever works here).",
 )
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
-_dry_run_option = click.option(
-    "--dry-run", is_flag=True, help="Print what would be done; change nothing."
-)
-_yes_option = click.option(
-    "-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal, e.g. from cron)."
-)
+_json_option = json_option()
+_dry_run_option = dry_run_option("Print what would be done; change nothing.")
+_yes_option = yes_option()
 _name_argument = click.argument("name", required=False)
 _lock_wait_option = click.option(
     "--lock-wait",
