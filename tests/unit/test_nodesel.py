@@ -359,3 +359,11 @@ def test_every_node_command_spells_selection_as_slurm() -> None:
             if "--nodes" in opts and param.hidden:
                 assert path in {("run",), ("undrain",)}, path
     assert {"run", "undrain", "faulty scan", "hostfile", "pyspy"} <= seen
+
+
+def test_faulty_scan_count_and_lists_exclude_each_other(fake_slurm: FakeSlurm, run_cli) -> None:
+    result = run_cli("faulty", "scan", "-N", "2", "-x", "node-1", exit_code=2)
+    assert "-N/--nodes (a count) and -w/--nodelist, -x/--exclude exclude each other" in (
+        result.stderr
+    )
+    assert fake_slurm.calls == []
