@@ -160,3 +160,18 @@ def test_list_rules(run_cli, sinfo) -> None:
     right, judged = PRECISION["srun-cpus-per-task"]
     assert right == judged and f"100% ({right}/{judged})" in table
     assert sinfo.calls == []
+
+
+def test_lint_looks_the_log_directory_up_from_where_it_runs(
+    run_cli, sinfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sbatch run here opens --output relative to here, before the script runs."""
+    script = write(
+        tmp_path, "job.slurm", "#!/bin/bash\n#SBATCH -t 5\n#SBATCH -o logs/%j.out\nhostname\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("lint", script, exit_code=1)
+    assert f"the directory {tmp_path}/logs does not exist" in result.stdout
+    assert "[output-dir-missing]" in result.stdout
+    (tmp_path / "logs").mkdir()
+    run_cli("lint", script, exit_code=0)
