@@ -899,6 +899,9 @@ class _Reader:
         if not node.children:
             return None
         token = node.children[0].type
+        needed = _NEEDS.get(token)
+        if needed is not None:
+            return self._opener_without(node, token, needed)
         if token not in _UNEXPECTED:
             return None
         line_start = self.data.rfind(b"\n", 0, node.start_byte) + 1
@@ -907,6 +910,22 @@ class _Reader:
             return None
         line, column = self._position(node)
         return SyntaxProblem(line, column, f"syntax error near unexpected token `{token}'")
+
+    def _opener_without(self, node: Any, opener: str, needed: str) -> SyntaxProblem | None:
+        """``if`` without ``then``, a loop without ``do``, ``case`` without ``in``: the
+        error node the grammar makes of the whole construct, whose keyword is missing.
+
+        ``for NAME do`` (no ``in``: the positional parameters) is valid bash the grammar
+        stops at before the ``do``: a ``do`` right after the node is that form.
+        """
+        if any(child.type == needed for child in node.children):
+            return None
+        if needed == "do" and re.match(rb"\s*;?\s*do\b", self.data[node.end_byte :]):
+            return None
+        line, column = self._position(node)
+        return SyntaxProblem(
+            line, column, f"syntax error: this {opener} has no {needed} (bash: unexpected token)"
+        )
 
     def _stray_closer(self) -> SyntaxProblem | None:
         """``fi``, ``done``, ``esac`` or ``}`` where a command starts, in a text the grammar
@@ -959,6 +978,16 @@ class _Reader:
 # Tokens bash never accepts where a command should start.
 _UNEXPECTED = frozenset({")", "&&", "||", "|", "|&", ";", ";;", "&"})
 _CLOSERS = frozenset({"fi", "done", "esac", "}"})
+# The keyword each compound command cannot do without.
+_NEEDS = {
+    "if": "then",
+    "elif": "then",
+    "for": "do",
+    "select": "do",
+    "while": "do",
+    "until": "do",
+    "case": "in",
+}
 _EXTGLOB = re.compile(rb"[?*+@!]\(")
 _MISSING = {
     '"': 'the double-quoted string "…',
