@@ -54,6 +54,8 @@ def _step_nodes(script: Script, srun: Srun) -> int | None:
 
 def _torch_steps(script: Script) -> Iterator[tuple[Srun, str, int]]:
     """(srun, launcher text with the variables it reads, nodes) of torchrun on 2+ nodes."""
+    if "torch" not in script.text:
+        return  # no launcher anywhere: skips a scan of every srun (40,000-line scripts)
     for srun in script.sruns:
         name = srun_launcher(script, srun)
         if name not in _TORCH:
