@@ -495,7 +495,7 @@ def _start_world(spec: SandboxSpec) -> int:
 _WRAPPER = """#!/bin/sh
 # Slurm {version}'s {name} from {root} (written by 'slurmkit sandbox up'; removed by 'down')
 if [ -e /{marker} ]; then exec {program} "$@"; fi
-: "${{SLURM_CONF:={conf}}}"
+if [ -z "${{SLURM_CONF:-}}" ]; then SLURM_CONF={conf}; fi
 export SLURM_CONF
 if [ "$(id -u)" != 0 ]; then
   exec {loader} --library-path {libs} {direct} "$@"
