@@ -18,7 +18,7 @@ import click
 from slurmkit.cli import _confirm
 from slurmkit.cli._exclude_options import state_option
 from slurmkit.cli._group import exit_with
-from slurmkit.cli._options import node_count_option, node_set, selection_options
+from slurmkit.cli._options import json_option, node_count_option, node_set, selection_options
 from slurmkit.cli._output import (
     per_node_option,
     print_json,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from slurmkit.gpu import Verdict
     from slurmkit.nodesel import Selection
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+_json_option = json_option()
 
 
 @click.group("faulty")

@@ -279,7 +279,7 @@ def reboot_command(
     metavar="N",
     help="History from accounting over the last N days.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@json_option()
 def show_command(node: str, days: int, as_json: bool) -> None:
     """One node: state, reason, who and when, jobs on it, recent history (sacct)."""
     from slurmkit.cli._output import print_json, print_table
