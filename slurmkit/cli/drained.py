@@ -5,13 +5,14 @@ from __future__ import annotations
 import click
 
 from slurmkit.cli._group import exit_with
+from slurmkit.cli._options import json_option
 from slurmkit.cli._output import per_node_option
 from slurmkit.errors import EXIT_OK
 
 
 @click.command("drained")
 @click.option("--reason", metavar="REGEX", help="Only reasons matching this regex (full text).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@json_option()
 @per_node_option
 def drained_command(reason: str | None, as_json: bool) -> None:
     """Drained, draining and down nodes with reason, who set it, when, and state.

@@ -18,7 +18,13 @@ import click
 from slurmkit.cli import _confirm
 from slurmkit.cli._exclude_options import state_option
 from slurmkit.cli._group import exit_with
-from slurmkit.cli._options import json_option, node_count_option, node_set, selection_options
+from slurmkit.cli._options import (
+    confirm_options,
+    json_option,
+    node_count_option,
+    node_set,
+    selection_options,
+)
 from slurmkit.cli._output import (
     per_node_option,
     print_json,
@@ -62,8 +68,7 @@ def faulty_group() -> None:
     help="Seconds to wait for the job to start and finish (also its time limit).",
 )
 @click.option("--drain", is_flag=True, help="Drain failing nodes (reason: slurmkit: CHECK failed).")
-@click.option("--dry-run", is_flag=True, help="With --drain: show what would be drained.")
-@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@confirm_options(dry_run_help="With --drain: show what would be drained.")
 @click.option(
     "--dir",
     "work_dir",
@@ -392,8 +397,7 @@ def _duration(text: str, option: str) -> timedelta:
 @click.option("--clear", "clear", metavar="NODES", help="Remove these nodes (a hostlist).")
 @click.option("--expired", is_flag=True, help="Remove the entries whose time is up.")
 @click.option("--all", "show_all", is_flag=True, help="Also show expired entries.")
-@click.option("--dry-run", is_flag=True, help="Show what would be removed; change nothing.")
-@click.option("-y", "--yes", is_flag=True, help="Do not ask (needed without a terminal).")
+@confirm_options(dry_run_help="Show what would be removed; change nothing.")
 @_json_option
 def excluded_command(
     state: Path | None,
