@@ -21,7 +21,9 @@ RULE = "-" * 16
 
 
 @dataclass(frozen=True)
-class Group:
+class OutputGroup:
+    """Nodes whose stdout, stderr and outcome are identical: shown as one block."""
+
     nodes: tuple[str, ...]
     stdout: str
     stderr: str
@@ -38,7 +40,7 @@ class Group:
         return f"{folded} ({self.status})"
 
 
-def group(results: Iterable[NodeResult]) -> list[Group]:
+def group(results: Iterable[NodeResult]) -> list[OutputGroup]:
     """Blocks of identical results that printed something, in order of first appearance.
 
     Unreachable nodes never ran the command: their connection errors are in
@@ -48,7 +50,7 @@ def group(results: Iterable[NodeResult]) -> list[Group]:
     groups = group_nodes(
         shown, node=lambda r: r.node, key=lambda r: (r.stdout, r.stderr, r.status, r.exit_code)
     )
-    return [Group(g.nodes, *g.key) for g in groups]
+    return [OutputGroup(g.nodes, *g.key) for g in groups]
 
 
 def failure_line(result: NodeResult) -> str:
