@@ -105,9 +105,10 @@ def sudo_problem(stderr: str, exit_code: int | None) -> str | None:
     """
     if exit_code == 127 and "sudo: not found" in stderr:
         return "sudo is not installed on this node"
+    # The last line: sshd may print its own first ("Could not chdir to home directory").
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    if exit_code == 1 and lines and lines[0].startswith("sudo: "):
-        return lines[0]
+    if exit_code == 1 and lines and lines[-1].startswith("sudo: "):
+        return lines[-1]
     return None
 
 

@@ -141,7 +141,9 @@ def test_sudo_problem_lines() -> None:
     assert sudo_problem("sudo: a password is required\n", 1) == "sudo: a password is required"
     assert sudo_problem("sh: 1: sudo: not found\n", 127) == "sudo is not installed on this node"
     assert sudo_problem("sudo: a password is required\n", 0) is None
-    assert sudo_problem("grep: x\nsudo: y\n", 1) is None  # the command's own, not sudo's
+    assert sudo_problem("sudo: y\ngrep: x\n", 1) is None  # the command's own, not sudo's
+    login = "Could not chdir to home directory /h: No such file\nsudo: a password is required\n"
+    assert sudo_problem(login, 1) == "sudo: a password is required"
 
 
 class _Recording:
