@@ -159,6 +159,23 @@ def gpu_indices(text: str | None) -> str | None:
     return ",".join(x for x in found if x) or None
 
 
+_TYPED_COUNT = re.compile(r"(?:([^:,()=\s]+):)?(\d+)")
+
+
+def typed_gpu_count(text: str) -> int:
+    """GPUs in ``--gpus``/``SLURM_GPUS_PER_NODE`` form: ``4``, ``a100:4``, ``a100:2,v100:2`` -> sum.
+
+    No GRES name here and the count is never implied, so ``a100`` alone is refused.
+    """
+    total = 0
+    for part in text.strip().split(","):
+        match = _TYPED_COUNT.fullmatch(part.strip())
+        if not match:
+            raise SlurmParseError(f"not a [type:]count list: {text!r}")
+        total += int(match.group(2))
+    return total
+
+
 def normalize(text: str | None) -> str:
     """``gres:gpu:4`` (22.05) and ``gres/gpu:4`` (23.02+) both become ``gpu:4``.
 

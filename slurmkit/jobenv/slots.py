@@ -229,7 +229,7 @@ def _env_gpus_per_node(ctx: _Context) -> Found | None:
     value = ctx.env.get("SLURM_GPUS_PER_NODE", "").strip()
     if not value:
         return None
-    count = slurmvars.typed_counts(value)
+    count = gres.typed_gpu_count(value)
     return [count] * ctx.nodes, f"SLURM_GPUS_PER_NODE={value}"
 
 

@@ -6,11 +6,11 @@ say which variable was malformed instead of guessing a slot count:
 
 - ``SLURM_TASKS_PER_NODE=2(x3),1`` and ``SLURM_JOB_CPUS_PER_NODE=72(x2),36``:
   per-node counts in the order of ``SLURM_JOB_NODELIST`` (``man sbatch``,
-  OUTPUT ENVIRONMENT VARIABLES);
-- ``SLURM_GPUS_PER_NODE``: ``4``, ``a100:4`` or ``a100:2,v100:2``.
+  OUTPUT ENVIRONMENT VARIABLES).
 
-GPU id lists (``SLURM_JOB_GPUS=2,3``) are :mod:`slurmkit.grammar.idrange`'s, GRES
-strings :mod:`slurmkit.grammar.gres`'s, node names :mod:`slurmkit.hostlist`'s.
+GPU id lists (``SLURM_JOB_GPUS=2,3``) are :mod:`slurmkit.grammar.idrange`'s; GRES strings
+and ``SLURM_GPUS_PER_NODE`` (``a100:2,v100:2``) :mod:`slurmkit.grammar.gres`'s; node names
+:mod:`slurmkit.hostlist`'s.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import re
 from slurmkit.errors import SlurmParseError
 
 _REPEATED = re.compile(r"(\d+)(?:\(x(\d+)\))?")
-_TYPED_COUNT = re.compile(r"(?:([^:,()=\s]+):)?(\d+)")
 
 
 def parse_repeated(text: str) -> list[tuple[int, int]]:
@@ -45,14 +44,3 @@ def per_node(text: str, nodes: int) -> list[int]:
     if described != nodes:
         raise SlurmParseError(f"{text!r} describes {described} nodes, the allocation has {nodes}")
     return [value for value, times in pairs for _ in range(times)]
-
-
-def typed_counts(text: str) -> int:
-    """``4``, ``a100:4`` or ``a100:2,v100:2`` (``SLURM_GPUS_PER_NODE``, ``--gpus``) -> the sum."""
-    total = 0
-    for part in text.strip().split(","):
-        match = _TYPED_COUNT.fullmatch(part.strip())
-        if not match:
-            raise SlurmParseError(f"not a [type:]count list: {text!r}")
-        total += int(match.group(2))
-    return total

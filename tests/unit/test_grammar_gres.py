@@ -108,3 +108,18 @@ def test_recorded_gpu_jobs_count_the_same_on_both_versions() -> None:
     per_node, allocated, details, nodes = counts[0]
     assert per_node and nodes and allocated == per_node * nodes
     assert details == [per_node] * len(details)
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [("4", 4), ("a100:4", 4), ("a100:2,v100:2", 4), ("h100:8", 8), ("1g.5gb:3", 3)],
+)
+def test_gpus_per_node_values(text: str, count: int) -> None:
+    """``SLURM_GPUS_PER_NODE`` / ``--gpus``: a count always, a type maybe."""
+    assert gres.typed_gpu_count(text) == count
+
+
+@pytest.mark.parametrize("text", ["", "a100", "a100:", ":4", "4:a100"])
+def test_malformed_gpus_per_node(text: str) -> None:
+    with pytest.raises(SlurmParseError, match=r"\[type:\]count"):
+        gres.typed_gpu_count(text)

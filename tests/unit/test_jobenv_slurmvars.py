@@ -1,6 +1,7 @@
-"""Slurm's compact formats: per-node repetition lists and typed counts.
+"""Slurm's per-node repetition lists (``2(x3),1``).
 
-GRES strings are tested in test_grammar_gres.py, GPU id lists in test_grammar_idrange.py.
+GRES strings and GPU counts are tested in test_grammar_gres.py, GPU id lists in
+test_grammar_idrange.py.
 """
 
 from __future__ import annotations
@@ -44,17 +45,3 @@ def test_huge_repetition_is_refused_without_expanding() -> None:
 def test_malformed_per_node_lists(text: str) -> None:
     with pytest.raises(SlurmParseError):
         slurmvars.per_node(text, 2)
-
-
-@pytest.mark.parametrize(
-    ("text", "count"),
-    [("4", 4), ("a100:4", 4), ("a100:2,v100:2", 4), ("h100:8", 8), ("1g.5gb:3", 3)],
-)
-def test_gpus_per_node_values(text: str, count: int) -> None:
-    assert slurmvars.typed_counts(text) == count
-
-
-@pytest.mark.parametrize("text", ["", "a100", "a100:", ":4", "4:a100"])
-def test_malformed_gpus_per_node(text: str) -> None:
-    with pytest.raises(SlurmParseError):
-        slurmvars.typed_counts(text)
