@@ -46,6 +46,11 @@ _json_option = json_option()
 _dry_run_option = dry_run_option("Print what would be done; change nothing.")
 _yes_option = yes_option()
 _name_argument = click.argument("name", required=False)
+_force_option = click.option(
+    "--force",
+    is_flag=True,
+    help="Go on although `slurmkit lint` finds errors in the script (a notice says so).",
+)
 _lock_wait_option = click.option(
     "--lock-wait",
     type=click.FloatRange(min=0),
@@ -184,12 +189,16 @@ def train_group() -> None:
     status              running run, pending runs, held, next start, next script, failures
     hold / release      pause / resume the pending runs (the running one goes on)
     switch NEWSCRIPT    the next run sources NEWSCRIPT (same resources only)
+    restart-run         cancel only the running run: the next one sources the script now
     extend --runs N     append N runs as a new array after the current one
     stop [--now]        cancel the pending runs (and the running one)
     kill-switch on|off  stop a train anyone started: remaining runs exit at once
+    save-switch on|off  ask the running training for a checkpoint (it goes on training)
     should-stop         exit 0 when the kill switch is on (for training loops)
 
-    Changes (hold, release, switch, extend, stop, kill-switch) ask on a terminal and
+    start, switch and restart-run lint the script first and refuse errors (--force).
+    Changes (hold, release, switch, restart-run, extend, stop, kill-switch, save-switch)
+    ask on a terminal and
     need --yes without one (else a dry run, exit 1). A train folder teammates can write
     lets them use the kill switch; the script every run executes must still be yours
     (or root's) and writable by nobody else: the runs refuse anything else.
@@ -210,6 +219,7 @@ def train_group() -> None:
 @state_option
 @_dir_option
 @_lock_wait_option
+@_force_option
 @_dry_run_option
 @_json_option
 def start_command(
@@ -222,6 +232,7 @@ def start_command(
     state: Path | None,
     directory: Path | None,
     lock_wait: float,
+    force: bool,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -230,7 +241,8 @@ def start_command(
     The wrapper's #SBATCH header is SCRIPT's own (plus the options after --); it is
     fixed for the train's life, while SCRIPT itself may be edited between runs.
     SCRIPT must belong to you (or root) and be writable by nobody else, folders above
-    it too: every run executes it as you.
+    it too: every run executes it as you. SCRIPT must parse as bash and have no
+    `slurmkit lint` error (every run would repeat it); --force lets lint errors through.
 
     Needs no --yes, even without a terminal: like sbatch, it only submits the new
     array you describe and changes nothing that exists. Everything that changes a
@@ -264,6 +276,7 @@ def start_command(
         dry_run=dry_run,
         exclude_list=exclude_list,
         lock_wait=lock_wait,
+        force=force,
     )
     for notice in started.notices:
         _notify(f"note: {notice}")
@@ -412,7 +425,13 @@ def hold_command(
 ) -> None:
     """Hold the pending runs (scontrol hold ARRAY); the running run goes on. Idempotent.
 
-    Asks on a terminal; needs --yes without one (else a dry run, exit 1).
+    Queue age: under priority/multifactor the hold sets the priority to 0 and leaves
+    AccrueTime alone, so `release` gives back the age from before the hold (on 22.05 the
+    held time counts too), ahead of jobs submitted meanwhile. Caveats: runs held back by
+    %1 since run 1 started at once may never have had an AccrueTime (age 0: nothing to
+    keep); under priority/basic the submit time is kept but the priority is recomputed as
+    for a new job, behind jobs submitted during the hold. Asks on a terminal; needs --yes
+    without one (else a dry run, exit 1).
     """
     from slurmkit.train.control import hold
 
@@ -452,6 +471,7 @@ def release_command(
 @_name_argument
 @_dir_option
 @_lock_wait_option
+@_force_option
 @_dry_run_option
 @_yes_option
 @_json_option
@@ -460,6 +480,7 @@ def switch_command(
     name: str | None,
     directory: Path | None,
     lock_wait: float,
+    force: bool,
     dry_run: bool,
     yes: bool,
     as_json: bool,
@@ -469,7 +490,8 @@ def switch_command(
     Nodes, time, partition, GRES... are fixed when the array is submitted: a script
     asking for others would silently run with the old ones. NEWSCRIPT must belong to
     you (or root) and be writable by nobody else, folders above it too: every later run
-    executes it as you. Asks on a terminal; needs --yes without one.
+    executes it as you. NEWSCRIPT must parse as bash and have no `slurmkit lint` error
+    (--force lets lint errors through). Asks on a terminal; needs --yes without one.
     """
     from slurmkit.train.control import SwitchRefused, switch
 
@@ -478,13 +500,45 @@ def switch_command(
 
     def action(dry: bool) -> Report:
         try:
-            return switch(train, new_script, dry)
+            return switch(train, new_script, dry, force)
         except SwitchRefused as exc:
             for line in exc.diff:
                 click.echo(line, err=True)
             raise
 
     _gated(action, dry_run, yes, as_json, "Switch the script?")
+
+
+@train_group.command("restart-run")
+@_name_argument
+@_dir_option
+@_lock_wait_option
+@_force_option
+@_dry_run_option
+@_yes_option
+@_json_option
+def restart_run_command(
+    name: str | None,
+    directory: Path | None,
+    lock_wait: float,
+    force: bool,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Cancel only the running run (scancel ARRAY_N): the next run starts with the script now.
+
+    After editing the script (or `train switch`), so the change takes effect without
+    waiting for the running run to end. Never `scancel ARRAY`: that would cancel the
+    whole train. The script `current` points to must parse and lint without errors
+    (--force lets lint errors through). No run running: one line, exit 1, nothing
+    cancelled. Asks on a terminal; needs --yes without one (else a dry run, exit 1).
+    """
+    from slurmkit.train.control import restart_run
+
+    train = _find(directory, name, lock_wait)
+    _must_exist(train)
+    _gated(lambda dry: restart_run(train, dry, force), dry_run, yes, as_json, "Cancel this run?")
 
 
 @train_group.command("extend")
@@ -636,6 +690,65 @@ def kill_switch_command(
         click.echo(f"train {train.name}: {line}")
     if not dry_run and would_change:
         note = killswitch.record(train, action)
+        if note:
+            _notify(f"note: {note}")
+    exit_with(rule.exit_code(would_change))
+
+
+@train_group.command("save-switch")
+@click.argument("action", type=click.Choice(["on", "off", "status"]))
+@_name_argument
+@_dir_option
+@_lock_wait_option
+@_dry_run_option
+@_yes_option
+@_json_option
+def save_switch_command(
+    action: str,
+    name: str | None,
+    directory: Path | None,
+    lock_wait: float,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Ask the running training for a checkpoint now, without stopping it (the seed's save switch).
+
+    `on` creates the file $SLURMKIT_SAVE_SWITCH names in every run; a training loop that
+    checks it saves a checkpoint, removes the file and trains on (see the train-wrapper
+    template's notes). `off` withdraws a request not acted on yet. Like the kill switch,
+    anyone who can write the train folder can use it. On and off ask on a terminal and
+    need --yes without one (else a dry run, exit 1).
+    """
+    from slurmkit.cli._confirm import declined, gate
+    from slurmkit.train import killswitch
+
+    train = _find(directory, name, 0.0, settle=action != "status", busy_ok=True)
+    train = replace(train, lock_wait=lock_wait)
+    if action == "status":
+        state = killswitch.save_state(train)
+        if as_json:
+            print_json({"train": train.name, **state.to_json()})
+        else:
+            click.echo(f"{'on since ' + str(state.since) if state.on else 'off'}: {state.path}")
+        return
+    change = killswitch.save_on if action == "on" else killswitch.save_off
+    would_change = killswitch.save_state(train).on != (action == "on")
+    rule = gate(dry_run, yes)
+    if rule.ask and would_change:
+        plan = change(train, True)
+        if not rule.approve(
+            lambda: click.echo(f"train {train.name}: {plan}", err=True), f"Save switch {action}?"
+        ):
+            exit_with(declined())
+    dry_run = rule.dry_run
+    line = change(train, dry_run)
+    if as_json:
+        print_json({"train": train.name, "action": action, "dry_run": dry_run, "effect": line})
+    else:
+        click.echo(f"train {train.name}: {line}")
+    if not dry_run and would_change:
+        note = killswitch.record(train, action, "save-switch")
         if note:
             _notify(f"note: {note}")
     exit_with(rule.exit_code(would_change))

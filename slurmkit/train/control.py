@@ -1,4 +1,4 @@
-"""Changing a running train: hold, release, stop, extend, switch.
+"""Changing a running train: hold, release, stop, extend, switch, restart-run.
 
 Every change is planned first (the Slurm argv it will run, what it means for the
 train) so ``--dry-run`` prints exactly what a real run does. Only arrays still in
@@ -26,6 +26,7 @@ from typing import NoReturn
 
 from slurmkit import faultpoint
 from slurmkit.errors import (
+    EXIT_FINDINGS,
     ControllerUnreachable,
     EnvironmentProblem,
     PermissionDenied,
@@ -42,6 +43,7 @@ from slurmkit.train import reconcile
 from slurmkit.train import submit as train_submit
 from slurmkit.train.bashcheck import bash_syntax_error
 from slurmkit.train.compare import Difference, compare, unified
+from slurmkit.train.lintgate import lint_gate
 from slurmkit.train.state import TrainDir, TrainState
 
 
@@ -365,8 +367,12 @@ def check_switch(state: TrainState, new_script: Path) -> list[str]:
     ]
 
 
-def switch(train: TrainDir, new_script: Path, dry_run: bool = False) -> Report:
-    """Point ``current`` at ``new_script``: the next run sources it."""
+def switch(train: TrainDir, new_script: Path, dry_run: bool = False, force: bool = False) -> Report:
+    """Point ``current`` at ``new_script``: the next run sources it.
+
+    ``new_script`` must parse as bash and lint without errors (``force``: lint errors
+    become a notice), like at ``train start``.
+    """
     state = train.load_trusted()
     if not queue_of(state).live(state):
         raise _finished(state, "switch")
@@ -374,6 +380,7 @@ def switch(train: TrainDir, new_script: Path, dry_run: bool = False) -> Report:
     error = bash_syntax_error(new_script)
     if error:
         raise UsageError(f"switch refused: {new_script} does not parse as bash: {error}")
+    notices += lint_gate(new_script, "switch", force)
     target = train_submit.trusted_script(new_script)
     old = train.target()
     report = Report(state.name, "switch", dry_run, notices=notices)
@@ -392,3 +399,100 @@ def switch(train: TrainDir, new_script: Path, dry_run: bool = False) -> Report:
         _record(train, token, "switch", f"{old} -> {target}", report)
     report.lines.append("the next run sources it; the running one keeps its script")
     return report
+
+
+# ---------------------------------------------------------------- restart-run
+
+
+class NothingRunning(SlurmkitError):
+    """``restart-run`` found no running run: nothing was cancelled (exit 1, a finding)."""
+
+    exit_code = EXIT_FINDINGS
+
+
+def restart_run(train: TrainDir, dry_run: bool = False, force: bool = False) -> Report:
+    """Cancel only the running run (``scancel ARRAY_N``): the next one sources ``current``.
+
+    Never the array id: the seed's warning is that ``scancel JOBID`` kills the whole
+    train. The script the next run will source is checked first (bash syntax, lint
+    errors; ``force`` skips the lint), since restarting into a broken script wastes the
+    run that was going on. No running run: :class:`NothingRunning`, nothing cancelled.
+    """
+    state = train.load_trusted()
+    queue = queue_of(state)
+    live = queue.live(state)
+    running = [j for a in live for j in queue.running(a)]
+    if not running:
+        pending = sum(queue.pending_runs(a) for a in live)
+        where = f"{pending} pending" if live else "the train has finished"
+        raise NothingRunning(f"train {state.name}: no run is running ({where}): nothing cancelled")
+    job = running[0]
+    task, array = job.display_id, job.array_job_id or job.job_id
+    if job.array_task_id is None or "_" not in task:
+        raise UsageError(
+            f"train {state.name}: the running job {task} is not a task of an array: "
+            "refusing to cancel it (it may be the whole train)"
+        )
+    notices = _next_script_checked(train, force)
+    if len(running) > 1:
+        others = ", ".join(j.display_id for j in running[1:])
+        notices.append(f"{others} also running: only {task} is cancelled")
+    report = Report(state.name, "restart-run", dry_run, [query.cancel_argv([task])])
+    report.notices = notices
+    pending = queue.pending_runs(array) + sum(queue.pending_runs(a) for a in live if a != array)
+    held = any(j.held for a in live for j in queue.of(a) if j.is_pending)
+    verb = "would cancel" if dry_run else "cancelled"
+    line = f"{verb} run {task} only (not array {array})"
+    if not pending:
+        line += "; no run is pending, so the train ends here (`slurmkit train extend` adds runs)"
+    elif held:
+        line += f"; the {pending} pending run(s) are held: the next starts after `train release`"
+    else:
+        line += f"; the next of {pending} pending run(s) sources {train.target() or 'current'}"
+    report.lines.append(line)
+    if dry_run:
+        return report
+    with train.locked():
+        token = reconcile.begin(train, "restart-run", task=task, array=array)
+        try:
+            query.cancel([task])
+        except PermissionDenied as exc:
+            reconcile.finish(train, token, "restart-run", "failed", why=str(exc))
+            _explain_denied(exc, state, queue, array)
+        except ControllerUnreachable as exc:
+            _check_restart_unanswered(train, token, task, exc, report)
+        faultpoint.reached("train.restart-run.cancelled")
+        _record(train, token, "restart-run", f"cancelled {task}", report)
+    return report
+
+
+def _next_script_checked(train: TrainDir, force: bool) -> list[str]:
+    """The script ``current`` points to must parse, and lint without errors unless ``force``."""
+    target = train.target()
+    if target is None or not Path(target).is_file():
+        raise UsageError(
+            f"train {train.name}: {train.current} points to {target or 'nothing'}: the next "
+            f"run would fail; `slurmkit train switch SCRIPT {train.name}` first"
+        )
+    error = bash_syntax_error(Path(target))
+    if error:
+        raise UsageError(f"restart refused: {target} does not parse as bash: {error}")
+    return lint_gate(Path(target), "restart", force)
+
+
+def _check_restart_unanswered(
+    train: TrainDir, token: str, task: str, exc: ControllerUnreachable, report: Report
+) -> None:
+    """scancel got no answer: the queue says whether ``task`` still runs."""
+    try:
+        jobs = query.jobs(job_ids=[task])
+    except SlurmError as again:
+        raise EnvironmentProblem(
+            f"train {train.name}: {exc}; squeue does not answer either ({again}): whether "
+            f"{task} was cancelled is unknown. `slurmkit train status {train.name}` checks "
+            "again once slurmctld answers"
+        ) from None
+    if any(j.display_id == task and j.is_running for j in jobs):
+        reconcile.finish(train, token, "restart-run", "failed", why=str(exc))
+        raise exc
+    report.notices.append(f"no answer from Slurm ({exc}), but {task} is no longer running")

@@ -1,4 +1,4 @@
-"""The kill switch: a file whose existence stops a train, whoever started it.
+"""The kill switch (a file whose existence stops a train, whoever started it) and the save switch.
 
 Slurm lets only a job's owner (or an admin) hold or cancel it; a file in the
 shared train folder can be created by any teammate. The wrapper checks it before
@@ -6,7 +6,10 @@ sourcing the training script, so queued runs exit at once (status 0, which
 burns through the rest of the array quickly); training loops check it between
 steps through ``$SLURMKIT_KILL_SWITCH`` or ``slurmkit train should-stop``.
 
-Turning it on or off never waits for the train's lock (a suspended command holding
+The save switch (``save-switch``, ``$SLURMKIT_SAVE_SWITCH``) is the seed's cousin: the
+training loop that finds it saves a checkpoint, removes it and trains on.
+
+Turning either on or off never waits for the train's lock (a suspended command holding
 it must not delay an emergency stop): the change is journaled (intent, file, outcome)
 without it, and only the note in ``train.json`` waits, boundedly.
 """
@@ -24,6 +27,7 @@ from slurmkit.errors import EnvironmentProblem, SlurmkitError
 from slurmkit.train.state import TrainDir, current_user, now_text, progress
 
 ENV_VAR = "SLURMKIT_KILL_SWITCH"
+SAVE_ENV_VAR = "SLURMKIT_SAVE_SWITCH"
 
 
 @dataclass(frozen=True)
@@ -55,25 +59,37 @@ def state_of(path: Path) -> SwitchState:
 
 def turn_on(train: TrainDir, dry_run: bool = False) -> str:
     """Create the switch file (idempotent); returns what was (or would be) done."""
-    path = train.kill_switch
+    return _create(
+        train,
+        train.kill_switch,
+        "kill-switch",
+        "every remaining run exits at once without training",
+        dry_run,
+    )
+
+
+def _create(train: TrainDir, path: Path, switch: str, effect: str, dry_run: bool) -> str:
+    """Create ``path`` for ``<switch> on``: intent, O_EXCL create, faultpoint, outcome."""
+    label = switch.replace("-", " ")
     if path.exists():
-        return f"kill switch already on: {path}"
+        return f"{label} already on: {path}"
     if dry_run:
         return f"would create {path}"
-    token = _begin(train, "kill-switch on")
+    action = f"{switch} on"
+    token = _begin(train, action)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o664)
     except FileExistsError:
-        _finish(train, token, "kill-switch on", "done")
-        return f"kill switch already on: {path}"
+        _finish(train, token, action, "done")
+        return f"{label} already on: {path}"
     except OSError as exc:
-        _finish(train, token, "kill-switch on", "failed")
-        raise EnvironmentProblem(f"cannot create the kill switch {path}: {exc.strerror}") from None
+        _finish(train, token, action, "failed")
+        raise EnvironmentProblem(f"cannot create the {label} {path}: {exc.strerror}") from None
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(f"set by {current_user()} at {now_text()}\n")
-    faultpoint.reached("train.kill-switch.on.done")
-    _finish(train, token, "kill-switch on", "done")
-    return f"created {path}: every remaining run exits at once without training"
+    faultpoint.reached(f"train.{switch}.on.done")
+    _finish(train, token, action, "done")
+    return f"created {path}: {effect}"
 
 
 def _begin(train: TrainDir, action: str) -> str | None:
@@ -104,22 +120,58 @@ def _finish(train: TrainDir, token: str | None, action: str, result: str) -> Non
 
 
 def turn_off(train: TrainDir, dry_run: bool = False) -> str:
-    path = train.kill_switch
+    return _remove(
+        train, train.kill_switch, "kill-switch", "runs that start from now on train again", dry_run
+    )
+
+
+def _remove(train: TrainDir, path: Path, switch: str, effect: str, dry_run: bool) -> str:
+    label = switch.replace("-", " ")
     if not path.exists():
-        return f"kill switch already off: {path} does not exist"
+        return f"{label} already off: {path} does not exist"
     if dry_run:
         return f"would remove {path}"
-    token = _begin(train, "kill-switch off")
+    action = f"{switch} off"
+    token = _begin(train, action)
     try:
         path.unlink()
     except FileNotFoundError:
         pass
     except OSError as exc:
-        _finish(train, token, "kill-switch off", "failed")
-        raise EnvironmentProblem(f"cannot remove the kill switch {path}: {exc.strerror}") from None
-    faultpoint.reached("train.kill-switch.off.done")
-    _finish(train, token, "kill-switch off", "done")
-    return f"removed {path}: runs that start from now on train again"
+        _finish(train, token, action, "failed")
+        raise EnvironmentProblem(f"cannot remove the {label} {path}: {exc.strerror}") from None
+    faultpoint.reached(f"train.{switch}.off.done")
+    _finish(train, token, action, "done")
+    return f"removed {path}: {effect}"
+
+
+# ---------------------------------------------------------------- save switch
+# The seed's cousin of the kill switch: the training loop finds the file, saves a
+# checkpoint, removes the file and goes on training. Same journaling, same "anyone who
+# can write the train folder" rule; nothing in Slurm changes.
+
+
+def save_state(train: TrainDir) -> SwitchState:
+    return state_of(train.save_switch)
+
+
+def save_on(train: TrainDir, dry_run: bool = False) -> str:
+    """Ask the running training for a checkpoint: it saves, removes the file, goes on."""
+    return _create(
+        train,
+        train.save_switch,
+        "save-switch",
+        f"the training saves a checkpoint at its next check of ${SAVE_ENV_VAR} "
+        "and removes the file",
+        dry_run,
+    )
+
+
+def save_off(train: TrainDir, dry_run: bool = False) -> str:
+    """Withdraw a save request the training has not acted on yet."""
+    return _remove(
+        train, train.save_switch, "save-switch", "no checkpoint will be asked for", dry_run
+    )
 
 
 def should_stop(path: Path) -> bool:
@@ -127,7 +179,7 @@ def should_stop(path: Path) -> bool:
     return os.path.exists(path)
 
 
-def record(train: TrainDir, action: str) -> str | None:
+def record(train: TrainDir, action: str, switch: str = "kill-switch") -> str | None:
     """Note the switch in the train's record; a notice instead when that is not ours to write.
 
     A teammate's switch is not written to ``train.json``: the record must stay the
@@ -137,11 +189,12 @@ def record(train: TrainDir, action: str) -> str | None:
     try:
         with train.locked():
             state = train.load_trusted()
-            state.note(f"kill-switch {action}")
+            state.note(f"{switch} {action}")
             train.save(state)
     except (OSError, SlurmkitError) as exc:
+        path = train.kill_switch if switch == "kill-switch" else train.save_switch
         return (
-            f"kill switch {action}, but not recorded in {train.state_file} ({exc}); "
-            f"the switch file {train.kill_switch} says who set it"
+            f"{switch.replace('-', ' ')} {action}, but not recorded in {train.state_file} "
+            f"({exc}); the switch file {path} says who set it"
         )
     return None

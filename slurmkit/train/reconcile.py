@@ -11,7 +11,8 @@ it here:
   then accounting)? Then its array is adopted into ``train.json``, so ``status`` shows
   it and ``stop`` cancels it; an orphan is never left running unseen.
 - ``hold``/``release``/``stop``: the arrays' state in the queue says whether it was done.
-- ``switch``: where ``current`` points now; ``kill-switch``: whether the file exists.
+- ``switch``: where ``current`` points now; ``kill-switch``/``save-switch``: whether the
+  file exists; ``restart-run``: whether the cancelled task is still running.
 
 An intent Slurm cannot answer for (the controller still hung) stays open, and the
 next command asks again. The caller holds the train's lock: a command holding it is
@@ -146,7 +147,8 @@ def reconcile(train: TrainDir) -> list[str]:
     lines: list[str] = []
     for entry in train.journal.open_intents():
         handler = _HANDLERS.get(entry.action)
-        if handler is None or (entry.action.startswith("kill-switch") and _alive(entry)):
+        switch = entry.action.startswith(("kill-switch", "save-switch"))
+        if handler is None or (switch and _alive(entry)):
             continue
         what = f"`train {entry.action}` of {entry.time} (killed or unanswered)"
         try:
@@ -275,11 +277,31 @@ def _queue_action(train: TrainDir, entry: Entry, what: str) -> str:
 
 
 def _kill_switch(train: TrainDir, entry: Entry, what: str) -> str:
-    on = train.kill_switch.exists()
+    path = train.save_switch if entry.action.startswith("save-switch") else train.kill_switch
+    on = path.exists()
     wanted = entry.action.endswith(" on")
     done = on == wanted
     _close(train, entry, "done" if done else "failed")
     return f"the {what} was {'done' if done else 'not done'}: the switch is {'on' if on else 'off'}"
+
+
+def _restart_run(train: TrainDir, entry: Entry, what: str) -> str:
+    """Was the running task cancelled? Gone from the queue, or ending: done."""
+    task = str(entry.details.get("task", ""))
+    try:
+        jobs = query.jobs(job_ids=[task]) if task else []
+    except SlurmError as exc:
+        return f"the {what} is unknown: squeue does not answer ({exc}); asked again next time"
+    still = [j for j in jobs if j.display_id == task and (j.is_running or j.is_pending)]
+    if still:
+        _close(train, entry, "failed")
+        return (
+            f"the {what} was not done: {task} is still {still[0].state}; run "
+            f"`slurmkit train restart-run {train.name}` again"
+        )
+    _note(train, "restart-run", f"cancelled {task} (recorded after an interruption)")
+    _close(train, entry, "done")
+    return f"the {what} was done: {task} is no longer running; now recorded"
 
 
 _HANDLERS: dict[str, Callable[[TrainDir, Entry, str], str]] = {
@@ -291,4 +313,7 @@ _HANDLERS: dict[str, Callable[[TrainDir, Entry, str], str]] = {
     "stop": _queue_action,
     "kill-switch on": _kill_switch,
     "kill-switch off": _kill_switch,
+    "save-switch on": _kill_switch,
+    "save-switch off": _kill_switch,
+    "restart-run": _restart_run,
 }

@@ -7,6 +7,7 @@ sharing a working directory shares its trains and their kill switches)::
     wrapper.slurm   the rendered array script (template train-wrapper)
     current         symlink to the script the next run sources
     kill-switch     exists while the kill switch is on
+    save-switch     exists until the training saves a checkpoint and removes it
     journal         intent/outcome lines of every change (:mod:`slurmkit.journal`): what a
                     killed or unanswered command left open, reconciled by the next one
     .lock           flock'ed while a command changes the train
@@ -52,6 +53,7 @@ STATE_FILE = "train.json"
 WRAPPER_FILE = "wrapper.slurm"
 CURRENT_LINK = "current"
 KILL_SWITCH_FILE = "kill-switch"
+SAVE_SWITCH_FILE = "save-switch"
 LOCK_FILE = ".lock"
 JOURNAL_FILE = "journal"
 FORMAT_VERSION = 1
@@ -231,6 +233,10 @@ class TrainDir:
     @property
     def kill_switch(self) -> Path:
         return self.path / KILL_SWITCH_FILE
+
+    @property
+    def save_switch(self) -> Path:
+        return self.path / SAVE_SWITCH_FILE
 
     def load(self) -> TrainState:
         """The record, for reading (``status``); see :meth:`load_trusted` before acting on it."""

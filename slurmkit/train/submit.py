@@ -26,6 +26,7 @@ from slurmkit.slurm import query
 from slurmkit.slurm.submit import sbatch_argv, submit_text
 from slurmkit.train import reconcile, wrapper
 from slurmkit.train.bashcheck import bash_syntax_error
+from slurmkit.train.lintgate import lint_gate
 from slurmkit.train.state import (
     FILE_MODE,
     LOCK_WAIT,
@@ -169,8 +170,12 @@ def start(
     dry_run: bool = False,
     exclude_list: Path | None = None,
     lock_wait: float = LOCK_WAIT,
+    force: bool = False,
 ) -> Started:
     """Create the train's folder, render the wrapper, submit the array, record it.
+
+    ``script`` must parse as bash and lint without errors (:mod:`.lintgate`); ``force``
+    lets lint errors through with a notice.
 
     Intent first: the train's journal gets the start (with a token) before sbatch runs,
     and sbatch carries ``--comment=slurmkit:<token>``. sbatch failing or getting no
@@ -190,6 +195,7 @@ def start(
     error = bash_syntax_error(script)
     if error:
         raise UsageError(f"{script} does not parse as bash: {error}")
+    notices = [*notices, *lint_gate(script, "start", force)]
     name = check_name(name or default_name(script))
     train = TrainDir(root / name, lock_wait=lock_wait)
     if os.path.lexists(train.path) and (dry_run or not _resumable(train)):

@@ -25,6 +25,7 @@ def render(
             "header": list(header),
             "target": str(train.current.absolute()),
             "kill_switch": str(train.kill_switch.absolute()),
+            "save_switch": str(train.save_switch.absolute()),
             **(more or {}),
         },
     )
