@@ -158,3 +158,37 @@ def test_root_refuses_a_group_writable_config(cluster: sandbox.SandboxSpec, tmp_
     assert result.returncode == 2
     assert "refusing config file" in result.stderr
     assert f"chmod go-w {config}" in result.stderr
+
+
+def test_real_bash_with_the_printed_script(cluster: sandbox.SandboxSpec, tmp_path: Path) -> None:
+    """bash itself splits `@partition:g` at ':' (COMP_WORDBREAKS) and replaces only the part
+    after it: the printed script, sourced in bash, gets `gpu`-style answers for that part."""
+    script = tmp_path / "slurmkit.bash"
+    script.write_text(slurmkit("completion", "bash").stdout)
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    (wrapper / "slurmkit").write_text(f'#!/bin/sh\nexec {sys.executable} -m slurmkit "$@"\n')
+    (wrapper / "slurmkit").chmod(0o755)
+    partitions = [p.name for p in query.partitions()]
+    first = partitions[0]
+
+    def bash(words: str, cword: int) -> list[str]:
+        program = (
+            f"source {script}; COMP_WORDS=({words}); COMP_CWORD={cword}; "
+            '_slurmkit_completion slurmkit; printf "%s\\n" "${COMPREPLY[@]}"'
+        )
+        env = {"PATH": f"{wrapper}:{os.environ['PATH']}"}
+        out = subprocess.run(
+            ["bash", "-c", program],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+        return [line for line in out.splitlines() if line]
+
+    assert bash(f"slurmkit run -w @partition : {first[:1]}", 5) == [
+        p for p in partitions if p.startswith(first[:1])
+    ]
+    assert bash("slurmkit run -w node-1,node-", 3) == [f"node-1,node-{i}" for i in range(1, 5)]
