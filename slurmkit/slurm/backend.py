@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from importlib import metadata, util
+from importlib import util
 from pathlib import Path
 from types import ModuleType
 
@@ -79,6 +79,8 @@ def pyslurm_version() -> str | None:
     """The installed pyslurm's version, from its metadata (importing it could end the process)."""
     if util.find_spec("pyslurm") is None:
         return None
+    from importlib import metadata  # 15 ms of imports: only where pyslurm is installed
+
     try:
         return metadata.version("pyslurm")
     except metadata.PackageNotFoundError:
