@@ -70,6 +70,8 @@ SUBMITS_ONLY: dict[str, str] = {
 # Commands that change no cluster state (they read, print, write a file you name, or
 # run what you typed): the rule does not apply, and they must not grow a --yes unseen.
 NO_STATE_CHANGE: set[str] = {
+    "completion",  # prints the shell script
+    "config show",
     "cron init",  # creates the cron dir you name
     "cron scrontab",
     "cron status",
