@@ -127,10 +127,10 @@ def candidate_paths(environ: Mapping[str, str] | None = None) -> list[tuple[Path
 
 def _tomllib() -> Any:
     try:
-        import tomllib
+        import tomllib  # type: ignore[import-not-found,unused-ignore]
     except ModuleNotFoundError:  # Python 3.10
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
         except ModuleNotFoundError:
             raise EnvironmentProblem(
                 "reading a config file needs Python 3.11+ or the 'tomli' package"

@@ -34,7 +34,7 @@ def key_name(key: str) -> str:
     return key.replace("-", "_")
 
 
-class Defaults(dict):  # type: ignore[type-arg]
+class Defaults(dict[str, Any]):
     """One context's ``default_map``; a subcommand's map also carries the ``[notify]`` targets.
 
     Click asks the parent's map for a subcommand's map with ``.get(name)`` (and for a value
@@ -46,7 +46,7 @@ class Defaults(dict):  # type: ignore[type-arg]
         super().__init__((k if isinstance(v, dict) else key_name(k), v) for k, v in values.items())
         self.notify = notify
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         value = super().get(key, default)
         if value is not None and not isinstance(value, dict):
             return value
@@ -93,7 +93,8 @@ def _rename(
     if name in table:
         raise layered.error((*keys, key), f"sets the same option as {name}")
     table[name] = table.pop(key)
-    layered.origins[(*keys, name)] = layered.origin((*keys, key))
+    renamed: tuple[str, ...] = (*keys, name)
+    layered.origins[renamed] = layered.origin((*keys, key))
 
 
 def check_value(command: click.Command, param: click.Option, value: Any) -> str | None:
@@ -148,7 +149,8 @@ def check_command(
     for key, value in list(table.items()):
         here = (*keys, key)
         if isinstance(value, dict):
-            sub = command.get_command(ctx, key) if key in subcommands else None
+            group = command if isinstance(command, click.Group) else None
+            sub = group.get_command(ctx, key) if group and key in subcommands else None
             if sub is not None:
                 check_command(layered, sub, here, value)
             elif keys == ("template",):
@@ -231,14 +233,14 @@ def check_all(root: click.Group, layered: config.Layered) -> None:
 class ConfiguredRootGroup(RootGroup):
     """The root group: loads the config files into ``default_map`` before parsing anything."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         if os.environ.get(COMPLETE_VAR):
             from slurmkit.cli.completion import register
 
             register()
         return super().main(*args, **kwargs)
 
-    def make_context(  # type: ignore[override]
+    def make_context(
         self,
         info_name: str | None,
         args: list[str],
