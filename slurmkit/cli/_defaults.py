@@ -13,7 +13,6 @@ A bad key or value is one line naming the file, the line and the key, exit 2.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -129,6 +128,8 @@ def check_value(command: click.Command, param: click.Option, value: Any) -> str 
 
 
 def _unknown(keys: tuple[str, ...], known: list[str], what: str) -> str:
+    import difflib  # only on the error path: start-up time is paid on every call
+
     close = difflib.get_close_matches(keys[-1], known, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     return f"unknown {what}{hint}"
