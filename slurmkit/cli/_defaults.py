@@ -63,11 +63,16 @@ class Defaults(dict[str, Any]):
 
 
 def options(command: click.Command) -> dict[str, click.Option]:
-    """The options a config file may set for ``command`` (not --help, not --version)."""
+    """The options a config file may set for ``command``: not --help or --version, and not a
+    hidden one (a deprecated alias such as run's ``--nodes LIST``, or ``--debug``)."""
     return {
         p.name: p
         for p in command.params
-        if isinstance(p, click.Option) and p.name and p.expose_value and p.name != "help"
+        if isinstance(p, click.Option)
+        and p.name
+        and p.expose_value
+        and not p.hidden
+        and p.name != "help"
     }
 
 
