@@ -1,10 +1,11 @@
 """Run a check template as one batch job: render, submit, wait with progress, read its log.
 
-Used by ``faulty scan`` and ``cpus check``. The wait polls ``squeue --states=all``
-(one call per poll, which also reports the final state for a while after the job
-ended) and falls back to ``sacct``. A job still pending at the deadline is
-cancelled and reported with squeue's pending reason; a running one is cancelled and
-its partial log read, so the nodes that had not reported show up as unknown.
+Used by ``faulty scan`` and ``cpus check``. The wait is the Slurm layer's
+(:mod:`slurmkit.slurm.wait`: one ``squeue --states=all`` per poll, which also reports
+the final state for a while after the job ended, then ``sacct``).
+A job still pending at the deadline is cancelled and reported with squeue's pending
+reason; a running one is cancelled and its partial log read, so the nodes that had not
+reported show up as unknown.
 
 sbatch reads the script on stdin; a copy and the log go to ``work_dir`` (absolute),
 which must be on a file system the nodes share with this machine (the batch host
@@ -33,12 +34,13 @@ from slurmkit.errors import ControllerUnreachable, SlurmError, SlurmkitError
 from slurmkit.grammar.timelimit import format_limit
 from slurmkit.journal import comment_for, new_token
 from slurmkit.slurm import query, recheck
+from slurmkit.slurm import wait as slurm_wait
 from slurmkit.slurm.records import Job
 
 Progress = Callable[[str], None]
-PROGRESS_EVERY = 10.0
-FIRST_POLL = 0.25
-MAX_POLL = 2.0
+PROGRESS_EVERY = slurm_wait.PROGRESS_EVERY
+FIRST_POLL = slurm_wait.FIRST_POLL
+MAX_POLL = slurm_wait.MAX_POLL
 CANCEL_GRACE = 15.0
 LOG_GRACE = 5.0
 
@@ -136,43 +138,38 @@ def _find_submitted(name: str, token: str, exc: SlurmError, notify: Progress | N
 def wait(job: CheckJob, timeout: float, progress: Progress, poll: float = MAX_POLL) -> Finished:
     """Wait for the job to end; cancel it at ``timeout`` (NeverStarted if it never ran).
 
-    squeue is asked every FIRST_POLL s at first, then less and less often up to every
-    ``poll`` s: a check job often ends within seconds, a queued one may wait long.
+    The polling (fast at first, then up to every ``poll`` s, one squeue a poll) is the
+    Slurm layer's :func:`slurmkit.slurm.wait.until_final`; this adds what a check job
+    needs: the cancel at the deadline and the log read back.
     """
     start = time.monotonic()
-    interval = min(FIRST_POLL, poll)
-    started = False
-    nodelist = ""
-    shown = ("", -PROGRESS_EVERY)
-    timed_out = False
-    while True:
-        row = _row_or_cancel(job)
-        elapsed = time.monotonic() - start
-        if row is None or row.is_finished:
-            break
-        started = started or not row.is_pending
-        nodelist = row.nodelist or nodelist
-        shown = _show(job, row, elapsed, shown, progress)
-        if elapsed >= timeout:
-            cancel(job.job_id)
-            if not started:
-                raise NeverStarted(
-                    f"check job {job.job_id} did not start within {timeout:g} s "
-                    f"(pending: {row.reason or 'no reason given'}); cancelled it"
-                )
-            progress(f"slurmkit: timeout after {timeout:g} s: cancelled job {job.job_id}")
-            timed_out = True
-            _wait_gone(job.job_id, CANCEL_GRACE, FIRST_POLL)
-            break
-        time.sleep(max(0.0, min(interval, timeout - elapsed)))
-        interval = min(interval * 1.5, poll)
-    state, final_nodes = _final(job.job_id, row)
+    watched = slurm_wait.until_final(
+        job.job_id,
+        timeout,
+        progress,
+        poll=poll,
+        first_poll=FIRST_POLL,
+        read=lambda _: _row_or_cancel(job),
+        every=PROGRESS_EVERY,
+    )
+    row = watched.row
+    if watched.deadline:
+        cancel(job.job_id)
+        if not watched.started:
+            reason = row.reason if row is not None else ""
+            raise NeverStarted(
+                f"check job {job.job_id} did not start within {timeout:g} s "
+                f"(pending: {reason or 'no reason given'}); cancelled it"
+            )
+        progress(f"slurmkit: timeout after {timeout:g} s: cancelled job {job.job_id}")
+        slurm_wait.until_final(job.job_id, CANCEL_GRACE, poll=FIRST_POLL, first_poll=FIRST_POLL)
+    state, final_nodes = slurm_wait.final_state(job.job_id, row)
     return Finished(
         job=job,
         state=state,
-        nodelist=final_nodes or nodelist,
-        log_text=_read_log(job.log, LOG_GRACE if started or state != "CANCELLED" else 0.0),
-        timed_out=timed_out,
+        nodelist=final_nodes or watched.nodelist,
+        log_text=_read_log(job.log, LOG_GRACE if watched.started or state != "CANCELLED" else 0.0),
+        timed_out=watched.deadline,
         seconds=time.monotonic() - start,
     )
 
@@ -186,7 +183,7 @@ def cancel(job_id: str) -> None:
 def _row_or_cancel(job: CheckJob) -> Job | None:
     """The job's row; when Slurm stops answering, one scancel and an error naming the job."""
     try:
-        return _row(job.job_id)
+        return slurm_wait.read_row(job.job_id)
     except SlurmError as exc:
         if not recheck.no_answer(exc):
             raise
@@ -208,45 +205,6 @@ def _row_or_cancel(job: CheckJob) -> Job | None:
             f"Slurm stopped answering while check job {job.job_id} was queued or running "
             f"({error}); {fate}"
         ) from None
-
-
-def _row(job_id: str) -> Job | None:
-    rows = query.jobs(job_ids=job_id, states="all")
-    return rows[0] if rows else None
-
-
-def _show(
-    job: CheckJob, row: Job, elapsed: float, shown: tuple[str, float], progress: Progress
-) -> tuple[str, float]:
-    where = f"({row.reason})" if row.is_pending else f"on {row.nodelist}"
-    text = f"{row.state} {where}"
-    if text != shown[0] or elapsed - shown[1] >= PROGRESS_EVERY:
-        progress(f"slurmkit: job {job.job_id} {text}, {elapsed:.0f} s")
-        return text, elapsed
-    return shown
-
-
-def _wait_gone(job_id: str, grace: float, poll: float) -> None:
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        row = _row(job_id)
-        if row is None or row.is_finished:
-            return
-        time.sleep(poll)
-
-
-def _final(job_id: str, row: Job | None) -> tuple[str, str]:
-    """(state, nodelist) of the ended job: squeue's record while it has one, else sacct's."""
-    if row is not None and row.is_finished:
-        return row.state, row.nodelist
-    try:
-        found = query.sacct_jobs(job_ids=job_id)
-    except SlurmError:
-        found = []
-    mine = [j for j in found if j.job_id == job_id]
-    if mine:
-        return mine[0].state, mine[0].nodelist
-    return (row.state if row else "UNKNOWN"), (row.nodelist if row else "")
 
 
 def _read_log(path: Path, grace: float) -> str:
