@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+
+from slurmkit import stderr
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def is_verbose() -> bool:
 
 def echo_command(argv: Sequence[str]) -> None:
     if _verbose:
-        print(f"+ {shlex.join(argv)}", file=sys.stderr, flush=True)
+        stderr.line(f"+ {shlex.join(argv)}")
 
 
 def _run_subprocess(

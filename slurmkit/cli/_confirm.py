@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import click
 
+from slurmkit import stderr
 from slurmkit.errors import EXIT_FINDINGS
 
 # What a forced dry run that skipped a change exits with.
@@ -38,7 +39,7 @@ FORCED_NOTICE = "no terminal and no --yes: dry run only, nothing will be changed
 
 
 def notify(message: str) -> None:
-    click.echo(f"slurmkit: {message}", err=True)
+    stderr.say(message)
 
 
 def has_terminal() -> bool:

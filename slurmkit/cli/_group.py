@@ -16,6 +16,7 @@ from typing import NoReturn
 
 import click
 
+from slurmkit import stderr
 from slurmkit.errors import EXIT_ERROR, SlurmkitError
 
 LazyRegistry = dict[str, tuple[str, str]]
@@ -94,10 +95,10 @@ class RootGroup(LazyGroup):
             _usage_error(exc)
         except SlurmkitError as exc:
             _traceback_if_debug(ctx)
-            click.echo(f"slurmkit: {exc}", err=True)
+            stderr.say(str(exc))
             raise click.exceptions.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
-            click.echo("slurmkit: interrupted", err=True)
+            stderr.say("interrupted")
             raise click.exceptions.Exit(130) from None
         except OSError as exc:
             # A path the user named that the system refuses (missing, a name too long,
@@ -108,7 +109,7 @@ class RootGroup(LazyGroup):
             _traceback_if_debug(ctx)
             name = str(exc.filename)
             shown = name if len(name) <= 200 else name[:200] + "..."
-            click.echo(f"slurmkit: {exc.strerror or exc}: {shown!r}"[:400], err=True)
+            stderr.line(f"slurmkit: {exc.strerror or exc}: {shown!r}"[:400])
             raise click.exceptions.Exit(EXIT_ERROR) from None
 
 
@@ -137,7 +138,7 @@ def _usage_error(exc: click.UsageError) -> NoReturn:
         names.insert(0, ctx.info_name or "")
         ctx = ctx.parent
     command = " ".join(["slurmkit", *names])
-    click.echo(f"slurmkit: {message} (see '{command} --help')", err=True)
+    stderr.say(f"{message} (see '{command} --help')")
     raise click.exceptions.Exit(EXIT_ERROR) from None
 
 

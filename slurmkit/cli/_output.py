@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import click
+
+from slurmkit import stderr
 
 
 def _default(obj: Any) -> Any:
@@ -37,8 +38,7 @@ def print_table(rows: Iterable[Sequence[Any]], headers: Sequence[str]) -> None:
 
 def progress(message: str) -> None:
     """Progress for slow work goes to stderr, and only when a person is watching."""
-    if sys.stderr.isatty():
-        click.echo(message, err=True)
+    stderr.progress(message)
 
 
 _PER_NODE = "slurmkit.per_node"

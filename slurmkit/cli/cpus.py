@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import json_option
 from slurmkit.cli._output import print_json, print_table, progress
@@ -123,13 +124,12 @@ def _print(report: CpusReport) -> None:
         click.echo(f"fix: {fix}")
     expected = report.expected_affected
     if report.affected is not None and expected is not None and expected != report.affected:
-        click.echo(
-            f"slurmkit: note: Slurm {report.slurm} is expected to be "
+        stderr.say(
+            f"note: Slurm {report.slurm} is expected to be "
             f"{'affected' if expected else 'not affected'}; this cluster behaves otherwise "
-            "(a site srun default?)",
-            err=True,
+            "(a site srun default?)"
         )
-    click.echo(f"slurmkit: job {report.job_id} {report.job_state}; log {report.log}", err=True)
+    stderr.say(f"job {report.job_id} {report.job_state}; log {report.log}")
 
 
 def _span(low: int | None, high: int | None) -> str:

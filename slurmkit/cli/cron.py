@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import dry_run_option, json_option, yes_option
 from slurmkit.cli._output import print_json, print_table
@@ -39,7 +40,7 @@ _yes_option = yes_option()
 
 
 def _notify(message: str) -> None:
-    click.echo(f"slurmkit: {message}", err=True)
+    stderr.say(message)
 
 
 def _load(cron_dir: Path | None) -> tuple[CronDir, CronConfig]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli import _confirm
 from slurmkit.cli._exclude_options import state_option
 from slurmkit.cli._group import exit_with
@@ -226,12 +227,12 @@ def scan_command(
     failing = excluded.failures(report) + report.slow_entries()
     if not no_record and failing:
         if dry_run:
-            click.echo(f"slurmkit: dry run: would add to the exclude list {path}:", err=True)
+            stderr.say(f"dry run: would add to the exclude list {path}:")
         else:
             entries = excluded.record(path, failing, ttl=ttl)
             report.recorded = [e.to_json() for e in entries]
             report.exclude_list = str(path)
-            click.echo(f"slurmkit: added {len(entries)} entry(ies) to {path}", err=True)
+            stderr.say(f"added {len(entries)} entry(ies) to {path}")
     if as_json:
         print_json(report.to_json())
     else:
@@ -283,7 +284,7 @@ def _warn_ignored(report: ScanReport) -> None:
 
     names = printable(",".join(report.ignored))
     where = f"job {report.job_id}'s allocation ({report.allocation or 'unknown'})"
-    click.echo(f"slurmkit: warning: ignoring result lines for {names}: not in {where}", err=True)
+    stderr.say(f"warning: ignoring result lines for {names}: not in {where}")
 
 
 def _ask(outcome: DrainOutcome, yes: bool) -> bool:
@@ -292,7 +293,7 @@ def _ask(outcome: DrainOutcome, yes: bool) -> bool:
 
 def _print_drain_plan(outcome: DrainOutcome) -> None:
     for reason, names in outcome.groups.items():
-        click.echo(f"drain {','.join(names)}: reason {reason!r}", err=True)
+        stderr.line(f"drain {','.join(names)}: reason {reason!r}")
 
 
 def _print_scan(report: ScanReport) -> None:
@@ -303,33 +304,33 @@ def _print_scan(report: ScanReport) -> None:
     state = f"job {report.job_id} {report.job_state}" + (
         " (cancelled at the timeout)" if report.timed_out else ""
     )
-    click.echo(f"slurmkit: {state}; log {report.log}", err=True)
+    stderr.say(f"{state}; log {report.log}")
     if report.drain is not None:
         _print_drain(report.drain, report.named("slow"))
     if report.exclude:
         click.echo(f"--exclude={report.exclude}")
     else:
-        click.echo("slurmkit: no failing or unknown node: nothing to exclude", err=True)
+        stderr.say("no failing or unknown node: nothing to exclude")
 
 
 def _print_drain(outcome: DrainOutcome, slow: Sequence[str] = ()) -> None:
     from slurmkit.hostlist import fold
 
     if slow:
-        click.echo(f"slurmkit: not draining {fold(slow)}: slow, not broken (excluded)", err=True)
+        stderr.say(f"not draining {fold(slow)}: slow, not broken (excluded)")
     for name, why in outcome.left_alone:
-        click.echo(f"slurmkit: not draining {name}: {why}", err=True)
+        stderr.say(f"not draining {name}: {why}")
     if not outcome.groups:
-        click.echo("slurmkit: no failing node to drain", err=True)
+        stderr.say("no failing node to drain")
         return
     for reason, names in outcome.groups.items():
         if outcome.done:
             states = ", ".join(f"{n} {outcome.states.get(n, '?')}" for n in names)
-            click.echo(f"slurmkit: drained {fold(names)} ({reason}): {states}", err=True)
+            stderr.say(f"drained {fold(names)} ({reason}): {states}")
         elif outcome.declined:
-            click.echo(f"slurmkit: not drained (declined): {fold(names)}", err=True)
+            stderr.say(f"not drained (declined): {fold(names)}")
         else:
-            click.echo(f"slurmkit: dry run: would drain {fold(names)} ({reason})", err=True)
+            stderr.say(f"dry run: would drain {fold(names)} ({reason})")
 
 
 @faulty_group.command("history")
@@ -362,12 +363,9 @@ def history_command(since_text: str, top: int, as_json: bool) -> None:
     if as_json:
         print_json(report.to_json())
         return
-    click.echo(
-        f"slurmkit: {report.jobs} job(s) since {report.start.isoformat(timespec='minutes')}",
-        err=True,
-    )
+    stderr.say(f"{report.jobs} job(s) since {report.start.isoformat(timespec='minutes')}")
     if not report.nodes:
-        click.echo("slurmkit: no node ran a FAILED or NODE_FAIL job", err=True)
+        stderr.say("no node ran a FAILED or NODE_FAIL job")
         return
     print_table(
         [
@@ -438,7 +436,7 @@ def excluded_command(
             {"path": str(path), "removed" if done else "would_remove": [e.to_json() for e in going]}
         )
     elif not going:
-        click.echo("slurmkit: nothing to remove", err=True)
+        stderr.say("nothing to remove")
     else:
         _show_removal(going, "removed" if done else "dry run: would remove")
     if going and not done and not gate.dry_run:
@@ -464,7 +462,7 @@ def _show_excluded(path: Path, entries: list[ExcludedNode], show_all: bool, as_j
         )
         return
     if not shown:
-        click.echo(f"slurmkit: the exclude list {path} is empty", err=True)
+        stderr.say(f"the exclude list {path} is empty")
         return
     print_table(
         [
@@ -487,7 +485,7 @@ def _show_removal(entries: list[ExcludedNode], verb: str) -> None:
     from slurmkit.printable import printable
 
     for e in entries:
-        click.echo(f"slurmkit: {verb}: {e.node} ({e.check}: {printable(e.error)[:80]})", err=True)
+        stderr.say(f"{verb}: {e.node} ({e.check}: {printable(e.error)[:80]})")
 
 
 def _from_file_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import dry_run_option, json_option
 from slurmkit.errors import SlurmkitError
@@ -93,7 +94,7 @@ def health_command(config_path: Path | None, dry_run: bool, no_drain: bool, as_j
 
 
 def _note(message: str) -> None:
-    click.echo(f"slurmkit: health: {message}", err=True)
+    stderr.say(f"health: {message}")
 
 
 def _print(report: HealthReport) -> None:

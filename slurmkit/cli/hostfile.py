@@ -12,7 +12,7 @@ import os
 
 import click
 
-from slurmkit import _proc, nodesel
+from slurmkit import _proc, nodesel, stderr
 from slurmkit.cli._options import selection_options
 from slurmkit.errors import UsageError
 from slurmkit.jobenv import allocation, hostfile, launch, slots
@@ -56,7 +56,7 @@ _jobid_option = click.option(
 
 
 def _notify(message: str) -> None:
-    click.echo(f"slurmkit: {message}", err=True)
+    stderr.say(message)
 
 
 @click.command("hostfile")

@@ -14,6 +14,7 @@ import shlex
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._confirm import declined, gate, notify
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import confirm_options, json_option
@@ -96,7 +97,7 @@ def extend_command(jobid: str, time: str, dry_run: bool, yes: bool) -> None:
         exit_with(rule.exit_code(True))
 
     def show_plan() -> None:
-        click.echo(f"{plan.describe()}\nwill run: {command}", err=True)
+        stderr.line(f"{plan.describe()}\nwill run: {command}")
 
     if not rule.approve(show_plan):
         exit_with(declined())

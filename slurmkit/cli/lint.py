@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import json_option
 from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, SlurmError, UsageError
@@ -102,11 +103,10 @@ def lint_command(
         if lines:
             click.echo("".join(lines), nl=False)
         infos = f", {hidden} info{' (--info shows them)' if hidden and not show_info else ''}"
-        click.echo(
-            f"slurmkit: {_count(errors, 'error')}, {_count(warnings, 'warning')}"
+        stderr.say(
+            f"{_count(errors, 'error')}, {_count(warnings, 'warning')}"
             f"{infos if hidden else ''} in "
-            f"{_count(len(texts), 'script')} (Slurm {_version_label(context)})",
-            err=True,
+            f"{_count(len(texts), 'script')} (Slurm {_version_label(context)})"
         )
     exit_with(EXIT_FINDINGS if errors else EXIT_OK)
 
@@ -146,10 +146,9 @@ def _context(slurm_version: str | None) -> LintContext:
     try:
         return LintContext(query.version(), "sinfo")
     except SlurmError as exc:
-        click.echo(
-            f"slurmkit: warning: cannot read the Slurm version ({exc}); linting for every "
-            "version from 22.05 on (pass --slurm-version to choose one)",
-            err=True,
+        stderr.say(
+            f"warning: cannot read the Slurm version ({exc}); linting for every "
+            "version from 22.05 on (pass --slurm-version to choose one)"
         )
         return LintContext(None, "unknown")
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli import _confirm
 from slurmkit.cli._group import LazyGroup, exit_with
 from slurmkit.cli._options import (
@@ -86,7 +87,7 @@ def _finish(report: NodeReport, as_json: bool, rule: _confirm.Gate) -> None:
     else:
         print_nodes_table([r.as_row() for r in report.rows], TABLE_HEADERS)
         for note in report.notes:
-            click.echo(f"slurmkit: {note}", err=True)
+            stderr.say(f"{note}")
         if report.declined:
             _confirm.notify("nothing changed")
     if report.error:
@@ -301,7 +302,7 @@ def show_command(node: str, days: int, as_json: bool) -> None:
         print_table([[printable(str(j[h] or "")) for h in headers] for j in jobs], headers)
     click.echo(f"history since {data['history_since']}:")
     if view.history_error:
-        click.echo(f"slurmkit: {view.history_error}", err=True)
+        stderr.say(f"{view.history_error}")
     elif view.history:
         history = data["history"]
         print_table([[printable(str(j[h] or "")) for h in headers] for j in history], headers)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from slurmkit import hostlist, nodesel
+from slurmkit import hostlist, nodesel, stderr
 from slurmkit.cli._group import LazyGroup, exit_with
 from slurmkit.cli._options import exclude_option, json_option
 from slurmkit.errors import UsageError
@@ -88,7 +88,7 @@ def nodes_group(
         return
     nodes = _query_nodes(jobid, partition, state)
     if not nodes:
-        click.echo("slurmkit: no nodes match", err=True)
+        stderr.say("no nodes match")
         exit_with(1)
     if expand_names:
         _print_names(list(nodes), as_json)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import (
     json_option,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def _notify(message: str) -> None:
-    click.echo(f"slurmkit: {message}", err=True)
+    stderr.say(message)
 
 
 @click.command("pyspy")

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import click
 
-from slurmkit import remote
+from slurmkit import remote, stderr
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import (
     json_option,
@@ -27,7 +27,7 @@ from slurmkit.remote.base import RemoteOptions
 
 
 def _notify(message: str) -> None:
-    click.echo(f"slurmkit: {message}", err=True)
+    stderr.say(message)
 
 
 @click.command("run")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import json_option
 from slurmkit.errors import EXIT_FINDINGS
@@ -22,7 +23,7 @@ dir_option = click.option(
 
 
 def _progress(message: str) -> None:
-    click.echo(f"sandbox: {message}", err=True)
+    stderr.line(f"sandbox: {message}")
 
 
 @click.group("sandbox")
@@ -177,7 +178,7 @@ def sandbox_status(directory: Path, as_json: bool) -> None:
             [(n.name, n.state, shown(n.name)) for n in report.nodes], ["node", "state", "fault"]
         )
     else:
-        click.echo(f"sandbox in {report.dir} is down: {report.problem}", err=True)
+        stderr.line(f"sandbox in {report.dir} is down: {report.problem}")
     if not report.up:
         exit_with(EXIT_FINDINGS)
 

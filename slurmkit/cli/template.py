@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._exclude_options import no_exclude_option, state_option
 from slurmkit.cli._options import dry_run_option, json_option
 from slurmkit.cli._output import print_json, print_table, progress
@@ -284,9 +285,8 @@ def _render(name: str, assignments: tuple[str, ...], vars_file: Path | None) -> 
         known = {p for t in discover() for p in t.header.params}
         for key in unused:
             if key not in known:
-                click.echo(
-                    f"slurmkit: warning: config file {site.path}: [defaults] {key} is not a "
-                    "parameter of any template",
-                    err=True,
+                stderr.say(
+                    f"warning: config file {site.path}: [defaults] {key} is not a "
+                    "parameter of any template"
                 )
     return rendered

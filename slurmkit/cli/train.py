@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._exclude_options import no_exclude_option, state_option
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import dry_run_option, json_option, yes_option
@@ -62,7 +63,7 @@ _lock_wait_option = click.option(
 
 
 def _notify(message: str) -> None:
-    click.echo(f"slurmkit: {message}", err=True)
+    stderr.say(message)
 
 
 def _find(
@@ -149,9 +150,9 @@ def _gated(
 
         def show_plan() -> None:
             for argv in preview.commands:
-                click.echo(f"will run: {shlex.join(argv)}", err=True)
+                stderr.line(f"will run: {shlex.join(argv)}")
             for line in preview.lines:
-                click.echo(f"train {preview.train}: {line.replace('would ', 'will ')}", err=True)
+                stderr.line(f"train {preview.train}: {line.replace('would ', 'will ')}")
 
         if not rule.approve(show_plan, question):
             exit_with(declined())
@@ -503,7 +504,7 @@ def switch_command(
             return switch(train, new_script, dry, force)
         except SwitchRefused as exc:
             for line in exc.diff:
-                click.echo(line, err=True)
+                stderr.line(line)
             raise
 
     _gated(action, dry_run, yes, as_json, "Switch the script?")
@@ -616,9 +617,9 @@ def stop_command(
     if plan.live:
 
         def show_plan() -> None:
-            click.echo(f"will run: {shlex.join(plan.argv)}", err=True)
+            stderr.line(f"will run: {shlex.join(plan.argv)}")
             for line in plan.effects():
-                click.echo(f"train {plan.state.name}: {line}", err=True)
+                stderr.line(f"train {plan.state.name}: {line}")
 
         if rule.ask and not rule.approve(show_plan, "Cancel these runs?"):
             exit_with(declined())
@@ -677,7 +678,7 @@ def kill_switch_command(
     if rule.ask and would_change:
         plan = change(train, True)
         if not rule.approve(
-            lambda: click.echo(f"train {train.name}: {plan}", err=True), f"Kill switch {action}?"
+            lambda: stderr.line(f"train {train.name}: {plan}"), f"Kill switch {action}?"
         ):
             exit_with(declined())
     dry_run = rule.dry_run
@@ -738,7 +739,7 @@ def save_switch_command(
     if rule.ask and would_change:
         plan = change(train, True)
         if not rule.approve(
-            lambda: click.echo(f"train {train.name}: {plan}", err=True), f"Save switch {action}?"
+            lambda: stderr.line(f"train {train.name}: {plan}"), f"Save switch {action}?"
         ):
             exit_with(declined())
     dry_run = rule.dry_run

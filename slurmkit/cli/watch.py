@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import json_option
 from slurmkit.cli._output import print_json
@@ -91,9 +92,9 @@ def _finish(
                 text = f"sent {sent.kind} for {sent.key} to {delivery.target}"
             else:
                 text = f"notify {delivery.target} failed: {delivery.error}"
-            click.echo(f"slurmkit: {printable(text)}", err=True)
+            stderr.say(f"{printable(text)}")
     if report.state_notice:
-        click.echo(f"slurmkit: {printable(report.state_notice)}", err=True)
+        stderr.say(f"{printable(report.state_notice)}")
     exit_with(report.exit_code)
 
 

@@ -16,11 +16,10 @@ or one that never got an answer, is settled by the next ``faulty scan --drain``
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from slurmkit import faultpoint
+from slurmkit import faultpoint, stderr
 from slurmkit.errors import ControllerUnreachable, SlurmError
 from slurmkit.faulty.report import DrainOutcome, ScanReport
 from slurmkit.hostlist import expand, fold
@@ -44,11 +43,6 @@ def journal_path() -> Path:
     from slurmkit.faulty import excluded
 
     return excluded.default_path().with_name(JOURNAL_NAME)
-
-
-def _stderr(message: str) -> None:
-    """The default notice channel: one ``slurmkit: ...`` line on stderr."""
-    print(f"slurmkit: {message}", file=sys.stderr, flush=True)
 
 
 def plan(report: ScanReport, dry_run: bool) -> DrainOutcome:
@@ -75,7 +69,7 @@ def _open_journal() -> Journal:
     return Journal(path)
 
 
-def reconcile(journal: Journal, notify: Notify = _stderr) -> list[str]:
+def reconcile(journal: Journal, notify: Notify = stderr.say) -> list[str]:
     """Settle drains an earlier run left open: read the nodes, record and say what is true.
 
     A node now drained counts as drained (by that run or anyone); without an answer
@@ -114,7 +108,7 @@ def execute(
     confirm: Confirm,
     *,
     journal: Journal | None = None,
-    notify: Notify = _stderr,
+    notify: Notify = stderr.say,
 ) -> DrainOutcome:
     """Drain the planned nodes unless dry run or declined; read their states back."""
     if outcome.dry_run or not outcome.groups:

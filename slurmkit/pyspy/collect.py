@@ -11,11 +11,10 @@ happens to the others.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from slurmkit import remote
+from slurmkit import remote, stderr
 from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from slurmkit.hostlist import expand
 from slurmkit.pyspy.decode import decode
@@ -27,10 +26,6 @@ from slurmkit.slurm.records import Job
 
 VIA = ("srun", "ssh")
 DEFAULT_TIMEOUT = 30.0
-
-
-def _to_stderr(message: str) -> None:
-    print(f"slurmkit: {message}", file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -46,7 +41,7 @@ class Settings:
     via: str = "srun"
     timeout: float = DEFAULT_TIMEOUT
     dump: DumpOptions = field(default_factory=DumpOptions)
-    notify: Callable[[str], None] = field(default=_to_stderr, compare=False)
+    notify: Callable[[str], None] = field(default=stderr.say, compare=False)
     ssh: remote.RemoteOptions = field(default_factory=remote.RemoteOptions)
 
     def __post_init__(self) -> None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from slurmkit import stderr
 from slurmkit.errors import EnvironmentProblem, UsageError
 from slurmkit.remote.result import NodeResult
 
@@ -26,10 +26,6 @@ DEFAULT_FANOUT = 32
 _NODE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # What sudo -u takes: a POSIX-ish user name, or #UID. A leading "-" would be an option.
 _USER_NAME = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_.-]*\$?|#[0-9]+)")
-
-
-def _to_stderr(message: str) -> None:
-    print(f"slurmkit: {message}", file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ class RemoteOptions:
     sudo: bool = False
     sudo_user: str | None = None
     env_setup: str | None = None
-    notify: Callable[[str], None] = field(default=_to_stderr, compare=False)
+    notify: Callable[[str], None] = field(default=stderr.say, compare=False)
 
     def __post_init__(self) -> None:
         # Written so that NaN fails too (every comparison with NaN is false); inf has no

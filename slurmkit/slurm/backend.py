@@ -23,12 +23,12 @@ line and the command runs on the commands (a wrong backend must never answer).
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from importlib import util
 from pathlib import Path
 from types import ModuleType
 
+from slurmkit import stderr
 from slurmkit.errors import EnvironmentProblem, SlurmkitError, UsageError
 
 ENV = "SLURMKIT_BACKEND"
@@ -100,7 +100,7 @@ def _say(line: str) -> None:
     from slurmkit import _proc
 
     if _proc.is_verbose():
-        print(f"slurmkit: {line}", file=sys.stderr, flush=True)
+        stderr.say(line)
 
 
 def selected() -> Selected:
@@ -147,7 +147,7 @@ def _fallback(why: str, want: str = "auto") -> Selected:
     """Commands instead of pyslurm: under -v on auto, always when pyslurm was asked for."""
     line = f"query backend: commands ({why})"
     if want == "pyslurm":
-        print(f"slurmkit: {line}", file=sys.stderr, flush=True)
+        stderr.say(line)
     else:
         _say(line)
     return Selected("commands", why)
