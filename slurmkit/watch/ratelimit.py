@@ -2,9 +2,9 @@
 
 State is a small JSON file shared by every watchdog of a user (keys like
 ``fs:/data`` or ``job:stas:tr8``), updated under an ``flock`` and replaced
-atomically, so watchdogs started by the same cron run never lose each other's
-updates. A message that no target accepted is not counted as sent: the next run
-tries again instead of waiting for the reminder period.
+atomically (:func:`slurmkit.files.write_atomic`), so watchdogs started by the same cron
+run never lose each other's updates. A message that no target accepted is not counted
+as sent: the next run tries again instead of waiting for the reminder period.
 
 The lock is the shared one (:mod:`slurmkit.locks`): a bounded wait (:data:`LOCK_WAIT`),
 never a symlink followed. A watchdog suspended while holding it must not silence
@@ -16,13 +16,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from slurmkit import locks
+from slurmkit import files, locks
+from slurmkit.errors import EnvironmentProblem
 from slurmkit.watch.finding import WatchFinding
 
 VERSION = 1
@@ -149,12 +149,10 @@ class StateFile:
 
     def _save(self) -> None:
         data = {"version": VERSION, "keys": {k: v.to_json() for k, v in sorted(self.keys.items())}}
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=2)
-                handle.write("\n")
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+            # the shared writer (fsync'ed, so a crash cannot bring back the state before this
+            # run's alerts); 0600 as before: the state is this user's business
+            files.write_atomic(self.path, json.dumps(data, indent=2) + "\n", mode=0o600)
+        except EnvironmentProblem as exc:
+            # the caller reports an unusable state file from the system's own error
+            raise exc.__cause__ if isinstance(exc.__cause__, OSError) else exc from None

@@ -233,3 +233,35 @@ def test_a_state_lock_held_by_a_hung_watchdog_is_waited_for_within_a_bound(
     (report,) = done
     assert report.state_error and "busy" in report.state_error
     assert not report.rate_limited and [k for k, _ in pager.messages] == ["alert"]
+
+
+def test_the_state_is_saved_by_the_shared_atomic_writer_private_and_a_full_disk_is_an_oserror(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 15: one atomic writer (fsync'ed); the state stays 0600; a full disk is an OSError."""
+    from slurmkit import files
+    from slurmkit.watch import ratelimit
+
+    written: list[Path] = []
+    real = files.write_atomic
+
+    def recording(path, text, **kw):  # type: ignore[no-untyped-def]
+        written.append(Path(path))
+        return real(path, text, **kw)
+
+    monkeypatch.setattr(files, "write_atomic", recording)
+    state = ratelimit.StateFile(tmp_path / "s.json")
+    state.acquire()
+    state.keys["fs:/d"] = KeyState(T0, T0)
+    state.release()
+    assert written == [tmp_path / "s.json"]
+    assert (tmp_path / "s.json").stat().st_mode & 0o777 == 0o600
+    assert "fs:/d" in json.loads((tmp_path / "s.json").read_text())["keys"]
+
+    def full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", full)
+    state.acquire()
+    with pytest.raises(OSError, match="No space left"):
+        state.release()
