@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from slurmkit.errors import EnvironmentProblem, UsageError
@@ -49,6 +50,20 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, mode: int | None = 
             raise EnvironmentProblem(f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
     return target
+
+
+def state_path(name: str, env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/slurmkit/<name>`` (``~/.local/state`` when unset, empty or relative).
+
+    Where a user's own slurmkit state lives (the exclude list, journals, the watch
+    state): one rule for all of them. The XDG spec says a relative value is invalid
+    and must be ignored; a state file that moved with the working directory would be
+    forgotten by the next command run elsewhere.
+    """
+    env = os.environ if env is None else env
+    state = env.get("XDG_STATE_HOME", "")
+    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "slurmkit" / name
 
 
 def _fsync_dir(directory: Path) -> None:

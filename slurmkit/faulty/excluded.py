@@ -66,10 +66,7 @@ class ExcludedNode:
 
 def default_path(env: Mapping[str, str] | None = None) -> Path:
     """``$XDG_STATE_HOME/slurmkit/excluded.json``; a relative XDG_STATE_HOME is ignored (spec)."""
-    env = os.environ if env is None else env
-    state = env.get("XDG_STATE_HOME", "")
-    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
-    return base / "slurmkit" / FILE_NAME
+    return files.state_path(FILE_NAME, env)
 
 
 def now_utc() -> datetime:

@@ -17,7 +17,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from slurmkit import trust
+from slurmkit import files, trust
 from slurmkit.files import write_atomic
 
 ROOT_DIR = Path("/run/slurmkit/health")
@@ -30,8 +30,7 @@ def default_dir() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and runtime.startswith("/"):
         return Path(runtime) / "slurmkit" / "health"
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state) / "slurmkit" / "health"
+    return files.state_path("health")
 
 
 def _file(directory: Path, node: str) -> Path:

@@ -35,14 +35,13 @@ one line on stderr says whether the earlier change went through, so a retried
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from slurmkit import faultpoint
+from slurmkit import faultpoint, files
 from slurmkit.errors import (
     ControllerUnreachable,
     PermissionDenied,
@@ -265,10 +264,7 @@ def plan_extend(job: Job, change: LimitChange) -> ExtendPlan:
 
 def journal_path(env: Mapping[str, str] | None = None) -> Path:
     """``$XDG_STATE_HOME/slurmkit/job-extend.journal`` (a relative XDG_STATE_HOME is ignored)."""
-    env = os.environ if env is None else env
-    state = env.get("XDG_STATE_HOME", "")
-    base = Path(state) if state and os.path.isabs(state) else Path.home() / ".local" / "state"
-    return base / "slurmkit" / JOURNAL_NAME
+    return files.state_path(JOURNAL_NAME, env)
 
 
 def open_journal() -> Journal:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,9 +29,8 @@ LOCK_WAIT = 10.0  # seconds; a watchdog runs from cron every few minutes
 
 
 def default_state_path(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "slurmkit" / "watch-state.json"
+    """``$XDG_STATE_HOME/slurmkit/watch-state.json`` (a relative XDG_STATE_HOME is ignored)."""
+    return files.state_path("watch-state.json", environ)
 
 
 @dataclass(frozen=True)
