@@ -51,6 +51,8 @@ CONFIRMED: dict[str, str] = {
     "train switch": "",
     "train stop": "",
     "train kill-switch": "",
+    "train save-switch": "",
+    "train restart-run": "",
     "cron stop": "",
     "cron cleanup": "",
     "node drain": "",
@@ -365,6 +367,8 @@ SCENARIOS: dict[str, Callable[[Path, pytest.MonkeyPatch], Scenario]] = {
     "train switch": _train_command("switch", "b.slurm"),
     "train stop": _train_command("stop", "--now"),
     "train kill-switch": _train_command("kill-switch", "on"),
+    "train save-switch": _train_command("save-switch", "on"),
+    "train restart-run": _train_command("restart-run"),
     "cron stop": _cron_stop,
     "cron cleanup": _cron_cleanup,
     "node drain": _node("drain", "node-1", "--reason", "fan"),
@@ -402,7 +406,16 @@ def test_without_terminal_or_yes_nothing_changes_and_the_exit_is_1(
 
 
 @pytest.mark.parametrize(
-    "name", ["train hold", "train stop", "train switch", "train kill-switch", "cron stop"]
+    "name",
+    [
+        "train hold",
+        "train stop",
+        "train switch",
+        "train kill-switch",
+        "train save-switch",
+        "train restart-run",
+        "cron stop",
+    ],
 )
 def test_with_yes_the_same_scenario_acts(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli
@@ -419,7 +432,7 @@ def test_with_yes_the_same_scenario_acts(
             scenario.fake.on(["scancel", f"--name={chain}", f"--user={USER}"], "")
     monkeypatch.setattr(_proc, "runner", scenario.fake)
     result = run_cli(*scenario.args, "--yes", exit_code=None)
-    if name in ("train switch", "train kill-switch"):
+    if name in ("train switch", "train kill-switch", "train save-switch"):
         with pytest.raises(AssertionError):
             scenario.unchanged()
     else:
