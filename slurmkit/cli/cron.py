@@ -39,10 +39,6 @@ _dry_run_option = dry_run_option("Show what would be done; do nothing.")
 _yes_option = yes_option()
 
 
-def _notify(message: str) -> None:
-    stderr.say(message)
-
-
 def _load(cron_dir: Path | None) -> tuple[CronDir, CronConfig]:
     from slurmkit.cron import CronDir, resolve_dir
 
@@ -132,7 +128,7 @@ def init_command(
         for p in config.periods
     ]
     print_table(rows, ["PERIOD", "JOB NAME", "FOLDER", "SCHEDULER"])
-    _notify(f"cron dir {cron.root} ready: start the schedulers with `slurmkit cron start`")
+    stderr.say(f"cron dir {cron.root} ready: start the schedulers with `slurmkit cron start`")
 
 
 @cron_group.command("start")
@@ -163,10 +159,10 @@ def start_command(
         outcomes = start_chains(cron, config, chosen, dry_run=True)
     else:
         journal = journaling.journal_of(cron)
-        with journaling.locked(cron, notify=_notify):
-            journaling.reconcile(cron, _notify)
+        with journaling.locked(cron, notify=stderr.say):
+            journaling.reconcile(cron, stderr.say)
             journal.check_writable()  # no record, no submission
-            outcomes = start_chains(cron, config, chosen, journal=journal, notify=_notify)
+            outcomes = start_chains(cron, config, chosen, journal=journal, notify=stderr.say)
     if as_json:
         print_json([o.to_json() for o in outcomes])
         return
@@ -207,8 +203,8 @@ def stop_command(
         _show_stop(plan, as_json, dry_run)
         exit_with(1 if forced and any(o.jobs for o in plan) else 0)
     journal = journaling.journal_of(cron)
-    with journaling.locked(cron, notify=_notify):
-        journaling.reconcile(cron, _notify)
+    with journaling.locked(cron, notify=stderr.say):
+        journaling.reconcile(cron, stderr.say)
         plan = stop_plan(config, config.select(periods))
         if not any(o.jobs for o in plan):
             _show_stop(plan, as_json, False)
@@ -216,14 +212,14 @@ def stop_command(
         if not yes:
             print_table([(o.chain, ", ".join(o.jobs) or "-") for o in plan], ["JOB NAME", "JOBS"])
             if not click.confirm("Cancel these jobs?", default=False, err=True):
-                _notify("nothing cancelled")
+                stderr.say("nothing cancelled")
                 exit_with(1)
         journal.check_writable()
-        outcomes = stop_chains(plan, journal=journal, notify=_notify)
+        outcomes = stop_chains(plan, journal=journal, notify=stderr.say)
     _show_stop(outcomes, as_json, False)
     left = [j for o in outcomes for j in o.left]
     if left:
-        _notify(f"still in the queue after cancelling: {', '.join(left)}")
+        stderr.say(f"still in the queue after cancelling: {', '.join(left)}")
     exit_with(1 if left else 0)
 
 
@@ -271,9 +267,9 @@ def status_command(
     cron, config = _load(cron_dir)
     try:  # settle what a killed or unanswered start/stop left open; never wait for a lock
         with journaling.locked(cron, wait=0):
-            journaling.reconcile(cron, _notify)
+            journaling.reconcile(cron, stderr.say)
     except LockBusy:
-        _notify("another cron command is running on this dir: open intents not settled now")
+        stderr.say("another cron command is running on this dir: open intents not settled now")
     statuses = chain_statuses(cron, config, config.select(periods), grace=grace_seconds)
     if as_json:
         print_json({"dir": str(cron.root), "chains": [s.to_json() for s in statuses]})
@@ -281,7 +277,7 @@ def status_command(
         print_table([_status_row(s) for s in statuses], _STATUS_HEADERS)
         for s in statuses:
             if not s.healthy:
-                _notify(f"{s.chain}: {s.health}: {s.message}")
+                stderr.say(f"{s.chain}: {s.health}: {s.message}")
     exit_with(0 if all(s.healthy for s in statuses) else 1)
 
 
@@ -378,7 +374,7 @@ def cleanup_command(
         for item in found:
             click.echo(str(item.path))
         if not click.confirm(f"Delete these {len(found)} file(s)?", default=False, err=True):
-            _notify("nothing deleted")
+            stderr.say("nothing deleted")
             exit_with(1)
     if not dry_run:
         remove(found)

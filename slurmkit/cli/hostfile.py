@@ -55,10 +55,6 @@ _jobid_option = click.option(
 )
 
 
-def _notify(message: str) -> None:
-    stderr.say(message)
-
-
 @click.command("hostfile")
 @_jobid_option
 @selection_options("These nodes (1 slot each unless --slots N).")
@@ -101,8 +97,8 @@ def hostfile_command(
     if selection.exclude is not None:  # after the slots: per-node counts follow Slurm's order
         alloc, found = _without(alloc, found, selection.exclude)
     if _proc.is_verbose():
-        _notify(f"nodes from {alloc.origin}: {len(alloc.hosts)}")
-        _notify(found.describe())
+        stderr.say(f"nodes from {alloc.origin}: {len(alloc.hosts)}")
+        stderr.say(found.describe())
     text = hostfile.render(alloc.hosts, found.per_host, fmt)
     if output is None or output == "-":
         click.echo(text, nl=False)
@@ -111,7 +107,7 @@ def hostfile_command(
 
     path = write_atomic(output, text)
     if _proc.is_verbose():
-        _notify(f"wrote {path} ({len(alloc.hosts)} hosts, {found.total} slots)")
+        stderr.say(f"wrote {path} ({len(alloc.hosts)} hosts, {found.total} slots)")
 
 
 def _without(
@@ -163,7 +159,7 @@ def launch_env_command(
         alloc, found, port=launch.resolve_port(port, alloc.job_id), launcher=launcher
     )
     if _proc.is_verbose():
-        _notify(f"nodes from {alloc.origin}: {len(alloc.hosts)}")
+        stderr.say(f"nodes from {alloc.origin}: {len(alloc.hosts)}")
         for note in result.notes:
-            _notify(note)
+            stderr.say(note)
     click.echo(result.exports(), nl=False)

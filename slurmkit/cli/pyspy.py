@@ -30,10 +30,6 @@ if TYPE_CHECKING:
     from slurmkit.slurm.records import Job
 
 
-def _notify(message: str) -> None:
-    stderr.say(message)
-
-
 @click.command("pyspy")
 @click.option("--jobid", required=True, metavar="ID", help="The running job to look at.")
 @selection_options("Only these nodes of the job (default: all of its nodes).")
@@ -104,7 +100,7 @@ def pyspy_command(
     options = pyspy.DumpOptions(
         native=native, all_processes=all_processes, py_spy=py_spy, python=python
     )
-    settings = pyspy.Settings(via=via, timeout=timeout, dump=options, notify=_notify, ssh=ssh)
+    settings = pyspy.Settings(via=via, timeout=timeout, dump=options, notify=stderr.say, ssh=ssh)
     job = _only(pyspy.running_job(jobid), selection)
     directory = prepare_dir(output_dir or default_dir(jobid))
     progress(f"dumping job {jobid} on {job.nodelist} via {via}...")
@@ -113,7 +109,7 @@ def pyspy_command(
     if as_json:
         print_json(to_json(collection, directory))
         if collection.no_python:
-            _notify(f"job {jobid} has no Python processes")
+            stderr.say(f"job {jobid} has no Python processes")
     else:
         click.echo(render(collection, directory), nl=False)
     exit_with(collection.exit_code)

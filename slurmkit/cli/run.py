@@ -26,10 +26,6 @@ from slurmkit.nodesel import Selection
 from slurmkit.remote.base import RemoteOptions
 
 
-def _notify(message: str) -> None:
-    stderr.say(message)
-
-
 @click.command("run")
 @selection_options(
     "Nodes to run on, e.g. node-[1-4]. Default with --jobid: the job's nodes.",
@@ -68,7 +64,7 @@ def run_command(
     if selection.include is None:  # -x alone narrows the job's nodes
         selection = replace(selection, include=_job_nodes(jobid), what=f"job {jobid}'s nodes")
     nodes = node_set(selection)  # groups resolved and -x applied before anything runs
-    options = replace(ssh, timeout=timeout, jobid=jobid, notify=_notify)
+    options = replace(ssh, timeout=timeout, jobid=jobid, notify=stderr.say)
     outcome = remote.run(nodes, list(command), via=via, options=options)
     if as_json:
         from slurmkit.cli._output import print_json
