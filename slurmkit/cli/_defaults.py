@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from slurmkit import config
+from slurmkit import config, stderr
 from slurmkit.cli._group import RootGroup
 from slurmkit.errors import SlurmkitError
 
@@ -260,7 +260,7 @@ class ConfiguredRootGroup(RootGroup):
                 check_top(self, layered)
             except SlurmkitError as exc:
                 if not extra.get("resilient_parsing"):  # completing: offer values, not errors
-                    click.echo(f"slurmkit: {exc}", err=True)
+                    stderr.say(str(exc))
                     raise click.exceptions.Exit(exc.exit_code) from None
                 layered = config.Layered()
             extra["default_map"] = Defaults.root(layered)

@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from slurmkit import stderr
 from slurmkit.cli._types import SECONDS
 from slurmkit.errors import UsageError
 from slurmkit.nodesel import KINDS_TEXT, Selection
@@ -138,7 +139,7 @@ def node_count_option(help: str) -> Decorator:
 
 def _warn_deprecated(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None:
-        click.echo(f"slurmkit: warning: {DEPRECATED_NODES}", err=True)
+        stderr.say(f"warning: {DEPRECATED_NODES}")
     return value
 
 
