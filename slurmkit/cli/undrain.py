@@ -160,7 +160,7 @@ def _print(report: UndrainReport) -> None:
     from slurmkit.undrain import TABLE_HEADERS
 
     if not report.outcomes:
-        click.echo("slurmkit: no drained node matches the reason: nothing to do", err=True)
+        _confirm.notify("no drained node matches the reason: nothing to do")
         return
     print_nodes_table([o.as_row() for o in report.outcomes], TABLE_HEADERS)
 
