@@ -39,3 +39,23 @@ def test_the_library_default_notice_channels_are_the_helper() -> None:
     assert RemoteOptions().notify is stderr.say
     assert Settings().notify is stderr.say
     assert drain.reconcile.__defaults__ == (stderr.say,)
+
+
+def test_nothing_else_writes_to_stderr_itself() -> None:
+    """issue 15: one stderr helper. Prompts (click.confirm) and the node-side script are apart:
+    pyspy's node_script runs alone on the nodes, outside the package."""
+    import re
+    from pathlib import Path
+
+    import slurmkit
+
+    root = Path(slurmkit.__file__).parent
+    own = re.compile(r"click\.echo\([^\n]*err=True|file=sys\.stderr|sys\.stderr\.write")
+    found = [
+        f"{path.relative_to(root)}:{number}"
+        for path in sorted(root.rglob("*.py"))
+        if path.name not in {"stderr.py", "node_script.py"}
+        for number, text in enumerate(path.read_text().splitlines(), 1)
+        if own.search(text)
+    ]
+    assert found == []
