@@ -426,14 +426,14 @@ class Script:
             for word in args:
                 shell.pop(word.text)
         elif name == "set":
-            words = [w.text for w in args]
-            for index, word in enumerate(words):
-                following = words[index + 1] if index + 1 < len(words) else ""
-                option = word[:1] in "-+" and not word.startswith("--")
+            texts = [w.text for w in args]
+            for index, text in enumerate(texts):
+                following = texts[index + 1] if index + 1 < len(texts) else ""
+                option = text[:1] in "-+" and not text.startswith("--")
                 if option and (
-                    "a" in word[1:] or (word.endswith("o") and following == "allexport")
+                    "a" in text[1:] or (text.endswith("o") and following == "allexport")
                 ):
-                    allexport = word[0] == "-"
+                    allexport = text[0] == "-"
         return allexport
 
     # ------------------------------------------------------------ shell options

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -87,7 +88,7 @@ class _cached(Generic[_T]):
     ``__dict__``, which later reads find first. Works on frozen dataclasses.
     """
 
-    def __init__(self, func: Any) -> None:
+    def __init__(self, func: Callable[[Any], _T]) -> None:
         self.func = func
         self.name = func.__name__
 

@@ -52,8 +52,11 @@ def _made_by_script(script: Script) -> dict[str, int]:
 
 def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     settings = [script.job.get(name) for name in ("output", "error")]
-    wanted = [(s, _directory(s.value)) for s in settings if s is not None and s.value]
-    wanted = [(s, d) for s, d in wanted if d is not None]
+    wanted = [
+        (s, d)
+        for s in settings
+        if s is not None and s.value and (d := _directory(s.value)) is not None
+    ]
     if not wanted:
         return
     chdir = script.job.value("chdir")

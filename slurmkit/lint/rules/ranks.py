@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, Finding, Rule
-from slurmkit.lint.script import Script, Srun
+from slurmkit.lint.script import Binding, Script, Srun
 from slurmkit.lint.shell import Word
 
 PER_TASK = frozenset({"SLURM_PROCID", "SLURM_NODEID", "SLURM_LOCALID", "SLURMD_NODENAME"})
@@ -104,7 +104,7 @@ def _one_task_job(script: Script) -> bool:
 
 
 def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
-    bindings = {}
+    bindings: dict[str, Binding] = {}
     for binding in script.bindings:
         if binding.value is not None and _early(binding.value):
             bindings.setdefault(binding.name, binding)
@@ -117,17 +117,19 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
                 continue
             early = _early(word)
             via = via_name = ""
+            via_value: Word | None = None  # the early assignment's value the word expands
             if not early:
                 for name in sorted(word.expands):
-                    binding = bindings.get(name)
-                    if binding is not None and binding.line <= srun.line:
-                        early = _early(binding.value)  # type: ignore[arg-type]
-                        via = f" through ${name} (assigned on line {binding.line})"
+                    bound = bindings.get(name)
+                    if bound is not None and bound.value is not None and bound.line <= srun.line:
+                        via_value = bound.value
+                        early = _early(via_value)
+                        via = f" through ${name} (assigned on line {bound.line})"
                         via_name = name
                         break
             early = [value for value in early if value not in right]
             if early:
-                source = binding.value.text if via else script.source(srun.command)  # type: ignore[union-attr]
+                source = via_value.text if via_value is not None else script.source(srun.command)
                 early = [v for v in early if not _harmless(script, srun, source, v, via_name)]
             if not early:
                 continue
