@@ -66,7 +66,7 @@ Lookup = Callable[[Group], "str | Iterable[str]"]
 
 def has_groups(text: str | None) -> bool:
     """True when ``text`` names a node group (cheap: no parse when there is no ``@``)."""
-    return bool(text) and "@" in text and any(isinstance(i, Group) for i in parse(text or ""))
+    return text is not None and "@" in text and any(isinstance(i, Group) for i in parse(text))
 
 
 def split_items(text: str) -> list[str]:

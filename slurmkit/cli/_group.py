@@ -75,7 +75,7 @@ class RootGroup(LazyGroup):
     :meth:`invoke`), so both are caught.
     """
 
-    def make_context(  # type: ignore[override]
+    def make_context(
         self,
         info_name: str | None,
         args: list[str],
@@ -83,11 +83,11 @@ class RootGroup(LazyGroup):
         **extra: object,
     ) -> click.Context:
         try:
-            return super().make_context(info_name, args, parent=parent, **extra)  # type: ignore[arg-type]
+            return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
             _usage_error(exc)
 
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
+    def invoke(self, ctx: click.Context):
         _bytes_out_as_they_came_in()
         try:
             return super().invoke(ctx)
@@ -133,7 +133,8 @@ def _usage_error(exc: click.UsageError) -> NoReturn:
     message = exc.format_message().strip().rstrip(".")
     # A value the user typed may hold a newline or an escape sequence: one line, plain.
     message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    names, ctx = [], exc.ctx or _innermost_context(exc)
+    names: list[str] = []
+    ctx = exc.ctx or _innermost_context(exc)
     while ctx is not None and ctx.parent is not None:  # the root is "slurmkit" however invoked
         names.insert(0, ctx.info_name or "")
         ctx = ctx.parent

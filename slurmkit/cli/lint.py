@@ -12,7 +12,7 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -165,7 +165,7 @@ def _print_rules(as_json: bool) -> None:
     from slurmkit.lint import RULES
     from slurmkit.lint.precision import PRECISION
 
-    rows = []
+    rows: list[dict[str, Any]] = []  # id and severity are text, the counts ints
     for r in RULES:
         right, judged = PRECISION.get(r.id, (0, 0))
         rows.append(

@@ -296,7 +296,9 @@ def show_command(node: str, days: int, as_json: bool) -> None:
         click.echo(f"{key:12} {printable(str(data[key] if data[key] is not None else '-'))}")
     click.echo(f"{'partitions':12} {','.join(view.node.partitions) or '-'}")
     jobs = data["jobs"]
-    click.echo(f"{'jobs':12} {len(jobs) if isinstance(jobs, list) else 0}")
+    if not isinstance(jobs, list):
+        jobs = []
+    click.echo(f"{'jobs':12} {len(jobs)}")
     headers = ["job", "name", "user", "state", "start", "end", "exit_code"]
     if view.jobs:
         print_table([[printable(str(j[h] or "")) for h in headers] for j in jobs], headers)
@@ -305,6 +307,8 @@ def show_command(node: str, days: int, as_json: bool) -> None:
         stderr.say(f"{view.history_error}")
     elif view.history:
         history = data["history"]
+        if not isinstance(history, list):
+            history = []
         print_table([[printable(str(j[h] or "")) for h in headers] for j in history], headers)
     else:
         click.echo("  no job ran on it")

@@ -22,7 +22,7 @@ from slurmkit.cli._output import print_json
 
 
 def _common(func: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
+    options: list[Callable[[Any], Any]] = [
         click.option(
             "--notify",
             "notify",

@@ -207,10 +207,14 @@ def stop_chains(
     """
     user = current_user()
     todo = [o for o in plan if o.jobs]
-    tokens = {
-        o.chain: journal.intent("cron-stop", chain=o.chain, period=o.period, jobs=o.jobs)
-        for o in (todo if journal is not None else ())
-    }
+    tokens = (
+        {
+            o.chain: journal.intent("cron-stop", chain=o.chain, period=o.period, jobs=o.jobs)
+            for o in todo
+        }
+        if journal is not None
+        else {}
+    )
     for outcome in todo:
         _cancel(outcome.chain, user)
         outcome.cancelled = True

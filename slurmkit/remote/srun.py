@@ -130,17 +130,17 @@ def parse(
     problem = first_message("\n".join(stray)) if stray else f"srun exited {returncode}"
     results = []
     for node in nodes:
-        task = by_node.get(node)
-        if task is None:
+        index = by_node.get(node)  # its task's index
+        if index is None:
             results.append(
                 NodeResult(
                     node, FAILED, "", "", None, wall, f"no end marker from this node: {problem}"
                 )
             )
             continue
-        marker = markers[task]
+        marker = markers[index]
         seconds = marker.seconds if marker.seconds is not None else wall
-        text, errors = "".join(out[task]), "".join(err[task])
+        text, errors = "".join(out[index]), "".join(err[index])
         if marker.exit_code == _TIMEOUT_RC and seconds >= timeout - 0.5:
             results.append(
                 NodeResult(

@@ -113,7 +113,9 @@ class SshTransport:
                 host.hostname,
                 port=host.port,
                 username=host.user,
-                key_filename=list(host.identity_files) or None,
+                # paramiko takes a list of key files too (its docs, and its code: it loops
+                # over a list); types-paramiko types the parameter as a single str
+                key_filename=list(host.identity_files) or None,  # type: ignore[arg-type]
                 timeout=timeout,
                 banner_timeout=timeout,
                 auth_timeout=timeout,
@@ -145,7 +147,7 @@ def _known_hosts_policy(
     class KnownHostsPolicy(paramiko.MissingHostKeyPolicy):
         """paramiko looked the key up under the address; OpenSSH also tries the alias."""
 
-        def missing_host_key(self, client, hostname, key):  # type: ignore[no-untyped-def]
+        def missing_host_key(self, client, hostname, key):
             for name in host.host_key_names:
                 entry = known.lookup(name)
                 if entry is None or key.get_name() not in entry:

@@ -163,11 +163,12 @@ def reconcile(log: ActionLog, options: UndrainOptions) -> list[str]:
             now = {n.name: n for n in query.nodes(fold(names), exact_reasons=True)}
         except SlurmError as exc:
             unsettled = f"; {fold(names)} not settled ({exc}): they stay open"
-    for intent in undrains if now is not None else ():
-        for node in intent.nodes:
-            line, text = _settle(intent, node, now.get(node))
-            lines.append(line)
-            settled.append(text)
+    if now is not None:  # the nodes could be read: settle each open undrain
+        for intent in undrains:
+            for node in intent.nodes:
+                line, text = _settle(intent, node, now.get(node))
+                lines.append(line)
+                settled.append(text)
     log.write(lines)  # before anything else is done: a log that fails here changes nothing
     if options.notify is not None:
         done = "; ".join(settled) or "nothing"
@@ -360,10 +361,10 @@ def _kill_and_recheck(
         )
     _record(log, done, late)
     _, rechecked = _check([o.node for o in killable], options)
-    for o, result in zip(killable, rechecked, strict=True):
-        _judge(o, result, kill=False, killed=True)
+    for o, checked in zip(killable, rechecked, strict=True):
+        _judge(o, checked, kill=False, killed=True)
         if o.killed:
-            o.found = f"killed {', '.join(o.killed)}; now: {result.summary}"
+            o.found = f"killed {', '.join(o.killed)}; now: {checked.summary}"
 
 
 def _with_timeout(options: RemoteOptions, timeout: float) -> RemoteOptions:

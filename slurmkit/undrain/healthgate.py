@@ -95,9 +95,10 @@ def verdict(result: NodeResult) -> str:
         return printable(f"slurmkit health could not be run on the node ({result.status}): {said}")
     if report.get("passed") is True and result.ok:
         return ""
+    checks = report.get("checks")
     bad = [
         c
-        for c in report.get("checks", [])
+        for c in (checks if isinstance(checks, list) else [])
         if isinstance(c, dict) and c.get("status") in ("fail", "unknown")
     ]
     if not bad:
