@@ -35,6 +35,7 @@ _PACKAGES = [
     "munge",
     "openssh-server",
     "openssh-client",
+    "sudo",  # run --sudo/--sudo-user against a non-root ssh user (test_remote_sudo.py)
     "tini",
     "procps",
     "python3",

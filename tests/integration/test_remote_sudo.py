@@ -32,7 +32,7 @@ from slurmkit import _proc, sandbox
 LOGIN = "slurmkit-sudo"
 TARGET = "slurmkit-test"  # tests/integration/test_undrain.py's user (nologin shell)
 TARGET_UID = 2001
-SUDOERS = Path("/etc/sudoers.d/slurmkit-itest-sudo")
+SUDOERS_FILE = "etc/sudoers.d/slurmkit-itest-sudo"
 TRANSPORTS = ["pdsh", "ssh"]
 
 
@@ -65,11 +65,14 @@ def login_config(cluster: sandbox.SandboxSpec, shared_dir: Path) -> Iterator[Pat
     _user(TARGET, "--no-create-home", "--uid", str(TARGET_UID), "--shell", "/usr/sbin/nologin")
     assert _proc.run(["usermod", "-p", "*", LOGIN]).returncode == 0  # not locked, no password
     os.chown(home, int(_proc.run(["id", "-u", LOGIN]).stdout), -1)
-    SUDOERS.parent.mkdir(mode=0o755, exist_ok=True)
+    # The nodes' /etc: the host's, or (another version) the root's own, which the world
+    # does not bind (only passwd, group, shadow and hosts come from the host).
+    sudoers = Path(cluster.root or "/") / SUDOERS_FILE
+    sudoers.parent.mkdir(mode=0o755, exist_ok=True)
     rule = f"{LOGIN} ALL=({TARGET}) NOPASSWD: ALL\n{LOGIN} node-1=(root) NOPASSWD: ALL\n"
-    SUDOERS.write_text(rule)
-    SUDOERS.chmod(0o440)
-    checked = _proc.run(["visudo", "-c", "-f", str(SUDOERS)])
+    sudoers.write_text(rule)
+    sudoers.chmod(0o440)
+    checked = _proc.run(["visudo", "-c", "-f", str(sudoers)])
     assert checked.returncode == 0, checked.stdout + checked.stderr
     # sshd reads AuthorizedKeysFile as the user logging in: the sandbox's ssh folder (700)
     # is made traversable for the test only (711: no listing; the private keys stay 600).
@@ -84,7 +87,7 @@ def login_config(cluster: sandbox.SandboxSpec, shared_dir: Path) -> Iterator[Pat
         yield config
     finally:
         keys.chmod(mode)
-        SUDOERS.unlink(missing_ok=True)
+        sudoers.unlink(missing_ok=True)
 
 
 def _run(run_cli, config: Path, via: str, *args: str, exit_code: int) -> dict[str, dict]:
