@@ -30,6 +30,7 @@ from slurmkit.errors import SlurmkitError
 from slurmkit.nodesel import Selection
 from slurmkit.remote.base import RemoteOptions
 from slurmkit.undrain.flow import DEFAULT_CHECK_TIMEOUT, VIA_CHOICES, UndrainOptions
+from slurmkit.undrain.select import DEFAULT_REASON
 
 if TYPE_CHECKING:
     from slurmkit.undrain import Plan, UndrainReport
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 @click.command("undrain")
 @click.option(
     "--reason",
-    default=r"^Kill task failed$",
+    default=DEFAULT_REASON,
     show_default=True,
     metavar="REGEX",
     help="Select drained nodes whose full reason text matches this regex.",
