@@ -184,3 +184,26 @@ def test_hostile_words_reach_the_node_literally(run_cli, login_config: Path) -> 
     )
     assert {r["stdout"] for r in nodes.values()} == {hostile}
     assert not Path("/tmp/slurmkit-sudo-pwned").exists()
+
+
+def test_srun_steps_take_the_same_line(run_cli, login_config: Path, shared_dir: Path) -> None:
+    """--via srun: the step runs as the job's user (root here), sudo -u and the setup inside."""
+    from slurmkit.slurm import query
+    from slurmkit.slurm._exec import run_slurm
+    from tests.integration.conftest import poll, submit
+
+    setup = shared_dir / "activate-srun"
+    setup.write_text("SK_ENV=srun-setup\n")
+    setup.chmod(0o644)
+    job = submit(
+        "-N2", "--ntasks-per-node=1", "-J", "sk-sudo-srun", "-o", "/dev/null", "--wrap", "sleep 300"
+    )
+    try:
+        poll(lambda: query.jobs(job_ids=[job])[0].state == "RUNNING", 120, "the allocation")
+        args = ["--via", "srun", "--jobid", job, "--sudo-user", TARGET, "--env-setup", str(setup)]
+        result = run_cli("run", *args, "--json", "--", 'echo "$(id -un) $SK_ENV"', exit_code=0)
+        nodes = json.loads(result.stdout)["nodes"]
+        assert len(nodes) == 2
+        assert {r["stdout"] for r in nodes} == {f"{TARGET} srun-setup\n"}
+    finally:
+        run_slurm(["scancel", job], check=False)
