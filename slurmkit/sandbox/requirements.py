@@ -30,6 +30,7 @@ REQUIRED_PROGRAMS: dict[str, str] = {
     "unshare": "util-linux",
     "nsenter": "util-linux",
     "nft": "nftables",  # 'sandbox fault': a node's network broken for real (no netem here)
+    "sudo": "sudo",  # the nodes' sudo for run --sudo/--sudo-user (a root version has its own)
 }
 # A version from a root brings its own Slurm, munge, sshd and tini; the host still runs
 # MariaDB (slurmdbd needs only the client library, which the root has), builds the root

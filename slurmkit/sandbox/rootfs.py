@@ -78,7 +78,9 @@ def ensure_root(v: SlurmRelease, progress: Progress) -> tuple[Path, float]:
     final = root_dir(v.version)
     if (final / ROOT_MARKER).exists():
         _self_link(final, final)
-        return check_trusted(final, what="sandbox root"), 0.0
+        check_trusted(final, what="sandbox root")
+        _add_new_packages(v, final, progress)
+        return final, 0.0
     private_dir(ROOTS_DIR, mode=0o755, what="sandbox roots directory")
     with hold(
         default_lock_path(f"sandbox-root-{v.version}"),
@@ -113,6 +115,43 @@ def _build(v: SlurmRelease, final: Path, progress: Progress) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+# What a root was last given (one package per line): a cached root built before a package
+# joined the list gets just the missing ones, never a rebuild (sid may have moved on).
+PACKAGES_RECORD = "etc/slurmkit-sandbox-packages"
+
+
+def _add_new_packages(v: SlurmRelease, root: Path, progress: Progress) -> None:
+    """Install into a cached root the packages added to the list since it was built.
+
+    ``--no-upgrade`` keeps what is there (Slurm above all) at its version. A failure is one
+    line of progress and leaves the root as it was: what needs the package says so then.
+    """
+    wanted = packages(v.suite)
+    record = root / PACKAGES_RECORD
+    try:
+        if record.read_text().split() == wanted:
+            return
+    except OSError:
+        pass  # a root from before the record: add what is missing, once
+    pkgs = " ".join(shlex.quote(p) for p in wanted)
+    progress(f"adding new packages to the Slurm {v.version} root (once)")
+    script = (
+        f"export DEBIAN_FRONTEND=noninteractive && apt-get update -qq && "
+        f"apt-get install -y -qq --no-upgrade {pkgs} && apt-get clean"
+    )
+    with hold(
+        default_lock_path(f"sandbox-root-{v.version}"),
+        wait=_BUILD_TIMEOUT,
+        what=f"adding packages to the Slurm {v.version} root",
+    ):
+        try:
+            _in_root(root, script, f"adding packages to the Slurm {v.version} root")
+        except EnvironmentProblem as exc:
+            progress(f"{exc}; the root is used as it is")
+            return
+        record.write_text("".join(f"{p}\n" for p in wanted))
 
 
 def _debootstrap(v: SlurmRelease, tmp: Path, progress: Progress) -> None:
@@ -206,6 +245,7 @@ def _finish(v: SlurmRelease, tmp: Path) -> None:
         )
     (tmp / "run" / "sshd").mkdir(mode=0o755, parents=True, exist_ok=True)
     _self_link(tmp, root_dir(v.version))
+    (tmp / PACKAGES_RECORD).write_text("".join(f"{p}\n" for p in packages(v.suite)))
     (tmp / ROOT_MARKER).write_text(f"{result.stdout.strip()}\n")
 
 

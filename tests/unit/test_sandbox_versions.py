@@ -112,8 +112,58 @@ def test_a_finished_root_is_used_without_building(
     done = roots / "24.11"
     (done / "etc").mkdir(parents=True)
     (done / rootfs.ROOT_MARKER).write_text("24.11.5-2\n")
+    wanted = rootfs.packages(versions.OFFERED["24.11"].suite)
+    (done / rootfs.PACKAGES_RECORD).write_text("\n".join(wanted) + "\n")
     monkeypatch.setattr(_proc, "runner", lambda *a, **k: pytest.fail("must not run anything"))
     assert rootfs.ensure_root(versions.OFFERED["24.11"], lambda _m: None) == (done, 0.0)
+
+
+def _cached_root(roots: Path, record: str | None) -> Path:
+    done = roots / "24.11"
+    (done / "etc").mkdir(parents=True)
+    (done / rootfs.ROOT_MARKER).write_text("24.11.5-2\n")
+    if record is not None:
+        (done / rootfs.PACKAGES_RECORD).write_text(record)
+    return done
+
+
+@pytest.mark.parametrize("record", [None, "slurmd\nslurmctld\n"])
+def test_a_cached_root_gets_only_new_packages_without_upgrading_slurm(
+    roots: Path, monkeypatch: pytest.MonkeyPatch, record: str | None
+) -> None:
+    """A root built before ``sudo`` joined the list gets it once, and is not rebuilt."""
+    done = _cached_root(roots, record)
+    scripts: list[str] = []
+
+    def fake(argv, **_kw) -> _proc.Completed:
+        scripts.append(argv[-1])
+        return _proc.Completed(tuple(argv), 0, "", "", 0.1)
+
+    monkeypatch.setattr(_proc, "runner", fake)
+    said: list[str] = []
+    assert rootfs.ensure_root(versions.OFFERED["24.11"], said.append) == (done, 0.0)
+    (script,) = scripts
+    assert "apt-get install -y -qq --no-upgrade " in script and " sudo " in script
+    assert said == ["adding new packages to the Slurm 24.11 root (once)"]
+    wanted = rootfs.packages(versions.OFFERED["24.11"].suite)
+    assert (done / rootfs.PACKAGES_RECORD).read_text().split() == wanted
+    monkeypatch.setattr(_proc, "runner", lambda *a, **k: pytest.fail("must not run again"))
+    assert rootfs.ensure_root(versions.OFFERED["24.11"], said.append) == (done, 0.0)
+
+
+def test_a_cached_root_that_cannot_get_new_packages_is_used_as_it_is(
+    roots: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = _cached_root(roots, None)
+    monkeypatch.setattr(
+        _proc, "runner", lambda argv, **_k: _proc.Completed(tuple(argv), 100, "", "E: offline", 0)
+    )
+    said: list[str] = []
+    assert rootfs.ensure_root(versions.OFFERED["24.11"], said.append) == (done, 0.0)
+    assert said[-1].startswith("adding packages to the Slurm 24.11 root failed (exit 100)")
+    assert said[-1].endswith("; the root is used as it is")
+    assert not (done / rootfs.PACKAGES_RECORD).exists()  # tried again next time
+    assert (done / rootfs.ROOT_MARKER).exists()
 
 
 def test_env_puts_the_version_wrappers_first_on_path(tmp_path: Path) -> None:
