@@ -53,7 +53,8 @@ def test_cli_cleanup_needs_yes_without_a_terminal(run_cli, tmp_path: Path) -> No
     out = run_cli("cron", "cleanup", "--dir", str(tmp_path / "c"), "--yes")
     assert out.stdout.strip() == f"deleted {log}" and not log.exists()
     out = run_cli("cron", "cleanup", "--dir", str(tmp_path / "c"), "--older-than", "7", exit_code=2)
-    assert out.stderr == "slurmkit: --older-than '7': say 7s, 7m, 7h or 7d\n"  # the one grammar's words
+    # the one grammar's words
+    assert out.stderr == "slurmkit: --older-than '7': say 7s, 7m, 7h or 7d\n"
 
 
 def test_cli_cleanup_with_nothing_to_delete_exits_0_without_a_terminal(
