@@ -146,12 +146,18 @@ def health_wrapper(spec: SandboxSpec, python: str | None = None) -> str:
 # node here cannot boot its kernel, so its slurmd runs under NODE_SUPERVISOR (tini's child)
 # and the RebootProgram, run by slurmd on the node itself, leaves a marker and TERMs slurmd;
 # the supervisor starts it again with -b ("report node rebooted when daemon restarted").
+# Boot times are whole seconds and slurmctld waits while boot_time < boot_req_time
+# (node_mgr.c waiting_for_node_boot): a node booted in the second of the next reboot request
+# answers its pings as back, and 24.11 leaves it IDLE+REBOOT_ISSUED for good (issue 17). So
+# -b reports a boot one second before the restart (SLURMD_BOOT_TIME, read by 24.11+ slurmd
+# -b): still after this request (the RebootProgram waits 1 s), always before the next one.
 REBOOT_WRAPPER = "slurmkit-reboot"
 NODE_SUPERVISOR = (
     "m=$1; shift; b=; trap 'kill -TERM \"$p\" 2>/dev/null' TERM INT\n"
     'while :; do "$@" $b & p=$!; wait "$p"; rc=$?\n'
     '  while kill -0 "$p" 2>/dev/null; do wait "$p"; rc=$?; done\n'
     '  [ -e "$m" ] || exit "$rc"; rm -f "$m"; b=-b\n'
+    "  SLURMD_BOOT_TIME=$(($(date +%s) - 1)); export SLURMD_BOOT_TIME\n"
     "done\n"
 )
 

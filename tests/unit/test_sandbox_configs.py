@@ -131,3 +131,31 @@ def test_sandbox_up_as_non_root_is_one_line_exit_2(
     result = run_cli("sandbox", "up", "--dir", "/tmp/slurmkit-never", exit_code=2)
     assert result.stderr.startswith("slurmkit: the sandbox needs root")
     assert result.stderr.count("\n") == 1
+
+
+def test_a_restarted_node_reports_a_boot_before_its_start_second(tmp_path: Path) -> None:
+    """issue 17: slurmctld waits for a reboot while ``boot_time < boot_req_time`` (whole
+    seconds). A node that "boots" in the same second as the next reboot request answers that
+    request's pings as if already back: 24.11 then leaves it IDLE+REBOOT_ISSUED for good. The
+    supervisor restarts slurmd with -b and a boot time one second before the restart."""
+    import subprocess
+
+    marker = tmp_path / "reboot-node-1"
+    runs = tmp_path / "runs"
+    fake_slurmd = tmp_path / "slurmd"
+    fake_slurmd.write_text(
+        "#!/bin/sh\n"
+        f'echo "$(date +%s) ${{SLURMD_BOOT_TIME:-none}} $*" >> {runs}\n'
+        f"[ -e {runs}.once ] || {{ : > {runs}.once; : > {marker}; }}\n"
+    )
+    fake_slurmd.chmod(0o755)
+    subprocess.run(
+        ["sh", "-c", configs.NODE_SUPERVISOR, "sh", str(marker), str(fake_slurmd), "-D"],
+        check=True,
+        timeout=30,
+    )
+    first, second = runs.read_text().splitlines()
+    assert first.split()[1:] == ["none", "-D"]  # a first start is no reboot
+    started, boot, *args = second.split()
+    assert args == ["-D", "-b"]
+    assert boot.isdigit() and int(boot) < int(started), second
