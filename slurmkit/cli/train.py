@@ -18,9 +18,9 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -657,40 +657,74 @@ def kill_switch_command(
     (it can only stop runs; the script the runs execute must still be the owner's). On and
     off ask on a terminal and need --yes without one (else a dry run, exit 1).
     """
+    from slurmkit.train import killswitch
+
+    _flip_switch(
+        _Switch("Kill switch", "kill-switch", killswitch.state, killswitch.turn_on,
+                killswitch.turn_off,
+                " (a running run stops only if its code checks $SLURMKIT_KILL_SWITCH)"),
+        action, name, directory, lock_wait, dry_run, yes, as_json,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Switch:
+    """A file-flag the runs of a train read (kill switch, save switch): how to show and flip it."""
+
+    title: str
+    kind: str
+    state: Callable[[Any], Any]
+    turn_on: Callable[[Any, bool], str]
+    turn_off: Callable[[Any, bool], str]
+    on_note: str = ""
+
+
+def _flip_switch(
+    switch: _Switch,
+    action: str,
+    name: str | None,
+    directory: Path | None,
+    lock_wait: float,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Show or turn a switch on/off under the confirm rule, then note the change in train.json.
+
+    Never waits behind another command: the switches are for emergencies. Open changes are
+    settled only if the lock is free at once; the note in train.json waits at most --lock-wait.
+    """
     from slurmkit.cli._confirm import declined, gate
     from slurmkit.train import killswitch
 
-    # Never wait behind another command: the switch is for emergencies. Open changes
-    # are settled only if the lock is free at once; the note in train.json waits
-    # at most --lock-wait.
     train = _find(directory, name, 0.0, settle=action != "status", busy_ok=True)
     train = replace(train, lock_wait=lock_wait)
     if action == "status":
-        state = killswitch.state(train)
+        state = switch.state(train)
         if as_json:
             print_json({"train": train.name, **state.to_json()})
         else:
             click.echo(f"{'on since ' + str(state.since) if state.on else 'off'}: {state.path}")
         return
-    change = killswitch.turn_on if action == "on" else killswitch.turn_off
-    would_change = killswitch.state(train).on != (action == "on")
+    change = switch.turn_on if action == "on" else switch.turn_off
+    would_change = switch.state(train).on != (action == "on")
     rule = gate(dry_run, yes)
     if rule.ask and would_change:
         plan = change(train, True)
         if not rule.approve(
-            lambda: stderr.line(f"train {train.name}: {plan}"), f"Kill switch {action}?"
+            lambda: stderr.line(f"train {train.name}: {plan}"), f"{switch.title} {action}?"
         ):
             exit_with(declined())
     dry_run = rule.dry_run
     line = change(train, dry_run)
     if not dry_run and action == "on":
-        line += " (a running run stops only if its code checks $SLURMKIT_KILL_SWITCH)"
+        line += switch.on_note
     if as_json:
         print_json({"train": train.name, "action": action, "dry_run": dry_run, "effect": line})
     else:
         click.echo(f"train {train.name}: {line}")
     if not dry_run and would_change:
-        note = killswitch.record(train, action)
+        note = killswitch.record(train, action, switch.kind)
         if note:
             _notify(f"note: {note}")
     exit_with(rule.exit_code(would_change))
@@ -721,38 +755,13 @@ def save_switch_command(
     anyone who can write the train folder can use it. On and off ask on a terminal and
     need --yes without one (else a dry run, exit 1).
     """
-    from slurmkit.cli._confirm import declined, gate
     from slurmkit.train import killswitch
 
-    train = _find(directory, name, 0.0, settle=action != "status", busy_ok=True)
-    train = replace(train, lock_wait=lock_wait)
-    if action == "status":
-        state = killswitch.save_state(train)
-        if as_json:
-            print_json({"train": train.name, **state.to_json()})
-        else:
-            click.echo(f"{'on since ' + str(state.since) if state.on else 'off'}: {state.path}")
-        return
-    change = killswitch.save_on if action == "on" else killswitch.save_off
-    would_change = killswitch.save_state(train).on != (action == "on")
-    rule = gate(dry_run, yes)
-    if rule.ask and would_change:
-        plan = change(train, True)
-        if not rule.approve(
-            lambda: stderr.line(f"train {train.name}: {plan}"), f"Save switch {action}?"
-        ):
-            exit_with(declined())
-    dry_run = rule.dry_run
-    line = change(train, dry_run)
-    if as_json:
-        print_json({"train": train.name, "action": action, "dry_run": dry_run, "effect": line})
-    else:
-        click.echo(f"train {train.name}: {line}")
-    if not dry_run and would_change:
-        note = killswitch.record(train, action, "save-switch")
-        if note:
-            _notify(f"note: {note}")
-    exit_with(rule.exit_code(would_change))
+    _flip_switch(
+        _Switch("Save switch", "save-switch", killswitch.save_state, killswitch.save_on,
+                killswitch.save_off),
+        action, name, directory, lock_wait, dry_run, yes, as_json,
+    )  # fmt: skip
 
 
 @train_group.command("should-stop")
