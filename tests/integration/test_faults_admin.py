@@ -150,7 +150,7 @@ def test_undrain_whose_update_gets_no_answer_reports_the_checked_answer(
     (node,) = _idle_nodes(1)
     ctld = recorded_pid(cluster, "slurmctld")
     log = tmp_path / "undrain.log"
-    argv = [str(SLURMKIT), "undrain", "--nodes", node, "--yes", "--json", "--log", str(log),
+    argv = [str(SLURMKIT), "undrain", "-w", node, "--yes", "--json", "--log", str(log),
             "--lock", str(tmp_path / "lock")]  # fmt: skip
     with (
         _drained({node: KTF}),
@@ -171,7 +171,7 @@ def test_undrain_killed_after_the_update_is_settled_by_the_next_run(
 ) -> None:
     (node,) = _idle_nodes(1)
     log = tmp_path / "undrain.log"
-    common = ("--nodes", node, "--yes", "--log", str(log), "--lock", str(tmp_path / "lock"))
+    common = ("-w", node, "--yes", "--log", str(log), "--lock", str(tmp_path / "lock"))
     with _drained({node: KTF}):
         killed = slurmkit("undrain", *common, point="undrain.after-update")
         assert killed.returncode == -signal.SIGKILL, killed.stderr
@@ -199,7 +199,7 @@ def test_undrain_with_a_full_or_read_only_log_changes_nothing(
         else:
             _proc.run(["mount", "-o", "remount,ro", str(mnt)], timeout=30)
         try:
-            result = slurmkit("undrain", "--nodes", node, "--yes", "--log", str(log),
+            result = slurmkit("undrain", "-w", node, "--yes", "--log", str(log),
                               "--lock", str(tmp_path / "lock"))  # fmt: skip
         finally:
             if fault == "read-only":
@@ -258,9 +258,17 @@ def test_cron_start_whose_sbatch_gets_no_answer_finds_the_chain(
     argv = [str(SLURMKIT), "cron", "start", "--dir", str(where), "hourly"]
     with stopping_shim(tmp_path / "shim", "sbatch", ctld, None) as shim:
         code, out, err = _run_resuming(argv, shim, ctld, "reading the queue for")
-    assert code == 0, err
-    assert f"{prefix}-hourly: started, job" in out and "no answer" in err
-    assert _open_intents(where) == []
+    assert "no answer" in err and _open_intents(where) == []
+    # Whether slurmctld, resumed, still reads the request sbatch gave up on is up to the
+    # kernel's backlog ("Socket timed out on send/recv" can mean it was never fully sent):
+    # both answers are right as long as slurmkit says which, and nothing is doubled or lost.
+    if code == 0:
+        assert f"{prefix}-hourly: started, job" in out
+    else:
+        assert code == 2 and "the chain is not in the queue: nothing was started" in err, err
+        assert _chain(prefix) == []
+        first = slurmkit("cron", "start", "--dir", str(where), "hourly")
+        assert first.returncode == 0 and f"{prefix}-hourly: started, job" in first.stdout
     poll(lambda: _one_chain(prefix), 60, "exactly one chain")
     again = slurmkit("cron", "start", "--dir", str(where), "hourly")
     assert "already running" in again.stdout, again.stderr
@@ -359,7 +367,7 @@ def test_undrain_killed_after_the_kill_is_settled_and_the_node_checked_again(
     escape = "setsid sh -c 'trap \"\" TERM; exec sleep 603' </dev/null >/dev/null 2>&1 &"
     job = submit("--uid", TEST_USER, "-w", node, "--chdir", "/tmp", "--wrap", escape)
     log = tmp_path / "undrain.log"
-    common = ("--nodes", node, "--yes", "--kill", "--grace", "1", "--log", str(log),
+    common = ("-w", node, "--yes", "--kill", "--grace", "1", "--log", str(log),
               "--lock", str(tmp_path / "lock"))  # fmt: skip
     try:
         poll(lambda: _ended(job), 60, "the job to end")

@@ -75,7 +75,7 @@ def test_healthy_nodes_all_pass_with_bandwidth_figures(run_cli, tmp_path, fault)
 
 def test_a_node_whose_network_is_down_is_named_alone(run_cli, tmp_path, fault) -> None:
     fault("node-3", "net-down")
-    out = _scan(run_cli, tmp_path, exit_code=1)
+    out = _scan(run_cli, tmp_path, "-v", exit_code=1)  # -v: one line per node
     lines = out.splitlines()
     assert lines[-1] == "--exclude=node-3"
     rows = {line.split()[0]: line.split()[1] for line in lines[2:-1]}

@@ -156,7 +156,7 @@ def test_undrain_returns_a_health_drain_only_once_its_check_passes(
     poll(lambda: _drained_by_health(NODE), DRAIN_WITHIN, f"Slurm to drain {NODE}")
     health.disable()  # Slurm stops checking: only undrain can return the node now
     monkeypatch.setenv("SLURMKIT_HEALTH_CONFIG", str(health.gate_config()))
-    args = ("undrain", "--nodes", NODE, "--reason", "slurmkit health", "--yes", "--json")
+    args = ("undrain", "-w", NODE, "--reason", "slurmkit health", "--yes", "--json")
     args = (*args, "--via", via)
     refused = json.loads(run_cli(*args, exit_code=1).stdout)
     (outcome,) = refused["nodes"]

@@ -128,7 +128,7 @@ def _alive(node: str, pid: int) -> bool:
 
 
 def _undrain(run_cli, nodes: list[str], *args: str, exit_code: int | None = 0) -> dict:
-    result = run_cli("undrain", "--nodes", fold(nodes), "--json", *args, exit_code=exit_code)
+    result = run_cli("undrain", "-w", fold(nodes), "--json", *args, exit_code=exit_code)
     return json.loads(result.stdout)
 
 
@@ -269,7 +269,7 @@ def test_without_tty_or_yes_nothing_changes(cluster: sandbox.SandboxSpec) -> Non
 
     (a,) = _idle_nodes(1)
     with _drained({a: KTF}):
-        result = CliRunner().invoke(cli, ["undrain", "--nodes", a], input="y\n")
+        result = CliRunner().invoke(cli, ["undrain", "-w", a], input="y\n")
         assert result.exit_code == 1, result.stderr  # the confirm rule: a change was skipped
         assert "dry run only" in result.stderr
         assert "would return" in result.stdout
@@ -283,7 +283,7 @@ def test_second_run_waits_on_the_lock_and_does_nothing(
     path = tmp_path / "undrain.lock"
     with _drained({a: KTF}), locks.hold(path, wait=0, what="test"):
         result = run_cli(
-            "undrain", "--nodes", a, "--yes", "--lock", str(path), "--lock-wait", "0.5", exit_code=2
+            "undrain", "-w", a, "--yes", "--lock", str(path), "--lock-wait", "0.5", exit_code=2
         )
         assert "undrain is busy: another slurmkit run holds" in result.stderr
         assert _state(a).is_drained
