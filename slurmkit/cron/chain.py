@@ -141,7 +141,10 @@ def _submit_chain(
             _close(journal, outcome.token, "cron-start", "failed", error=str(exc))
             raise
         jobs, error = recheck.read_again(
-            lambda: chain_jobs([chain], user)[chain], what=f"the queue for {chain}", notify=notify
+            lambda: chain_jobs([chain], user)[chain],
+            what=f"the queue for {chain}",
+            notify=notify,
+            until=bool,  # absent may only mean "not processed yet": look for the whole window
         )
         if jobs is None:
             raise ControllerUnreachable(

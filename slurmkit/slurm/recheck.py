@@ -54,25 +54,35 @@ def read_again(
     within: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    until: Callable[[T], bool] | None = None,
 ) -> tuple[T | None, SlurmError | None]:
     """Call ``read`` until it answers or ``within`` seconds have passed.
 
     Returns ``(answer, None)`` or ``(None, last_error)``. Only a silence is retried;
     another Slurm error (e.g. NotFound) is returned at once, since asking again would
     get the same answer. ``notify`` gets one line saying what is awaited.
+
+    With ``until``, an answer it rejects is read again until the deadline, and the last
+    answer is returned: a controller that wakes up may answer a query before it has
+    carried out the request still in its backlog, so "not there yet" is no proof of
+    "never done" until the whole window has passed.
     """
     within = DEFAULT_WITHIN if within is None else within
     if notify is not None:
         notify(f"no answer from Slurm: reading {what} again to see what was done (<= {within:g} s)")
     deadline = clock() + within
     last: SlurmError | None = None
+    answered = False
+    answer: T | None = None
     while True:
         try:
-            return read(), None
+            answer, answered = read(), True
+            if until is None or until(answer):
+                return answer, None
         except SlurmError as exc:
             last = exc
             if not no_answer(exc):
                 return None, exc
         if clock() + _PAUSE >= deadline:
-            return None, last
+            return (answer, None) if answered else (None, last)
         sleep(_PAUSE)

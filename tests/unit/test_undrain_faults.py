@@ -277,3 +277,34 @@ def test_read_again_is_bounded_and_retries_only_silence() -> None:
         ControllerUnreachable("Unable to contact slurm controller (connect failure)")
     )
     assert recheck.no_answer(ControllerUnreachable("'scontrol update' did not answer within 60 s"))
+
+
+def test_read_again_until_keeps_looking_for_what_the_backlog_may_still_do() -> None:
+    """A woken controller can answer squeue before it runs the sbatch still in its backlog
+    (seen live on 25.11: "not in the queue", then the chain was): with ``until``, absent is
+    read again for the whole window, and present ends the wait at once."""
+    now = [0.0]
+
+    def tick(seconds: float) -> None:
+        now[0] += seconds
+
+    answers = iter([[], [], ["42"]])
+    found, error = recheck.read_again(
+        lambda: next(answers), what="q", within=20.0, sleep=tick, clock=lambda: now[0], until=bool
+    )
+    assert found == ["42"] and error is None and now[0] == 2.0
+
+    reads: list[int] = []
+
+    def never() -> list[str]:
+        reads.append(1)
+        return []
+
+    now[0] = 0.0
+    found, error = recheck.read_again(
+        never, what="q", within=5.0, sleep=tick, clock=lambda: now[0], until=bool
+    )
+    assert found == [] and error is None  # the answer, after the whole window
+    assert len(reads) == 5 and now[0] == 4.0
+    # without ``until`` the first answer is the answer, as before
+    assert recheck.read_again(lambda: [], what="q", sleep=tick, clock=lambda: now[0]) == ([], None)
