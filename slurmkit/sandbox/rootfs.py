@@ -135,7 +135,7 @@ def _add_new_packages(v: SlurmRelease, root: Path, progress: Progress) -> None:
             return
     except OSError:
         pass  # a root from before the record: add what is missing, once
-    pkgs = " ".join(shlex.quote(p) for p in wanted)
+    pkgs = _quoted(wanted)
     progress(f"adding new packages to the Slurm {v.version} root (once)")
     script = (
         f"export DEBIAN_FRONTEND=noninteractive && apt-get update -qq && "
@@ -151,7 +151,15 @@ def _add_new_packages(v: SlurmRelease, root: Path, progress: Progress) -> None:
         except EnvironmentProblem as exc:
             progress(f"{exc}; the root is used as it is")
             return
-        record.write_text("".join(f"{p}\n" for p in wanted))
+        _record_packages(root, wanted)
+
+
+def _quoted(names: list[str]) -> str:
+    return " ".join(shlex.quote(p) for p in names)
+
+
+def _record_packages(root: Path, names: list[str]) -> None:
+    (root / PACKAGES_RECORD).write_text("".join(f"{p}\n" for p in names))
 
 
 def _debootstrap(v: SlurmRelease, tmp: Path, progress: Progress) -> None:
@@ -186,7 +194,7 @@ def _configure_apt(tmp: Path) -> None:
 
 
 def _install_script(v: SlurmRelease) -> str:
-    pkgs = " ".join(shlex.quote(p) for p in packages(v.suite))
+    pkgs = _quoted(packages(v.suite))
     steps = [
         "export DEBIAN_FRONTEND=noninteractive",
         "apt-get update -qq",
@@ -245,7 +253,7 @@ def _finish(v: SlurmRelease, tmp: Path) -> None:
         )
     (tmp / "run" / "sshd").mkdir(mode=0o755, parents=True, exist_ok=True)
     _self_link(tmp, root_dir(v.version))
-    (tmp / PACKAGES_RECORD).write_text("".join(f"{p}\n" for p in packages(v.suite)))
+    _record_packages(tmp, packages(v.suite))
     (tmp / ROOT_MARKER).write_text(f"{result.stdout.strip()}\n")
 
 
