@@ -38,9 +38,6 @@ from slurmkit.slurm import wait as slurm_wait
 from slurmkit.slurm.records import Job
 
 Progress = Callable[[str], None]
-PROGRESS_EVERY = slurm_wait.PROGRESS_EVERY
-FIRST_POLL = slurm_wait.FIRST_POLL
-MAX_POLL = slurm_wait.MAX_POLL
 CANCEL_GRACE = 15.0
 LOG_GRACE = 5.0
 
@@ -135,7 +132,9 @@ def _find_submitted(name: str, token: str, exc: SlurmError, notify: Progress | N
     raise SlurmError(f"{exc}; the queue has no job {name}: nothing was submitted") from None
 
 
-def wait(job: CheckJob, timeout: float, progress: Progress, poll: float = MAX_POLL) -> Finished:
+def wait(
+    job: CheckJob, timeout: float, progress: Progress, poll: float = slurm_wait.MAX_POLL
+) -> Finished:
     """Wait for the job to end; cancel it at ``timeout`` (NeverStarted if it never ran).
 
     The polling (fast at first, then up to every ``poll`` s, one squeue a poll) is the
@@ -148,9 +147,9 @@ def wait(job: CheckJob, timeout: float, progress: Progress, poll: float = MAX_PO
         timeout,
         progress,
         poll=poll,
-        first_poll=FIRST_POLL,
+        first_poll=slurm_wait.FIRST_POLL,
         read=lambda _: _row_or_cancel(job),
-        every=PROGRESS_EVERY,
+        every=slurm_wait.PROGRESS_EVERY,
     )
     row = watched.row
     if watched.deadline:
@@ -162,7 +161,9 @@ def wait(job: CheckJob, timeout: float, progress: Progress, poll: float = MAX_PO
                 f"(pending: {reason or 'no reason given'}); cancelled it"
             )
         progress(f"slurmkit: timeout after {timeout:g} s: cancelled job {job.job_id}")
-        slurm_wait.until_final(job.job_id, CANCEL_GRACE, poll=FIRST_POLL, first_poll=FIRST_POLL)
+        slurm_wait.until_final(
+            job.job_id, CANCEL_GRACE, poll=slurm_wait.FIRST_POLL, first_poll=slurm_wait.FIRST_POLL
+        )
     state, final_nodes = slurm_wait.final_state(job.job_id, row)
     return Finished(
         job=job,
@@ -216,4 +217,4 @@ def _read_log(path: Path, grace: float) -> str:
         except FileNotFoundError:
             if time.monotonic() >= deadline:
                 return ""
-            time.sleep(FIRST_POLL)
+            time.sleep(slurm_wait.FIRST_POLL)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from slurmkit import checkjob
 from slurmkit.cpus.report import CpusReport, summarize
+from slurmkit.slurm import wait as slurm_wait
 
 TEMPLATE = "cpus-per-task-test"
 DEFAULT_TIMEOUT = 600.0
@@ -28,7 +29,7 @@ class CpusOptions:
     timeout: float = DEFAULT_TIMEOUT
     work_dir: Path = Path("slurmkit-checks")
     sets: Mapping[str, str] = field(default_factory=dict)
-    poll: float = checkjob.MAX_POLL
+    poll: float = slurm_wait.MAX_POLL
 
 
 def template_values(options: CpusOptions) -> dict[str, object]:

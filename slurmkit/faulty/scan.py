@@ -26,6 +26,7 @@ from slurmkit.faulty.history import SCAN_JOB_PREFIX
 from slurmkit.faulty.report import ScanReport, node_results, outside
 from slurmkit.faulty.targets import Targets, choose
 from slurmkit.hostlist import expand
+from slurmkit.slurm import wait as slurm_wait
 from slurmkit.slurm.submit import trusted_folder
 from slurmkit.templating.results import parse_check_lines
 
@@ -55,7 +56,7 @@ class ScanOptions:
     timeout: float = DEFAULT_TIMEOUT
     work_dir: Path = DEFAULT_DIR
     sets: Mapping[str, str] = field(default_factory=dict)
-    poll: float = checkjob.MAX_POLL
+    poll: float = slurm_wait.MAX_POLL
     xid_since: datetime | None = None  # xid: only events from then on (None: since boot)
     net: NetOptions = field(default_factory=NetOptions)
 
