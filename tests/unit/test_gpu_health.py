@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from datetime import datetime, timezone
 
 import pytest
@@ -66,6 +67,25 @@ EXPECTED = {
 }
 
 
+# Multi-section captures (one file, many nvidia-smi commands): each ``-q`` section's
+# expectation, keyed by the section's "# <phase> :: query (-q)" header.
+H100_590 = "query-gpu/h100-590.48.01-capture-query-gpu-csv-q-topo.txt"
+SECTIONS = {
+    H100_590: {
+        "idle :: query (-q)": ("pass", Action.NONE, 1),
+        "load :: query (-q)": ("pass", Action.NONE, 1),
+    },
+}
+
+
+def _section(name: str, header: str) -> str:
+    """One command's raw output out of a capture: between its banner and the next one."""
+    lines = (GPU / name).read_text().splitlines(keepends=True)
+    start = lines.index(f"# {header}\n") + 3  # the header, its "# $ command", the rule
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("#####"))
+    return "".join(lines[start:end])
+
+
 def _verdict(name: str):
     text = (GPU / name).read_text(errors="replace")
     return xid.parse(text) if EXPECTED[name][0] == "xid" else smi.parse(text)
@@ -73,7 +93,7 @@ def _verdict(name: str):
 
 def test_every_copied_capture_has_an_expectation_and_a_source_row() -> None:
     files = {str(p.relative_to(GPU)) for p in GPU.rglob("*") if p.is_file()} - {"SOURCES.tsv"}
-    assert files == set(EXPECTED)
+    assert files == set(EXPECTED) | set(SECTIONS)
     with (GPU / "SOURCES.tsv").open(newline="") as handle:
         rows = {r["local_file"]: r for r in csv.DictReader(handle, delimiter="\t")}
     assert set(rows) == files
@@ -94,6 +114,44 @@ def test_recorded_output_verdict_and_action(name: str) -> None:
     assert named in verdict.detail
     if status == "pass" and action == Action.NONE:
         assert verdict.findings == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "header"), [(name, header) for name in SECTIONS for header in SECTIONS[name]]
+)
+def test_recorded_capture_sections_verdict_and_action(name: str, header: str) -> None:
+    """Driver 590 (CUDA 13.1), newer than every other capture: read, not "unknown"."""
+    status, action, gpus = SECTIONS[name][header]
+    text = _section(name, header)
+    assert text.lstrip().startswith("==============NVSMI LOG==============")
+    verdict = smi.parse(text)
+    assert (verdict.status, verdict.action, verdict.gpus) == (status, action, gpus)
+    assert verdict.detail == f"{gpus} GPU(s): no ECC, retirement or remapping problem"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "signal", "action"),
+    [
+        # Driver 590's ECC counters are named per kind (SRAM parity / SEC-DED, DRAM):
+        # each is read, none is skipped as an unknown key.
+        ("DRAM Uncorrectable", "3", "uncorrectable ECC", Action.RESET),
+        ("SRAM Uncorrectable SEC-DED", "2", "uncorrectable ECC", Action.RESET),
+        ("SRAM Uncorrectable Parity", "1", "uncorrectable ECC", Action.RESET),
+        ("Pending", "Yes", "row remap pending", Action.RESET),
+        ("Remapping Failure Occurred", "Yes", "row remapping failed", Action.REPLACE),
+        ("HW Thermal Slowdown", "Active", "clocks slowed down", Action.CHECK_COOLING),
+    ],
+)
+def test_driver_590_field_names_are_read(key: str, value: str, signal: str, action) -> None:
+    """The real 590 capture with one field changed wherever it appears (an ECC counter in
+    both Volatile and Aggregate: errors since the last reset, so a reset, not a replace)."""
+    text = _section(H100_590, "load :: query (-q)")
+    changed, count = re.subn(rf"(?m)^(\s+{re.escape(key)}\s+: ).*$", rf"\g<1>{value}", text)
+    assert count >= 1
+    verdict = smi.parse(changed)
+    assert verdict.status == ("pass" if action is Action.CHECK_COOLING else "fail")
+    assert signal in {f.signal for f in verdict.findings}, verdict.detail
+    assert verdict.action is action
 
 
 def test_a10_pending_remap_is_a_reset_not_a_replace() -> None:
