@@ -82,6 +82,9 @@ def test_a_corrupt_file_is_one_line_exit_2_and_never_reset(
     for args in (
         ["faulty", "excluded", "--state", str(path)],
         ["faulty", "excluded", "--state", str(path), "--clear", "node-1", "--yes"],
+        ["faulty", "excluded", "--state", str(path), "--expired", "--yes"],
+        ["faulty", "excluded", "--state", str(path), "--json"],
+        ["template", "render", "torchrun", "--state", str(path)],
     ):
         out = run_cli(*args, exit_code=2)
         assert out.stderr.count("\n") == 1 and out.stderr.startswith("slurmkit: exclude list ")

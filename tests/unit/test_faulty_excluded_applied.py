@@ -153,10 +153,15 @@ def test_template_render_adds_the_list_and_no_exclude_does_not(run_cli) -> None:
     assert "node-3" not in plain
 
 
-@pytest.mark.parametrize("launcher", ["torchrun", "accelerate", "deepspeed"])
+@pytest.mark.parametrize(
+    "launcher", ["torchrun", "accelerate", "deepspeed", "mpirun", "srun-launcher"]
+)
 def test_launcher_templates_get_the_list(run_cli, launcher: str) -> None:
+    """Every launcher template, each with the list's line and none with --no-exclude."""
     _listed("node-3", "node-4")
     assert "#SBATCH --exclude='node-[3-4]'" in run_cli("template", "render", launcher).stdout
+    plain = run_cli("template", "render", launcher, "--no-exclude").stdout
+    assert "node-3" not in plain and "node-[3-4]" not in plain
 
 
 def test_template_submit_merges_into_an_sbatch_exclude(run_cli, tmp_path, sbatch_calls) -> None:  # noqa: F811
