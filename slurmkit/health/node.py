@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from slurmkit.gpu.findings import FAIL, UNKNOWN
 from slurmkit.health.checks import Result
 from slurmkit.printable import printable
-from slurmkit.slurm import _exec, query
+from slurmkit.slurm import commands, query
 from slurmkit.slurm.parse_text import parse_scontrol_nodes
 from slurmkit.slurm.records import Node
 
@@ -109,7 +109,7 @@ def decide(node: Node, results: Sequence[Result], sticky: Set[str]) -> Decision:
 
 def read(name: str, timeout: float) -> Node:
     """This node's record (multi-line form: the reason read whole)."""
-    done = _exec.run_slurm(query.nodes_argv(name, oneliner=False), timeout=timeout)
+    done = commands.run_slurm(query.nodes_argv(name, oneliner=False), timeout=timeout)
     found = [n for n in parse_scontrol_nodes(done.stdout) if n.name == name]
     if not found:
         from slurmkit.errors import NotFound
@@ -119,8 +119,8 @@ def read(name: str, timeout: float) -> Node:
 
 
 def drain(name: str, reason: str, timeout: float) -> None:
-    _exec.run_slurm(query.update_node_state_argv(name, "drain", reason), timeout=timeout)
+    commands.run_slurm(query.update_node_state_argv(name, "drain", reason), timeout=timeout)
 
 
 def resume(name: str, timeout: float) -> None:
-    _exec.run_slurm(query.update_node_state_argv(name, "undrain"), timeout=timeout)
+    commands.run_slurm(query.update_node_state_argv(name, "undrain"), timeout=timeout)

@@ -27,7 +27,7 @@ from slurmkit.remote import command as cmd
 from slurmkit.remote.base import RemoteOptions, TransportMissing
 from slurmkit.remote.result import FAILED, TIMEOUT, NodeResult, from_exit_code
 from slurmkit.slurm import query
-from slurmkit.slurm._exec import first_message, run_slurm
+from slurmkit.slurm.commands import first_message, run_slurm
 from slurmkit.slurm.records import Job
 
 _LABEL = re.compile(r"^\s*(\d+): ?(.*)$")

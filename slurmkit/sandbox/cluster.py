@@ -50,7 +50,7 @@ from slurmkit.sandbox.spec import (
     SandboxSpec,
     read_json_object,
 )
-from slurmkit.slurm._exec import run_slurm
+from slurmkit.slurm.commands import run_slurm
 from slurmkit.trust import check_trusted, private_dir
 
 Progress = Callable[[str], None]

@@ -27,7 +27,7 @@ from slurmkit.errors import SlurmError, UsageError
 from slurmkit.hostlist import fold, targets
 from slurmkit.remote import RemoteOptions
 from slurmkit.remote.command import new_token
-from slurmkit.slurm import _exec, query, recheck
+from slurmkit.slurm import commands, query, recheck
 from slurmkit.slurm.records import Node
 from slurmkit.undrain import actionlog, healthgate
 from slurmkit.undrain import check as chk
@@ -109,7 +109,7 @@ Confirm = Callable[[Plan], bool]
 
 def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
     """Run the whole flow; ``confirm`` sees the plan and may say no (nothing is then changed)."""
-    start = len(_exec.call_log)
+    start = commands.calls_made()
     if options.dry_run:
         if options.log is not None:
             actionlog.check(options.log)  # a dry run shows whether the real run could log
@@ -127,7 +127,7 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
             else:
                 report = _declined(plan, log)
             report.reconciled = settled
-    report.slurm_calls = len(_exec.call_log) - start
+    report.slurm_calls = commands.calls_made() - start
     return report
 
 

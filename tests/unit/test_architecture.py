@@ -60,6 +60,10 @@ def broken_copy(tmp_path: Path) -> Path:
     (pkg / "node" / "zz_cycle.py").write_text("import slurmkit.hostlist\n")
     (pkg / "lint" / "_zz_private.py").write_text("")
     (pkg / "node" / "zz_private.py").write_text("from slurmkit.lint import _zz_private\n")
+    # the Slurm layer's runner from outside the layer, both spellings: slurmkit.slurm.commands
+    # is its public home, and the contract lists no exception for _exec
+    (pkg / "undrain" / "zz_exec.py").write_text("from slurmkit.slurm import _exec\n")
+    (pkg / "remote" / "zz_exec.py").write_text("from slurmkit.slurm._exec import run_slurm\n")
     return tmp_path
 
 
@@ -74,3 +78,5 @@ def test_each_contract_catches_its_violation(broken_copy: Path) -> None:
     # `.hostlist -> ` edge comes from the plants (which one is named depends on the whole graph)
     assert "\n- .hostlist -> ." in result.stdout
     assert "slurmkit.node.zz_private -> slurmkit.lint._zz_private" in result.stdout
+    assert "slurmkit.undrain.zz_exec -> slurmkit.slurm._exec" in result.stdout
+    assert "slurmkit.remote.zz_exec -> slurmkit.slurm._exec" in result.stdout

@@ -181,3 +181,19 @@ def test_found_records_on_stdout_do_not_hide_the_missing_one() -> None:
     stdout += "Node node-9 not found\n"
     error = _exec.classify(completed(["scontrol", "show", "node", "node-[1,9]"], 1, stdout))
     assert isinstance(error, NotFound) and str(error) == "scontrol: Node node-9 not found"
+
+
+def test_the_public_runner_is_the_layers_own_and_counts_every_call(answer) -> None:
+    """slurmkit.slurm.commands, the home of the runner outside the Slurm layer, is _exec's
+    runner itself (one classifier, one call log), not a copy; calls_made counts what ran,
+    failures included, which is what undrain reports as its Slurm calls."""
+    from slurmkit.slurm import commands
+
+    assert commands.run_slurm is _exec.run_slurm
+    assert commands.first_message is _exec.first_message
+    answer(completed(["sinfo"], 1, "", "sinfo: error: Unable to contact slurm controller\n"))
+    before = commands.calls_made()
+    commands.run_slurm(["sinfo", "-h"], check=False)
+    with pytest.raises(ControllerUnreachable):
+        commands.run_slurm(["sinfo", "-h"])
+    assert commands.calls_made() - before == 2 == len(_exec.call_log) - before
