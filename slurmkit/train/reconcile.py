@@ -9,7 +9,9 @@ it here:
 
 - ``start``/``extend``: is a job carrying ``--comment=slurmkit:<token>`` queued (squeue,
   then accounting)? Then its array is adopted into ``train.json``, so ``status`` shows
-  it and ``stop`` cancels it; an orphan is never left running unseen.
+  it and ``stop`` cancels it; an orphan is never left running unseen. "Not there" is
+  asked again for a window first: a woken controller may answer before it runs the
+  sbatch in its backlog.
 - ``hold``/``release``/``stop``: the arrays' state in the queue says whether it was done.
 - ``switch``: where ``current`` points now; ``kill-switch``/``save-switch``: whether the
   file exists; ``restart-run``: whether the cancelled task is still running.
@@ -31,7 +33,7 @@ from pathlib import Path
 
 from slurmkit.errors import SlurmError, SlurmkitError
 from slurmkit.journal import Entry, JournalProblem, comment_for
-from slurmkit.slurm import query
+from slurmkit.slurm import query, recheck
 from slurmkit.train.state import (
     ArrayRecord,
     TrainDir,
@@ -98,32 +100,67 @@ def _parse_time(text: str) -> datetime | None:
 
 
 def find_submission(name: str, token: str, since: str, known: Sequence[str] = ()) -> Lookup:
-    """The arrays of ``name`` (the caller's) that carry ``token``'s comment.
+    """The arrays of ``name`` (the caller's) that carry ``token``'s comment: one answer.
 
-    squeue first (it keeps finished jobs for MinJobAge); accounting when squeue has
-    none and the intent is older than that. A cluster that does not store comments in
-    accounting (no ``AccountingStoreFlags=job_comment``): an array of the train's name
-    submitted since the intent and not yet in the record is taken for it.
+    For a submission that may still sit in a woken controller's backlog, use
+    :func:`find_submission_again`: this one takes the first answer as the truth.
+    """
+    progress(f"asking squeue for a job of train {name} with --comment={comment_for(token)}")
+    try:
+        return Lookup(_carrying(name, token, since, known), True)
+    except SlurmError as exc:
+        return Lookup((), False, f"{exc}")
+
+
+def find_submission_again(
+    name: str, token: str, since: str, known: Sequence[str] = (), *, silent_sbatch: bool
+) -> Lookup:
+    """Like :func:`find_submission`, but "absent" is read again for the whole window.
+
+    slurmctld woken from SIGSTOP may answer squeue before it runs the sbatch still in its
+    backlog (seen on 25.11): the first "no such job" is no proof that nothing will be
+    queued. So a job carrying the token ends the wait at once, and absence is believed
+    only after ``recheck.DEFAULT_WITHIN`` seconds of asking (silences retried in the same
+    window: a hung controller costs at most that plus one MessageTimeout).
+    ``silent_sbatch``: the caller's own sbatch just got no answer (the stderr line says so).
+    """
+    comment = comment_for(token)
+    within = recheck.DEFAULT_WITHIN
+    what = f"the queue for a job of train {name} with --comment={comment}"
+    if not silent_sbatch:
+        progress(
+            f"asking {what}; absent is asked again for up to {within:g} s "
+            "(a controller that was hung may still queue it)"
+        )
+    ids, error = recheck.read_again(
+        lambda: _carrying(name, token, since, known),
+        what=what,
+        notify=progress if silent_sbatch else None,
+        until=bool,  # absent may only mean "not processed yet": look for the whole window
+    )
+    if ids is None:
+        return Lookup((), False, f"{error}")
+    return Lookup(ids, True)
+
+
+def _carrying(name: str, token: str, since: str, known: Sequence[str]) -> tuple[str, ...]:
+    """Job ids carrying ``token``: squeue first (it keeps finished jobs for MinJobAge),
+    accounting when squeue has none and the intent is older than that. A cluster that does
+    not store comments in accounting (no ``AccountingStoreFlags=job_comment``): an array
+    of the train's name submitted since the intent and not yet in the record is taken for
+    it. Raises :class:`SlurmError` when Slurm does not answer.
     """
     comment = comment_for(token)
     user = str(os.getuid())
-    progress(f"asking squeue for a job of train {name} with --comment={comment}")
-    try:
-        jobs = query.commented_jobs(name, user)
-    except SlurmError as exc:
-        return Lookup((), False, f"{exc}")
+    jobs = query.commented_jobs(name, user)
     ids = tuple(dict.fromkeys(j.job_id for j in jobs if j.comment == comment))
     if ids:
-        return Lookup(ids, True)
+        return ids
     when = _parse_time(since)
     if when is not None and (datetime.now(when.tzinfo) - when).total_seconds() < SQUEUE_REMEMBERS:
-        return Lookup((), True)
-    progress(f"asking sacct for a job of train {name} with --comment={comment}")
+        return ()
     start = (when - timedelta(minutes=1)) if when else since
-    try:
-        history = query.commented_history(name, user, start)
-    except SlurmError as exc:
-        return Lookup((), False, f"{exc}")
+    history = query.commented_history(name, user, start)
     ids = tuple(dict.fromkeys(h.job_id for h in history if h.comment == comment))
     if not ids and when is not None and not any(h.comment for h in history):
         ids = tuple(
@@ -133,7 +170,7 @@ def find_submission(name: str, token: str, since: str, known: Sequence[str] = ()
                 if h.job_id not in known and h.submit_time and h.submit_time >= when - _SUBMIT_SLACK
             )
         )
-    return Lookup(ids, True)
+    return ids
 
 
 # ---------------------------------------------------------------- reconcile
@@ -172,7 +209,7 @@ def _alive(entry: Entry) -> bool:
 def _submission(train: TrainDir, entry: Entry, what: str) -> str:
     state = train.load_trusted() if train.has_record() else None
     known = state.array_ids if state else []
-    found = find_submission(train.name, entry.token, entry.time, known)
+    found = find_submission_again(train.name, entry.token, entry.time, known, silent_sbatch=False)
     comment = comment_for(entry.token)
     if not found.answered:
         return (

@@ -22,7 +22,7 @@ from slurmkit.files import write_atomic
 from slurmkit.grammar import idrange
 from slurmkit.journal import comment_for, new_token
 from slurmkit.sbatch.header import HeaderOption, SbatchHeader, merged, parse_words, read_header
-from slurmkit.slurm import query
+from slurmkit.slurm import query, recheck
 from slurmkit.slurm.submit import sbatch_argv, submit_text
 from slurmkit.train import reconcile, wrapper
 from slurmkit.train.bashcheck import bash_syntax_error
@@ -367,18 +367,34 @@ def _checked_submission(
 ) -> str:
     """The job id of a submission whose sbatch failed, if Slurm queued it anyway.
 
-    Raises the sbatch error when Slurm says nothing carries the token (the intent is
-    closed as failed), and a clear "unknown" error, keeping the intent open, when
-    Slurm cannot say: the next command asks again, and never submits twice.
+    A refusal is an answer: one look by the token, to be sure. A silence is not: the
+    sbatch may still be in the backlog of a controller that, woken, answers squeue first
+    (seen on 25.11), so absence is read again for the whole window
+    (:func:`reconcile.find_submission_again`) before it is believed.
+
+    Raises an error when Slurm says nothing carries the token (the intent is closed as
+    failed), and a clear "unknown" error, keeping the intent open, when Slurm cannot say:
+    the next command asks again, and never submits twice.
     """
     progress(f"sbatch failed ({exc}); looking for the array by its token before deciding")
-    found = reconcile.find_submission(train.name, token, since, known)
+    silent = recheck.no_answer(exc)
+    if silent:
+        found = reconcile.find_submission_again(train.name, token, since, known, silent_sbatch=True)
+    else:
+        found = reconcile.find_submission(train.name, token, since, known)
     if found.job_ids:
         return found.job_ids[0]
+    what = "the train's array" if action == "start" else "the extension"
     if found.answered:
         reconcile.finish(train, token, action, "failed", why=str(exc))
-        raise exc
-    what = "the train's array" if action == "start" else "the extension"
+        if not silent:
+            raise exc
+        again = "start" if action == "start" else "extend"
+        raise SlurmError(
+            f"train {train.name}: sbatch got no answer ({exc}), and no job carries its token "
+            f"--comment={comment_for(token)} after {recheck.DEFAULT_WITHIN:g} s of asking: "
+            f"nothing was queued; `slurmkit train {again}` again"
+        ) from None
     raise EnvironmentProblem(
         f"train {train.name}: sbatch got no answer ({exc}), and Slurm cannot say yet whether "
         f"{what} was queued (it may have been queued); {train.path} is kept. "
