@@ -17,18 +17,27 @@ from slurmkit.errors import NotFound, SlurmError, UsageError
 from slurmkit.slurm import _exec, query
 from slurmkit.slurm.parse_text import parse_kv, parse_names
 
-# The features column has no spaces in it (Slurm feature names are words, comma-separated),
-# and node names have none either: one space is a safe separator.
-_FEATURES_FORMAT = "--format=%N %f"
 _NO_VALUE = "(null)"
 
 
+def every_node_argv(fmt: str) -> list[str]:
+    """``sinfo`` asked about every node, one line each in ``fmt`` (once per partition).
+
+    The one spelling of "every node" for node groups and for completion
+    (:mod:`slurmkit.slurm.quick`), so TAB offers exactly the names and features
+    that ``@all`` and ``@feature:`` resolve: ``--all`` counts hidden partitions too.
+    """
+    return ["sinfo", "--all", "--noheader", "--Node", f"--format={fmt}"]
+
+
 def all_nodes_argv() -> list[str]:
-    return ["sinfo", "--all", "--noheader", "--Node", "--format=%N"]
+    return every_node_argv("%N")
 
 
 def features_argv() -> list[str]:
-    return ["sinfo", "--all", "--noheader", "--Node", _FEATURES_FORMAT]
+    # The features column has no spaces in it (Slurm feature names are words,
+    # comma-separated), and node names have none either: one space is a safe separator.
+    return every_node_argv("%N %f")
 
 
 def reservation_argv(name: str) -> list[str]:
@@ -108,12 +117,19 @@ def feature_nodes(feature: str) -> list[str]:
 
 def parse_feature_nodes(text: str, feature: str) -> list[str]:
     """Names whose feature list (``%f``: comma-separated, ``(null)`` for none) holds ``feature``."""
-    found: dict[str, None] = {}
+    found = (name for name, features in parse_node_features(text) if feature in features)
+    return list(dict.fromkeys(found))
+
+
+def parse_node_features(text: str) -> list[tuple[str, list[str]]]:
+    """``(name, features)`` per line of :func:`features_argv`'s output; ``(null)`` is none."""
+    rows: list[tuple[str, list[str]]] = []
     for line in text.splitlines():
-        name, _, features = line.strip().partition(" ")
-        if name and feature in features.strip().split(","):
-            found[name] = None
-    return list(found)
+        name, _, column = line.strip().partition(" ")
+        if name:
+            features = [f for f in column.strip().split(",") if f and f != _NO_VALUE]
+            rows.append((name, features))
+    return rows
 
 
 def all_nodes() -> list[str]:

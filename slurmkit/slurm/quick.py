@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 
 from slurmkit.errors import SlurmkitError
-from slurmkit.slurm import _exec, query
+from slurmkit.slurm import _exec, nodegroups, query
 from slurmkit.slurm.parse_text import Column, parse_scontrol_partitions, parse_squeue
 
 TIMEOUT = 1.0
@@ -67,13 +67,9 @@ def _unique(values: list[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def node_names_argv() -> list[str]:
-    return ["sinfo", "-h", "-N", "-o", "%N"]
-
-
 def node_names(timeout: float = TIMEOUT) -> list[str]:
-    """Every node name, in sinfo's order (a node in two partitions once)."""
-    return _unique(_lines(node_names_argv(), timeout))
+    """Every node name, in sinfo's order (a node in two partitions once): ``@all``'s call."""
+    return _unique(_lines(nodegroups.all_nodes_argv(), timeout))
 
 
 def partitions(timeout: float = TIMEOUT) -> list[str]:
@@ -85,14 +81,10 @@ def partitions(timeout: float = TIMEOUT) -> list[str]:
     return _unique([p.name for p in found])
 
 
-def features_argv() -> list[str]:
-    return ["sinfo", "-h", "-o", "%f"]
-
-
 def features(timeout: float = TIMEOUT) -> list[str]:
-    """Every node feature (``sinfo %f`` prints them comma-separated, ``(null)`` for none)."""
-    found = [f for line in _lines(features_argv(), timeout) for f in line.split(",")]
-    return sorted({f for f in found if f and f != "(null)"})
+    """Every node feature, sorted: ``@feature:``'s call and parser, read for all features."""
+    text = _stdout(nodegroups.features_argv(), timeout)
+    return sorted({f for _, found in nodegroups.parse_node_features(text) for f in found})
 
 
 def reservations_argv() -> list[str]:

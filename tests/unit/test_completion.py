@@ -16,7 +16,8 @@ from slurmkit.cli import cli
 from slurmkit.slurm import quick
 from tests.fakes import Call, FakeSlurm
 
-NODE_NAMES = ["sinfo", "-h", "-N", "-o", "%N"]
+NODE_NAMES = ["sinfo", "--all", "--noheader", "--Node", "--format=%N"]  # @all's call
+FEATURES = ["sinfo", "--all", "--noheader", "--Node", "--format=%N %f"]  # @feature:'s call
 PARTITIONS = ["scontrol", "--all", "show", "partition"]
 SQUEUE = ["squeue", "**"]
 
@@ -67,6 +68,25 @@ def test_groups_kinds_then_values(cluster: FakeSlurm) -> None:
     assert values.hostlist("@state:drai") == ["@state:drain", "@state:drained", "@state:draining"]
     assert values.hostlist("@job:") == ["@job:8", "@job:3", "@job:4_1", "@job:9"]
     assert cluster.count("sinfo") == 0  # a group's values never list the nodes
+
+
+def test_nodes_and_features_complete_from_the_node_groups_own_call(
+    cluster: FakeSlurm,
+) -> None:
+    """TAB offers what @all and @feature: resolve: the same sinfo argv (one builder,
+    nodegroups.every_node_argv), hidden partitions included, and one call per lookup."""
+    from slurmkit import nodesel
+
+    cluster.on(
+        FEATURES, (Path(__file__).parent / "nodesel_samples" / "sinfo_N_features.txt").read_text()
+    )
+    assert values.hostlist("@feature:") == ["@feature:ib", "@feature:skfeat"]
+    assert values.hostlist("node-") == [f"node-{i}" for i in range(1, 5)]
+    completed = [c.argv for c in cluster.log]
+    assert completed == [tuple(FEATURES), tuple(NODE_NAMES)]
+    assert str(nodesel.resolve("@all")) == "node-[1-4]"
+    assert str(nodesel.resolve("@feature:ib")) == "node-[3-4]"
+    assert [c.argv for c in cluster.log[2:]] == completed[::-1]  # the very same two calls
 
 
 def test_own_jobs_first(cluster: FakeSlurm) -> None:
