@@ -70,7 +70,10 @@ def has_groups(text: str | None) -> bool:
 
 
 def split_items(text: str) -> list[str]:
-    """The comma- or whitespace-separated items of a node list; commas inside brackets stay."""
+    """The comma- or whitespace-separated items of a node list; commas inside brackets stay.
+
+    Unlike hostlist's strict tokenizer it never raises: a bad item stays whole for it to report.
+    """
     items: list[str] = []
     depth = 0
     current: list[str] = []

@@ -12,9 +12,12 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurmkit import nodesel
 from slurmkit.errors import HostlistParseError, NotFound, SlurmNotInstalled, UsageError
+from slurmkit.hostlist import _parse as hostlist_parse
 from slurmkit.slurm.parse_text import DELIMITER
 from tests.fakes import FakeSlurm
 
@@ -81,6 +84,54 @@ def test_items_split_at_commas_and_spaces_but_not_inside_brackets() -> None:
         "n9",
         "@all",
     ]
+
+
+_NAME = st.from_regex(r"[a-z][a-z0-9-]{0,5}", fullmatch=True)
+_RANGE = st.from_regex(r"[0-9]{1,2}(-[0-9]{1,2})?", fullmatch=True)
+_PATTERN = st.builds(
+    lambda head, ranges, tail: f"{head}[{', '.join(ranges)}]{tail}",
+    _NAME,
+    st.lists(_RANGE, min_size=1, max_size=3),
+    st.sampled_from(["", "-ib"]),
+)
+_GROUP = st.sampled_from(["@all", "@partition:gpu", "@state:idle,mix", "@job:12_[1-5]"])
+_SEPARATOR = st.sampled_from([",", " ", "\n", ", ", ",,"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_NAME, _PATTERN, _GROUP), min_size=1, max_size=6), _SEPARATOR)
+def test_items_are_the_hostlist_engines_tokens_on_well_formed_lists(
+    items: list[str], separator: str
+) -> None:
+    """split_items is no second grammar: where the hostlist engine's tokenizer accepts a list,
+    @groups included (they hold no bracket it would refuse), both split it alike."""
+    text = separator.join(items)
+    engine = [token for _, token in hostlist_parse._tokens(text)]
+    assert nodesel.split_items(text) == engine
+
+
+@pytest.mark.parametrize(
+    ("text", "items", "error"),
+    [
+        ("n[1-3,@all", ["n[1-3,@all"], "'[' is never closed at position 2"),
+        ("a],@all", ["a]", "@all"], "']' without a matching '[' at position 2"),
+        ("n[[1]],n2", ["n[[1]]", "n2"], "'[' inside brackets at position 3"),
+    ],
+)
+def test_bad_brackets_the_engine_refuses_split_without_an_error(
+    fake_slurm: FakeSlurm, text: str, items: list[str], error: str
+) -> None:
+    """The difference, on purpose: split_items never raises (has_groups reads any text) and
+    keeps the bad item whole; the hostlist engine then refuses the list, naming the bracket
+    (at the same position here, the bad item being first). A group the bad item swallows
+    (``n[1-3,@all``) is never looked up; a separate one is, before the refusal."""
+    with pytest.raises(HostlistParseError, match=re.escape(error)):
+        hostlist_parse._tokens(text)
+    assert nodesel.split_items(text) == items
+    fake_slurm.on(ALL, sample("sinfo_N_all.txt"))
+    with pytest.raises(HostlistParseError, match=re.escape(error)):
+        nodesel.resolve(text)
+    assert fake_slurm.count("sinfo") == (1 if "@all" in items else 0)
 
 
 @pytest.mark.parametrize(
