@@ -17,9 +17,10 @@ check, pure functions only:
   **unknown** (a port blocked everywhere, not n broken nodes);
 * a node whose median pair bandwidth is below ``slow_ratio`` x the median over all
   pairs is **slow**, with both figures;
-* a node none of whose pairs reported (the scan ended first), or whose task did not
-  run in any of its pairs (the node died, srun could not start on it), is **unknown**,
-  never a pass; a pair whose partner's task never ran says nothing about a node.
+* a node none of whose pairs reported (the scan ended first), or whose own task did
+  not run in one of its pairs (the node died, even mid-scan after a good pair, or srun
+  could not start on it), is **unknown**, never a pass; a pair whose partner's task
+  never ran says nothing about a node.
 
 The log is text a node's output can shape (issue 14): lines naming a node outside
 the job's allocation are dropped, and malformed lines are ignored.
@@ -187,7 +188,8 @@ def verdicts(
             out.append(CheckLine(node, check, "unknown", _no_result(node, planned, why, paired)))
             continue
         counted = [p for p in mine if not p.did_not_run]
-        if not counted:
+        died = [p for p in mine if node in p.did_not_run]
+        if not counted or died:  # an earlier good pair says nothing about the node now
             out.append(CheckLine(node, check, "unknown", _not_run(node, mine)))
             continue
         out.append(_judge(node, check, counted, pairs, len(paired), any_ok, overall, slow_ratio))
@@ -217,13 +219,15 @@ def _no_result(node: str, planned: list[tuple[str, str]], why: str | None, paire
 
 def _not_run(node: str, mine: list[Pair]) -> str:
     """Every pair of the node failed to start a task somewhere: a dead node, not a network."""
-    partners = _partners(node, mine)
-    if any(node in p.did_not_run for p in mine):
+    died = [p for p in mine if node in p.did_not_run]
+    if died:
+        good = sum(p.status == OK for p in mine)
+        after = f" after {good} good pair(s)" if good else ""
         return (
-            f"its task did not run in its pair(s) with {partners} (the node died, or srun "
-            f"could not start on it): {_error(mine[0])}"
+            f"its task did not run in its pair(s) with {_partners(node, died)}{after} (the "
+            f"node died, or srun could not start on it): {_error(died[0])}"
         )
-    return f"its partners' tasks did not run ({partners}): no pair tested it"
+    return f"its partners' tasks did not run ({_partners(node, mine)}): no pair tested it"
 
 
 def _judge(

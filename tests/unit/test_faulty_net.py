@@ -293,6 +293,33 @@ def test_a_node_whose_tasks_never_ran_is_unknown_and_blames_no_partner() -> None
     assert not any("warning" in d for _, d in found.values())  # no blame on its partners
 
 
+def died_after_round_one(text: str, node: str) -> str:
+    """``node`` passed its round-1 pair, then died: its later pairs ran on the partner alone."""
+    out = []
+    for line in text.splitlines():
+        if "kind=pair" in line and node in line:
+            if " round=1 " in line:
+                line = re.sub(r"status=\S+ mbps=\S+", "status=ok mbps=800.0", line)
+                line = re.sub(r"error=.*", "error=", line)
+            else:
+                line = re.sub(rf"ran={node},(\S+)|ran=(\S+),{node}", r"ran=\1\2", line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def test_a_node_that_died_after_a_good_pair_is_unknown_never_pass() -> None:
+    """Its one good pair says nothing about the node now: its later tasks did not run."""
+    found = verdict(died_after_round_one(simulate(4, broken={"node-3"}), "node-3"), 4)
+    assert {k: s for k, (s, _) in found.items()} == {
+        **dict.fromkeys(nodes(4), "pass"),
+        "node-3": "unknown",
+    }
+    detail = found["node-3"][1]
+    assert detail.startswith("its task did not run in its pair(s) with node-[1,4] ")
+    assert "after 1 good pair(s)" in detail
+    assert not any("warning" in d for _, d in found.values())  # no blame on its partners
+
+
 def test_no_line_at_all_is_unknown_never_pass() -> None:
     found = verdict("slurmkit: job 7 started\n", 3)
     assert {s for s, _ in found.values()} == {"unknown"}

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from slurmkit.faulty import excluded
-from tests.unit.test_faulty_net import simulate
+from tests.unit.test_faulty_net import died_after_round_one, simulate
 from tests.unit.test_faulty_scan import CheckJobCluster, check_line
 
 
@@ -108,6 +108,39 @@ def test_a_slow_node_is_excluded_and_recorded_but_not_drained(run_cli, slurm) ->
     text = scan(run_cli, "--checks", "net", "--drain", "--yes", "--no-record")
     assert "slurmkit: not draining node-2: slow, not broken (excluded)" in text.stderr
     assert text.stdout.splitlines()[-1] == "--exclude=node-2"
+
+
+def test_a_node_that_dies_mid_scan_is_unknown_excluded_never_drained(run_cli, slurm) -> None:
+    """The job ends NODE_FAIL: node-3 is a row of its own, unknown, not lost and not a pass."""
+    slurm.log_lines = died_after_round_one(simulate(4, broken={"node-3"}), "node-3").splitlines()
+    slurm.states = ["RUNNING", "NODE_FAIL"]
+    result = scan(run_cli, "--checks", "net", "--drain", "--yes", "--json")
+    data = json.loads(result.stdout)
+    assert data["job_state"] == "NODE_FAIL"
+    assert {n["node"]: n["result"] for n in data["nodes"]} == {
+        "node-1": "pass", "node-2": "pass", "node-3": "unknown", "node-4": "pass",
+    }  # fmt: skip
+    assert data["exclude"] == "node-3" and data["failing"] == ""
+    assert not slurm.slurm_calls("update")  # unknown is never drained
+    node3 = next(n for n in data["nodes"] if n["node"] == "node-3")
+    assert node3["checks"][0]["detail"].startswith(
+        "its task did not run in its pair(s) with node-[1,4] after 1 good pair(s)"
+    )
+    assert excluded.load(excluded.default_path()) == []  # recorded: failing and slow only
+
+
+def test_a_hung_pair_is_bounded_and_every_other_pair_is_still_reported(run_cli, slurm) -> None:
+    """The driver killed node-3's steps at --net-timeout (status=timeout); the rest ran."""
+    slurm.log_lines = simulate(4, broken={"node-3"}, status="timeout").splitlines()
+    data = json.loads(scan(run_cli, "--checks", "net", "--net-timeout", "5", "--json").stdout)
+    assert "--pair-timeout 5 " in slurm.script_text
+    results = {n["node"]: n["checks"][0] for n in data["nodes"]}
+    assert [results[n]["status"] for n in sorted(results)] == ["pass", "pass", "fail", "pass"]
+    assert results["node-3"]["detail"].startswith("all 3 pairs failed, with node-[1-2,4]: ")
+    assert results["node-2"]["detail"] == (  # its partners report, with their figures
+        "warning: 1 of 3 pairs failed (with node-3); median 802.5 MB/s over 2 pair(s)"
+    )
+    assert data["exclude"] == "node-3" and data["timed_out"] is False
 
 
 def test_a_failing_per_node_check_and_the_net_verdict_share_one_row(run_cli, slurm) -> None:
