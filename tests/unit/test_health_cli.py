@@ -148,6 +148,22 @@ def test_scontrol_failing_or_hanging_is_a_stderr_line_and_exit_0(
     assert fake.calls_to("scontrol", "update") == [] and timeouts(fake) == [4.0]
 
 
+def test_no_scontrol_on_path_is_a_stderr_line_and_exit_0(tmp_path: Path) -> None:
+    """The real command, as slurmd runs it, on a node where Slurm's clients are missing."""
+    import subprocess
+    import sys
+
+    config = tmp_path / "health.toml"
+    config.write_text("[[check]]\ntype = 'cmd'\nargv = ['false']\n")
+    env = {"PATH": str(tmp_path / "empty"), "HOME": str(tmp_path), "SLURMD_NODENAME": "node-3"}
+    argv = [sys.executable, "-m", "slurmkit", "health", "--config", str(config)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, "")
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("slurmkit: health: node-3: scontrol failed, this node left as it was: ")
+    assert "'scontrol' not found on PATH" in line
+
+
 def test_a_failed_drain_is_exit_0_too(env: Path, monkeypatch) -> None:
     fake = scontrol(stderr="slurm_update error: Invalid node name specified", update_rc=1)
     result = invoke(monkeypatch, fake, "--config", str(config(env, True)))
