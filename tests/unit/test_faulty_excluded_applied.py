@@ -80,14 +80,16 @@ def test_train_extend_adds_the_current_list(run_cli, cluster, tmp_path) -> None:
     assert not any(w.startswith("--exclude") for w in cluster.slurm_calls("sbatch")[-1])
 
 
+@pytest.mark.parametrize("directive", ["--exclude=node-2", "-x node-2", "--exclude node-2"])
 def test_train_switch_accepts_a_script_differing_only_by_exclude(
     run_cli,
     cluster,  # noqa: F811
     tmp_path,
+    directive: str,
 ) -> None:
     folder = _start(run_cli, tmp_path)
     cluster.queue = running_and_pending()
-    new = script(tmp_path, GOOD.replace("#SBATCH", "#SBATCH --exclude=node-2\n#SBATCH", 1), "b.sh")
+    new = script(tmp_path, GOOD.replace("#SBATCH", f"#SBATCH {directive}\n#SBATCH", 1), "b.sh")
     out = run_cli("train", "switch", new, "--yes")
     assert "--exclude (not set) -> node-2" in out.stderr + out.stdout
     assert (folder / "current").readlink() == Path(new)
