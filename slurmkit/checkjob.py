@@ -13,8 +13,10 @@ writes the log there) and must belong to the caller or root, writable by nobody 
 
 "No answer" is not "not done" (issue 22): each job carries a unique name and
 ``--comment=slurmkit:<token>``. An sbatch that times out on a hung slurmctld may still
-have queued the job, so the queue is asked for that name (bounded): a job found is
-the job of this check; with no answer either, the error names the job and the
+have queued the job, so the queue is asked for that name for the whole window
+(bounded; a controller just woken may answer before it runs the sbatch in its
+backlog): a job found is the job of this check; one never listed is cancelled by name
+in case it lands late; with no answer either, the error names the job and the
 commands that find and remove it. A controller that stops answering while the job
 waits or runs gets one ``scancel`` and the error says whether the job may still be
 queued, never a plain failure that hides it.
@@ -117,6 +119,7 @@ def _find_submitted(name: str, token: str, exc: SlurmError, notify: Progress | N
         lambda: query.jobs(name=name, user=user, states="all"),
         what=f"the queue for job {name}",
         notify=notify,
+        until=bool,  # absent may only mean "not processed yet": look for the whole window
     )
     if found:
         job_id = found[0].job_id
@@ -129,7 +132,17 @@ def _find_submitted(name: str, token: str, exc: SlurmError, notify: Progress | N
             f"({error}): the job may be queued (comment {comment_for(token)}); find it with "
             f"`squeue --name={name}`, remove it with `scancel --name={name} --user={user}`"
         ) from None
-    raise SlurmError(f"{exc}; the queue has no job {name}: nothing was submitted") from None
+    # Not listed for the whole window: not queued. Should the request still be in a
+    # backlog, one scancel by its unique name removes it when it lands (no answer: it is
+    # named in the error, so the user can).
+    try:
+        query.cancel_by_name(name, user)
+        removed = f"(`scancel --name={name}` sent in case it queues late)"
+    except SlurmError:
+        removed = f"(if it queues late: `scancel --name={name} --user={user}`)"
+    raise SlurmError(
+        f"{exc}; the queue has no job {name}: nothing was submitted {removed}"
+    ) from None
 
 
 def wait(

@@ -110,14 +110,21 @@ def execute(
     journal: Journal | None = None,
     notify: Notify = stderr.say,
 ) -> DrainOutcome:
-    """Drain the planned nodes unless dry run or declined; read their states back."""
-    if outcome.dry_run or not outcome.groups:
+    """Drain the planned nodes unless dry run or declined; read their states back.
+
+    What an earlier run left open is settled first, even when this run has nothing to
+    drain: the node a killed run drained is planned as "already drained" now, and
+    settling only when there is something new to drain left that intent open for good.
+    """
+    if outcome.dry_run:
+        return outcome
+    journal = journal if journal is not None else _open_journal()
+    reconcile(journal, notify)
+    if not outcome.groups:
         return outcome
     if not confirm(outcome):
         outcome.declined = True
         return outcome
-    journal = journal if journal is not None else _open_journal()
-    reconcile(journal, notify)
     journal.check_writable()  # no record, no drain
     groups = {reason: fold(nodes) for reason, nodes in outcome.groups.items()}
     token = journal.intent(DRAIN, nodes=fold(outcome.nodes), groups=groups)

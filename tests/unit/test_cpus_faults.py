@@ -74,3 +74,47 @@ def test_a_controller_that_hangs_while_the_job_runs_cancels_it_and_says_so(run_c
     last = result.stderr.strip().splitlines()[-1]
     assert "job 42" in last and "cancel" in last
     assert slurm.slurm_calls("scancel")  # it was asked to leave the queue
+
+
+class BackloggedSlurm(HungSlurm):
+    """slurmctld, woken, answers the queue before it runs the sbatch still in its backlog:
+    the first ``empty_lookups`` squeue calls do not list the job yet."""
+
+    empty_lookups: int = 0
+
+    def _answer(self, argv: list[str]) -> tuple[int, str, str]:
+        if argv[0] == "squeue" and self.empty_lookups > 0:
+            self.empty_lookups -= 1
+            return 0, "", ""
+        return super()._answer(argv)
+
+
+@pytest.fixture
+def backlogged(fake_slurm: FakeSlurm, monkeypatch, tmp_path) -> Iterator[BackloggedSlurm]:
+    fake = BackloggedSlurm(fake_slurm, log_lines=LOG_22_05.splitlines())
+    monkeypatch.setattr(recheck, "_PAUSE", 0.0)
+    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 5.0)  # no pause: many reads in the window
+    monkeypatch.chdir(tmp_path)
+    yield fake
+
+
+def test_a_job_not_listed_at_the_first_read_is_looked_for_the_whole_window(
+    run_cli, backlogged
+) -> None:
+    """Seen with cron on 25.11: the first answer after a silent sbatch may predate it."""
+    backlogged.empty_lookups = 2
+    result = run_cli("cpus", "check", "--dir", "work", "-c", "2", exit_code=1)
+    assert "sbatch got no answer, but job 42" in result.stderr
+    assert not backlogged.slurm_calls("scancel")
+
+
+def test_a_job_never_listed_is_removed_by_name_in_case_it_queues_late(
+    run_cli, backlogged, monkeypatch
+) -> None:
+    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 0.0)
+    backlogged.empty_lookups = 100
+    result = run_cli("cpus", "check", "--dir", "work", "-c", "2", exit_code=2)
+    last = result.stderr.strip().splitlines()[-1]
+    assert "nothing was submitted" in last and "Traceback" not in result.stderr
+    (scancel,) = backlogged.slurm_calls("scancel")
+    assert any(a.startswith("--name=slurmkit-cpus-") for a in scancel)

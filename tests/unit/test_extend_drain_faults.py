@@ -183,3 +183,29 @@ def test_a_drain_without_any_answer_stays_open_and_the_next_drain_settles_it(
     assert settled == ["node-[2-3] drained"]
     assert _journal_entries(journal.path)[-1] == ("outcome", "done")
     assert len(notes) == 1
+
+
+def test_a_run_with_nothing_left_to_drain_still_settles_the_killed_runs_intent(
+    scan_slurm: HungScanSlurm, tmp_path: Path
+) -> None:
+    """The node a killed run drained is planned "already drained" by the next scan, so the
+    next run has no group to drain: it must settle the open intent all the same (the live
+    fault suite found it left open for good)."""
+    scan_slurm.silent_reads = 100
+    journal = Journal(tmp_path / "drain.journal")
+    with pytest.raises(ControllerUnreachable):
+        drain.execute(_plan(), lambda o: True, journal=journal, notify=lambda n: None)
+    scan_slurm.silent_reads = 0
+    notes: list[str] = []
+    asked: list[DrainOutcome] = []
+    nothing = DrainOutcome(dry_run=False)
+    done = drain.execute(nothing, asked.append, journal=journal, notify=notes.append)
+    assert not done.done and asked == []  # nothing to drain, nobody asked
+    assert _journal_entries(journal.path)[-1] == ("outcome", "done")
+    assert len(notes) == 1 and "node-[2-3] drained" in notes[0]
+
+
+def test_a_dry_run_settles_nothing_and_writes_no_journal(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "drain.journal")
+    drain.execute(DrainOutcome(dry_run=True), lambda o: True, journal=journal)
+    assert not journal.path.exists()
