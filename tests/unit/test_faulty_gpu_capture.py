@@ -87,6 +87,21 @@ def test_the_node_asks_nvidia_smi_for_the_health_sections_only(tmp_path: Path) -
     assert _results(log)["gpu-health"][0].status == UNKNOWN  # an empty report is never a pass
 
 
+def test_the_newest_recorded_driver_still_knows_every_section_the_node_asks_for(
+    tmp_path: Path,
+) -> None:
+    """Driver 590.48.01's own ``nvidia-smi -h`` (recorded) lists each ``-d`` value used."""
+    capture = (GPU / "query-gpu/h100-590.48.01-capture-query-gpu-csv-q-topo.txt").read_text()
+    help_text = capture[capture.index("# $ nvidia-smi -h\n") :]
+    help_text = help_text[: help_text.index("# capabilities :: help-query-gpu")]
+    start = help_text.index("--display=")
+    offered = help_text[start : help_text.index("Flags can be combined", start)]
+    args = tmp_path / "args"
+    _run_node(tmp_path, {"nvidia-smi": f'echo "$@" >> {args}; echo'}, "gpu-health")
+    asked = args.read_text().splitlines()[0].split()[2].split(",")
+    assert asked and all(section in offered for section in asked), (asked, offered)
+
+
 def test_an_old_driver_without_row_remapper_gets_the_full_report(tmp_path: Path) -> None:
     full = GPU / "nvidia-smi-q/v100x8-azure-535.86.10-page-retirement-healthy.txt"
     body = f'if [[ $* == *ROW_REMAPPER* ]]; then echo "Invalid combination"; exit 2; fi; cat {full}'
