@@ -150,6 +150,18 @@ class Resolver:
             self._cache[group] = str(hostlist.HostSet(found, limit=self.limit))
         return self._cache[group]
 
+    def check_literals(self, text: str) -> list[Item]:
+        """The items of ``text``, each literal one parsed: a bad one is refused as typed.
+
+        Run before any group is looked up, so the message quotes what the user wrote (not
+        the list with its groups expanded) and a typo costs no Slurm call.
+        """
+        items = parse(text)
+        for item in items:
+            if isinstance(item, str):
+                hostlist.HostSet(item, limit=self.limit)
+        return items
+
     def substitute(self, text: str, *, empty_ok: bool = False) -> str:
         """``text`` with each group replaced by its members; literal items keep their order.
 
@@ -157,8 +169,9 @@ class Resolver:
         """
         if "@" not in text:
             return text
+        items = self.check_literals(text)
         out: list[str] = []
-        for item in parse(text):
+        for item in items:
             if isinstance(item, str):
                 out.append(item)
                 continue
@@ -203,6 +216,11 @@ def resolve(
     node, when one of its groups has none, or when ``exclude`` removes every node.
     """
     resolver = resolver or Resolver()
+    if exclude and "@" in include:  # a typo in -x must cost no lookup of -w's groups
+        try:
+            resolver.check_literals(exclude)
+        except HostlistParseError as exc:
+            raise HostlistParseError(f"--exclude: {exc}") from None
     hosts = hostlist.targets(resolver.substitute(include), what=what, limit=resolver.limit)
     if not exclude:
         return hosts

@@ -122,16 +122,29 @@ def test_bad_brackets_the_engine_refuses_split_without_an_error(
     fake_slurm: FakeSlurm, text: str, items: list[str], error: str
 ) -> None:
     """The difference, on purpose: split_items never raises (has_groups reads any text) and
-    keeps the bad item whole; the hostlist engine then refuses the list, naming the bracket
-    (at the same position here, the bad item being first). A group the bad item swallows
-    (``n[1-3,@all``) is never looked up; a separate one is, before the refusal."""
+    keeps the bad item whole; the hostlist engine then refuses it, naming the bracket in the
+    item as typed. No group is looked up before the refusal, whether the bad item swallows
+    it (``n[1-3,@all``) or stands beside it."""
     with pytest.raises(HostlistParseError, match=re.escape(error)):
         hostlist_parse._tokens(text)
     assert nodesel.split_items(text) == items
     fake_slurm.on(ALL, sample("sinfo_N_all.txt"))
     with pytest.raises(HostlistParseError, match=re.escape(error)):
         nodesel.resolve(text)
-    assert fake_slurm.count("sinfo") == (1 if "@all" in items else 0)
+    assert fake_slurm.count("sinfo") == 0
+
+
+def test_a_bad_item_after_a_group_is_quoted_as_typed_and_costs_no_slurm_call(
+    fake_slurm: FakeSlurm,
+) -> None:
+    """``@all,a]`` used to be refused as "position 13 in 'node-[1-4],a]'" after @all was
+    looked up: the message quoted text the user never typed."""
+    fake_slurm.on(ALL, sample("sinfo_N_all.txt"))
+    with pytest.raises(HostlistParseError, match=re.escape("at position 2 in 'a]'")):
+        nodesel.resolve("@all,a]")
+    with pytest.raises(HostlistParseError, match=re.escape("--exclude: ']' without")):
+        nodesel.resolve("@all", "@state:drain,x]")
+    assert fake_slurm.count("sinfo") == 0
 
 
 @pytest.mark.parametrize(
