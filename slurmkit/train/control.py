@@ -30,21 +30,20 @@ from slurmkit.errors import (
     ControllerUnreachable,
     EnvironmentProblem,
     PermissionDenied,
-    SlurmError,
     SlurmkitError,
     SlurmParseError,
     UsageError,
 )
 from slurmkit.grammar import idrange
 from slurmkit.sbatch.header import SbatchHeader, merged, parse_words, read_header
-from slurmkit.slurm import query
+from slurmkit.slurm import query, recheck
 from slurmkit.slurm.records import Job
 from slurmkit.train import reconcile
 from slurmkit.train import submit as train_submit
 from slurmkit.train.bashcheck import bash_syntax_error
 from slurmkit.train.compare import Difference, compare, unified
 from slurmkit.train.lintgate import lint_gate
-from slurmkit.train.state import TrainDir, TrainState
+from slurmkit.train.state import TrainDir, TrainState, progress
 
 
 @dataclass
@@ -165,7 +164,7 @@ def _hold_or_release(train: TrainDir, dry_run: bool, action: str) -> Report:
                 reconcile.finish(train, token, action, "failed", why=str(exc))
                 _explain_denied(exc, state, queue, array)
             except ControllerUnreachable as exc:
-                _check_unanswered(train, token, action, live, exc, report)
+                _check_unanswered(train, token, action, [array], exc, report)
                 result = query.ControlResult(tuple(build(array)))
             report.lines.append(_effect(queue, array, action, would=False, result=result))
         faultpoint.reached(f"train.{action}.done")
@@ -185,12 +184,18 @@ def _check_unanswered(
     """A hold, release or cancel that got no answer: the queue says whether it was done.
 
     Done: a notice, and the command goes on as if answered. Not done: the original
-    error. The queue silent too: unknown, said so; the intent stays open for the
-    next command (``train status``) to settle.
+    error, but only after the whole window (``recheck.read_again``): a controller woken
+    from a hang may answer squeue before it runs the request still in its backlog. The
+    queue silent too: unknown, said so; the intent stays open for the next command
+    (``train status``) to settle.
     """
-    try:
-        done = reconcile.queue_state(arrays, action, now)
-    except SlurmError as again:
+    done, again = recheck.read_again(
+        lambda: reconcile.queue_state(arrays, action, now),
+        what=f"the queue for array {', '.join(arrays)}",
+        notify=progress,
+        until=lambda answer: answer is not False,  # "not yet" may be the backlog: ask again
+    )
+    if again is not None:
         raise EnvironmentProblem(
             f"train {train.name}: {exc}; squeue does not answer either ({again}): whether "
             f"the {action} was done is unknown. `slurmkit train status {train.name}` checks "
@@ -483,16 +488,27 @@ def _next_script_checked(train: TrainDir, force: bool) -> list[str]:
 def _check_restart_unanswered(
     train: TrainDir, token: str, task: str, exc: ControllerUnreachable, report: Report
 ) -> None:
-    """scancel got no answer: the queue says whether ``task`` still runs."""
-    try:
-        jobs = query.jobs(job_ids=[task])
-    except SlurmError as again:
+    """scancel got no answer: the queue says whether ``task`` still runs.
+
+    "Still running" is read again for the whole window, as in :func:`_check_unanswered`.
+    """
+
+    def still_running() -> bool:
+        return any(j.display_id == task and j.is_running for j in query.jobs(job_ids=[task]))
+
+    running, again = recheck.read_again(
+        still_running,
+        what=f"the queue for {task}",
+        notify=progress,
+        until=lambda answer: not answer,
+    )
+    if again is not None:
         raise EnvironmentProblem(
             f"train {train.name}: {exc}; squeue does not answer either ({again}): whether "
             f"{task} was cancelled is unknown. `slurmkit train status {train.name}` checks "
             "again once slurmctld answers"
         ) from None
-    if any(j.display_id == task and j.is_running for j in jobs):
+    if running:
         reconcile.finish(train, token, "restart-run", "failed", why=str(exc))
         raise exc
     report.notices.append(f"no answer from Slurm ({exc}), but {task} is no longer running")

@@ -45,6 +45,8 @@ class TokenCluster(TrainCluster):
         # slurmctld woken from SIGSTOP answers this many squeues before it runs the sbatch
         # still in its backlog: the last submission is not shown to them (seen on 25.11)
         self.backlog = 0
+        # the queue squeue shows, one per read (the last stays): a change in the backlog
+        self.queues: list[str] = []
 
     def _answer(self, call: Call) -> _proc.Completed:
         key = call.argv
@@ -52,6 +54,8 @@ class TokenCluster(TrainCluster):
         silent = _proc.Completed(key, -9, "", "", 60.0, timed_out=True)
         if program == "squeue" and self.squeue_down:
             return silent
+        if program == "squeue" and self.queues and not any("%k" in w for w in key):
+            self.queue = self.queues.pop(0)
         if program == "sacct" and self.sacct_down:
             return _proc.Completed(key, 1, "", "sacct: error: Problem talking to the database\n", 0)
         if program == "squeue" and any("%k" in word for word in key):
@@ -547,6 +551,61 @@ def test_hold_without_an_answer_is_checked_in_the_queue(
     cluster.slurm.on(["scontrol", "hold", "115"], answer=held_meanwhile)
     result = run_cli("train", "hold", "--yes")
     assert "held array 115" in result.stdout and "no answer" in result.stderr
+
+
+def only_first_task() -> str:
+    return running_and_pending().splitlines(keepends=True)[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "call", "before", "after", "said"),
+    [
+        (("hold",), ("scontrol", "hold", "115"), running_and_pending(),
+         running_and_pending(held=True), "held array 115"),
+        (("release",), ("scontrol", "release", "115"), running_and_pending(held=True),
+         running_and_pending(), "released array 115"),
+        (("stop", "--now"), ("scancel", "115"), running_and_pending(), "", "cancel"),
+        (("restart-run",), ("scancel", "115_2"), running_and_pending(), only_first_task(),
+         "cancelled run 115_2"),
+    ],
+)  # fmt: skip
+def test_a_change_without_an_answer_the_woken_queue_does_not_show_yet_is_done(
+    run_cli: Run,
+    cluster: TokenCluster,
+    tmp_path: Path,
+    clock: list[float],
+    args: tuple[str, ...],
+    call: tuple[str, ...],
+    before: str,
+    after: str,
+    said: str,
+) -> None:
+    """hold, release, scancel with no answer: the queue read right after may come before the
+    controller ran the request in its backlog; "not done yet" is read again for the window,
+    and the answer is the checked one (exit 0), not the timeout."""
+    start(run_cli, tmp_path)
+    cluster.queue = before
+    cluster.answers[call] = (1, "", "slurm_error: Socket timed out on send/recv operation\n")
+    plan_reads = len(cluster.slurm_calls("squeue"))
+    run_cli("train", *args, "--dry-run")  # the reads the command makes before it acts
+    plan_reads = len(cluster.slurm_calls("squeue")) - plan_reads
+    cluster.queues = [before] * (plan_reads + 2) + [after]
+    result = run_cli("train", *args, "--yes")
+    assert said in result.stdout and "no answer from Slurm" in result.stderr
+    assert clock[0] == 2.0
+    assert open_intents(tmp_path) == []
+
+
+def test_a_hold_the_queue_never_shows_is_reported_failed_after_the_window(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, clock: list[float]
+) -> None:
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    cluster.answers[("scontrol", "hold", "115")] = (1, "", "slurm_error: Socket timed out\n")
+    result = run_cli("train", "hold", "--yes", exit_code=2)
+    assert "Socket timed out" in result.stderr and clock[0] >= recheck.DEFAULT_WITHIN - 1
+    (outcome,) = [e for e in journal(tmp_path) if e["kind"] == "outcome" and e["action"] == "hold"]
+    assert outcome["result"] == "failed"
 
 
 # ---------------------------------------------------------------- 6. status tells the truth
