@@ -81,25 +81,30 @@ def _find(
     (exit 2: it could not act either); with ``busy_ok`` (status, the kill switch) the
     open intents are left for the next command and this one goes on.
     """
-    from slurmkit.locks import LockBusy
     from slurmkit.train import find, root_dir
     from slurmkit.train.state import set_progress
 
     set_progress(_notify)
     train = replace(find(root_dir(directory), name), lock_wait=lock_wait)
     if settle:
-        from slurmkit.train.reconcile import reconcile
-
-        try:
-            with train.locked():
-                lines = reconcile(train)
-        except LockBusy as exc:
-            if not busy_ok:
-                raise
-            lines = [f"open changes not checked now: {exc}"]
-        for line in lines:
-            _notify(line)
+        _settle(train, busy_ok)
     return train
+
+
+def _settle(train: TrainDir, busy_ok: bool) -> None:
+    """Settle the open intents under the lock, one line each (see :func:`_find`)."""
+    from slurmkit.locks import LockBusy
+    from slurmkit.train.reconcile import reconcile
+
+    try:
+        with train.locked():
+            lines = reconcile(train)
+    except LockBusy as exc:
+        if not busy_ok:
+            raise
+        lines = [f"open changes not checked now: {exc}"]
+    for line in lines:
+        _notify(line)
 
 
 def _no_unsettled_submission(train: TrainDir) -> None:
@@ -691,14 +696,15 @@ def _flip_switch(
 ) -> None:
     """Show or turn a switch on/off under the confirm rule, then note the change in train.json.
 
-    Never waits behind another command: the switches are for emergencies. Open changes are
-    settled only if the lock is free at once; the note in train.json waits at most --lock-wait.
+    Never waits behind another command or for Slurm: the switches are for emergencies. Open
+    changes are settled after the switch is flipped (settling asks Slurm, which may hang),
+    and only if the lock is free at once; the note in train.json waits at most --lock-wait.
     """
     from slurmkit.cli._confirm import declined, gate
     from slurmkit.train import killswitch
 
-    train = _find(directory, name, 0.0, settle=action != "status", busy_ok=True)
-    train = replace(train, lock_wait=lock_wait)
+    found = _find(directory, name, 0.0, settle=False)
+    train = replace(found, lock_wait=lock_wait)
     if action == "status":
         state = switch.state(train)
         if as_json:
@@ -727,6 +733,7 @@ def _flip_switch(
         note = killswitch.record(train, action, switch.kind)
         if note:
             _notify(f"note: {note}")
+    _settle(found, busy_ok=True)
     exit_with(rule.exit_code(would_change))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,8 +47,11 @@ class TokenCluster(TrainCluster):
         self.backlog = 0
         # the queue squeue shows, one per read (the last stays): a change in the backlog
         self.queues: list[str] = []
+        self.watch: list[Callable[[Call], None]] = []  # called with every Slurm call
 
     def _answer(self, call: Call) -> _proc.Completed:
+        for watch in self.watch:
+            watch(call)
         key = call.argv
         program = key[0]
         silent = _proc.Completed(key, -9, "", "", 60.0, timed_out=True)
@@ -488,6 +491,25 @@ def test_a_held_lock_is_a_bounded_wait_naming_the_holder(
         assert (tmp_path / FOLDER / "kill-switch").exists()
     finally:
         os.close(lock)
+
+
+@pytest.mark.parametrize("switch", ["kill-switch", "save-switch"])
+def test_a_switch_on_a_hung_controller_is_on_before_slurm_is_asked_anything(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, switch: str
+) -> None:
+    """The emergency switch never waits for Slurm: an open start on a hung controller is
+    settled only after the switch file exists (settling it may take the whole window)."""
+    cluster.sbatch_silent = True
+    cluster.squeue_down = True
+    start(run_cli, tmp_path, exit_code=2)
+    assert [e["action"] for e in open_intents(tmp_path)] == ["start"]
+    seen: list[bool] = []
+    cluster.watch.append(lambda call: seen.append((tmp_path / FOLDER / switch).exists()))
+    result = run_cli("train", switch, "on", "--yes")
+    assert "created" in result.stdout and (tmp_path / FOLDER / switch).exists()
+    assert seen and all(seen)  # squeue was asked (the open start), but only afterwards
+    assert "may have queued" in result.stderr  # and the open start was still looked at
+    assert [e["action"] for e in open_intents(tmp_path)] == ["start"]
 
 
 # ---------------------------------------------------------------- 5. answers match what was done
