@@ -173,6 +173,8 @@ def test_every_sbatch_carries_its_journal_token(
         (("extend", "--runs", "2", "--yes"), ("sbatch",)),
         (("switch", "b.slurm", "--yes"), None),
         (("kill-switch", "on", "--yes"), None),
+        (("save-switch", "on", "--yes"), None),
+        (("restart-run", "--yes"), ("scancel", "115_2")),
     ],
 )
 def test_a_journal_that_cannot_take_the_intent_means_nothing_is_done(
@@ -200,6 +202,7 @@ def test_a_journal_that_cannot_take_the_intent_means_nothing_is_done(
         assert [c for c in cluster.calls[len(before) :] if c[: len(acted)] == acted] == []
     assert (tmp_path / FOLDER / "current").readlink() == tmp_path / "a.slurm"
     assert not (tmp_path / FOLDER / "kill-switch").exists()
+    assert not (tmp_path / FOLDER / "save-switch").exists()
 
 
 def test_start_with_an_unwritable_trains_folder_submits_nothing(
@@ -434,6 +437,43 @@ def test_killed_after_sbatch_the_next_status_adopts_and_stop_stops_it(
     run_cli("train", "stop", "--now", "--yes")
     (cancel,) = cluster.slurm_calls("scancel")
     assert orphan in cancel
+
+
+def test_killed_after_sbatch_a_start_again_with_the_name_adopts_never_a_traceback(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue: after a kill -9 in start, starting again with the same name gave a
+    FileExistsError traceback (or, worse, a second array)."""
+    kill_at(monkeypatch, "train.start.submitted")
+    with pytest.raises(Killed):
+        start(run_cli, tmp_path)
+    kill_at(monkeypatch, "none")
+    result = start(run_cli, tmp_path)
+    assert "already queued" in result.stderr and "Traceback" not in result.stderr
+    assert len(cluster.slurm_calls("sbatch")) == 1 and arrays(tmp_path) == ["115"]
+    assert open_intents(tmp_path) == []
+
+
+def test_killed_after_extend_a_stop_now_at_once_cancels_the_orphan_too(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue: `train stop --now --yes` exited 0 while the array of a killed extend ran
+    on, unseen. stop settles first: the orphan is adopted, then cancelled with the rest."""
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    kill_at(monkeypatch, "train.extend.submitted")
+    with pytest.raises(Killed):
+        run_cli("train", "extend", "--runs", "2", "--yes")
+    kill_at(monkeypatch, "none")
+    orphan = cluster.commented[-1][0]
+    cluster.queue += squeue_row(
+        job_id=orphan, array_job_id=orphan, array_task_id="1-2%1", name="tr", user="root",
+        state="PENDING", reason="Dependency", time_limit="5:00",
+    )  # fmt: skip
+    result = run_cli("train", "stop", "--now", "--yes")
+    assert "adopted" in result.stderr
+    (cancel,) = cluster.slurm_calls("scancel")
+    assert "115" in cancel and orphan in cancel and "--state=PENDING" not in cancel
 
 
 def test_killed_after_switch_repointed_is_recorded_next_time(
