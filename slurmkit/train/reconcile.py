@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from slurmkit.errors import SlurmError, SlurmkitError
+from slurmkit.errors import ControllerUnreachable, SlurmError, SlurmkitError
 from slurmkit.journal import Entry, JournalProblem, comment_for
 from slurmkit.slurm import query, recheck
 from slurmkit.train.state import (
@@ -120,9 +120,13 @@ def find_submission_again(
     slurmctld woken from SIGSTOP may answer squeue before it runs the sbatch still in its
     backlog (seen on 25.11): the first "no such job" is no proof that nothing will be
     queued. So a job carrying the token ends the wait at once, and absence is believed
-    only after ``recheck.DEFAULT_WITHIN`` seconds of asking (silences retried in the same
-    window: a hung controller costs at most that plus one MessageTimeout).
-    ``silent_sbatch``: the caller's own sbatch just got no answer (the stderr line says so).
+    only after ``recheck.DEFAULT_WITHIN`` seconds of asking.
+
+    ``silent_sbatch``: the caller's own sbatch just got no answer (the stderr line says
+    so); silences are retried in the same window too, so a controller that wakes during
+    it still gets the truthful answer (at most the window plus one MessageTimeout).
+    Otherwise (settling an older intent) a silence is "unknown" at once: the intent stays
+    open for the next command, and `train status` on a hung controller stays one timeout.
     """
     comment = comment_for(token)
     within = recheck.DEFAULT_WITHIN
@@ -132,8 +136,17 @@ def find_submission_again(
             f"asking {what}; absent is asked again for up to {within:g} s "
             "(a controller that was hung may still queue it)"
         )
+
+    def read() -> tuple[str, ...]:
+        try:
+            return _carrying(name, token, since, known)
+        except ControllerUnreachable as exc:
+            if silent_sbatch:
+                raise
+            raise SlurmError(str(exc), exc.argv, exc.returncode, exc.stderr) from exc
+
     ids, error = recheck.read_again(
-        lambda: _carrying(name, token, since, known),
+        read,
         what=what,
         notify=progress if silent_sbatch else None,
         until=bool,  # absent may only mean "not processed yet": look for the whole window

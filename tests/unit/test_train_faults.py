@@ -330,6 +330,24 @@ def test_a_silent_sbatch_absent_for_the_whole_window_queued_nothing(
         assert outcome["result"] == "failed"
 
 
+def test_settling_on_a_still_silent_controller_is_one_look_not_the_window(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path, clock: list[float]
+) -> None:
+    """The start itself keeps asking through silences for the window (slurmctld may wake
+    during it); a later command settling the open start does not: silence is "unknown" at
+    once, so `train status` on a hung controller costs one timeout, not the window."""
+    cluster.sbatch_silent = True
+    cluster.squeue_down = True
+    start(run_cli, tmp_path, exit_code=2)
+    assert clock[0] >= recheck.DEFAULT_WITHIN - 1
+    assert token_reads(cluster) == int(recheck.DEFAULT_WITHIN)
+    clock[0] = 0.0
+    result = run_cli("train", "status", "tr", exit_code=2)
+    assert token_reads(cluster) == int(recheck.DEFAULT_WITHIN) + 1 and clock[0] == 0.0
+    assert "may have queued" in result.stderr
+    assert [e["action"] for e in open_intents(tmp_path)] == ["start"]
+
+
 @pytest.mark.parametrize("then", ["start", "status"])
 def test_an_open_start_settled_when_the_woken_queue_does_not_show_it_yet(
     run_cli: Run, cluster: TokenCluster, tmp_path: Path, clock: list[float], then: str
