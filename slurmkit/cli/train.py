@@ -120,6 +120,24 @@ def _no_unsettled_submission(train: TrainDir) -> None:
             )
 
 
+def _not_again(train: TrainDir, unanswered: set[str], as_json: bool) -> None:
+    """An extend retried after one that got no answer: that one's array, if settled as
+    queued just now, is the extension asked for; submitting again would add it twice.
+    Says so and exits 0 (a later extend is a new request and extends)."""
+    from slurmkit.train.control import Report
+    from slurmkit.train.reconcile import queued_by
+
+    queued = queued_by(train, unanswered) if unanswered else []
+    if not queued:
+        return
+    line = (
+        f"array {', '.join(queued)} of the earlier, unanswered `train extend` is queued: "
+        "not extending again (this extend's options were not used; extend again to add more)"
+    )
+    _print_report(Report(train.name, "extend", False, lines=[line]), as_json)
+    exit_with(0)
+
+
 def _must_exist(train: TrainDir) -> None:
     """A folder left by a start that queued nothing (or is not settled yet) is no train."""
     from slurmkit.errors import UsageError
@@ -579,9 +597,12 @@ def extend_command(
     exclude_list = None if no_exclude else (state or excluded.default_path())
     if exclude_list is not None:
         excluded.load(exclude_list)
-    train = _find(directory, name, lock_wait)
+    train = _find(directory, name, lock_wait, settle=False)
+    unanswered = {e.token for e in train.journal.open_intents() if e.action == "extend"}
+    _settle(train, busy_ok=False)
     _must_exist(train)
     _no_unsettled_submission(train)
+    _not_again(train, unanswered, as_json)
     _gated(
         lambda dry: extend(train, runs, dry, exclude_list),
         dry_run,

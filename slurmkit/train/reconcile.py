@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from slurmkit.errors import ControllerUnreachable, SlurmError, SlurmkitError
 from slurmkit.journal import Entry, JournalProblem, comment_for
+from slurmkit.journal import read as read_journal
 from slurmkit.slurm import query, recheck
 from slurmkit.train.state import (
     ArrayRecord,
@@ -242,6 +243,21 @@ def _submission(train: TrainDir, entry: Entry, what: str) -> str:
         f"array {', '.join(new)} of the {what} was queued: adopted into {train.state_file} "
         f"(`slurmkit train stop {train.name}` stops it like the rest)"
     )
+
+
+def queued_by(train: TrainDir, tokens: Collection[str]) -> list[str]:
+    """The arrays the intents ``tokens`` are now recorded as having queued (outcome done).
+
+    A retried ``extend`` asks this of the extend intents its own settling closed: the
+    earlier, unanswered extend's array is the extension asked for, not a reason for two.
+    """
+    found = []
+    for entry in read_journal(train.journal.path).entries:
+        job_id = entry.details.get("job_id")
+        done = entry.kind == "outcome" and entry.details.get("result") == "done"
+        if done and entry.token in tokens and isinstance(job_id, str):
+            found.append(job_id)
+    return found
 
 
 def adopt(train: TrainDir, state: TrainState | None, entry: Entry, job_ids: Sequence[str]) -> None:

@@ -396,6 +396,38 @@ def test_sbatch_and_squeue_silent_keeps_the_folder_and_a_retry_never_doubles(
     assert "already exists" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_an_extend_retried_after_no_answer_never_adds_a_second_extension(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    """The unknown extend's error says extending again never submits twice: a retry while
+    Slurm is silent submits nothing; once it answers, the retry adopts the first
+    extension and submits nothing more (as a retried start does)."""
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    cluster.sbatch_silent = True
+
+    def hang_after_sbatch(call: Call) -> None:  # the controller stops answering from sbatch on
+        if call.argv[0] == "sbatch":
+            cluster.squeue_down = True
+
+    cluster.watch.append(hang_after_sbatch)
+    first = run_cli("train", "extend", "--runs", "2", "--yes", exit_code=2)
+    assert "never submits twice" in first.stderr
+    cluster.watch.clear()
+    cluster.sbatch_silent = False
+    refused = run_cli("train", "extend", "--runs", "2", "--yes", exit_code=2)
+    assert "nothing submitted" in refused.stderr
+    cluster.squeue_down = False
+    retry = run_cli("train", "extend", "--runs", "2", "--yes")
+    assert "adopted" in retry.stderr and "not extending again" in retry.stdout
+    assert len(cluster.slurm_calls("sbatch")) == 2  # the start, the first extend
+    assert arrays(tmp_path) == ["115", "130"] and open_intents(tmp_path) == []
+    # a later extend is a new request: it extends
+    cluster.queue = running_and_pending()
+    run_cli("train", "extend", "--runs", "2", "--yes")
+    assert len(cluster.slurm_calls("sbatch")) == 3
+
+
 def test_a_start_nothing_queued_for_can_be_retried(
     run_cli: Run, cluster: TokenCluster, tmp_path: Path
 ) -> None:
