@@ -535,3 +535,110 @@ def test_faulty_scan_drain_killed_after_the_update_is_settled_by_the_next_run(
         if ours:
             run_slurm(["scontrol", "update", f"nodename={','.join(ours)}", "state=resume"])
     assert _ours_drained() == []
+
+
+# ---------------------------------------------------------------- node drain|resume
+
+
+@contextlib.contextmanager
+def _resumed_at_end(node: str, reason: str) -> Iterator[None]:
+    """Whatever happens, ``node`` is not left drained with the test's ``reason``."""
+    try:
+        yield
+    finally:
+        (now,) = query.nodes(node, exact_reasons=True)
+        if "DRAIN" in now.flags and now.reason == reason:
+            run_slurm(["scontrol", "update", f"nodename={node}", "state=resume"])
+
+
+def test_node_drain_killed_after_the_change_is_settled_by_the_next_node_command(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    (node,) = _idle_nodes(1)
+    reason = f"sk-fault-test {uuid.uuid4().hex[:6]}"
+    log = tmp_path / "node.log"
+    common = ("--yes", "--log", str(log), "--lock", str(tmp_path / "lock"))
+    with _resumed_at_end(node, reason):
+        killed = slurmkit("node", "drain", node, "--reason", reason, *common,
+                          point="node-drain.after-change")  # fmt: skip
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert [r["action"] for r in _log_actions(log)] == ["will-drain"]  # no outcome yet
+        assert "DRAIN" in _state(node)  # but the node was drained
+        again = slurmkit("node", "resume", node, *common)
+        assert again.returncode == 0, again.stderr
+        notes = [ln for ln in _errors(again.stderr) if "settled" in ln]
+        assert len(notes) == 1 and f"{node} drain done" in notes[0], again.stderr
+        rows = _log_actions(log)
+        assert [r["action"] for r in rows] == ["will-drain", "drain", "will-resume", "resume"]
+        assert rows[1]["reconciled"] == "yes" and "DRAIN" in rows[1]["after"]
+        assert "DRAIN" not in _state(node)
+
+
+def test_node_drain_whose_update_gets_no_answer_reports_the_checked_answer(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    (node,) = _idle_nodes(1)
+    reason = f"sk-fault-test {uuid.uuid4().hex[:6]}"
+    ctld = recorded_pid(cluster, "slurmctld")
+    log = tmp_path / "node.log"
+    argv = [str(SLURMKIT), "node", "drain", node, "--reason", reason, "--yes", "--json",
+            "--log", str(log), "--lock", str(tmp_path / "lock")]  # fmt: skip
+    with (
+        _resumed_at_end(node, reason),
+        stopping_shim(tmp_path / "shim", "scontrol", ctld, "update") as shim,
+    ):
+        code, out, err = _run_resuming(argv, shim, ctld, "reading the state of")
+        assert code == 0, err
+        (row,) = json.loads(out)["nodes"]
+        assert row["action"] == "done" and "no answer from Slurm; read back: done" in row["why"]
+        rows = _log_actions(log)
+        assert [r["action"] for r in rows] == ["will-drain", "drain"]
+        assert rows[1]["checked"] == "after-no-answer" and "DRAIN" in _state(node)
+
+
+# ---------------------------------------------------------------- a controller that stays hung
+
+
+def test_undrain_on_a_controller_that_stays_hung_is_unknown_bounded_and_settled_later(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    """slurmctld stopped at the update and not continued while undrain runs: the update and
+    every read-back time out. The answer is "unknown" (exit 2, never undrain-failed), after
+    saying on stderr what it waits for; the intent stays open, and the next run, with
+    slurmctld back, settles it with the state Slurm reports. The seconds are printed."""
+    (node,) = _idle_nodes(1)
+    ctld = recorded_pid(cluster, "slurmctld")
+    log = tmp_path / "undrain.log"
+    common = ("-w", node, "--yes", "--log", str(log), "--lock", str(tmp_path / "lock"))
+    with _drained({node: KTF}):
+        with stopping_shim(tmp_path / "shim", "scontrol", ctld, "update") as shim:
+            start = time.monotonic()
+            code, _, err = _run_resuming([str(SLURMKIT), "undrain", *common], shim, ctld, "\0never")
+            took = time.monotonic() - start
+        assert code == 2, err
+        assert "no answer from Slurm: reading the state of" in err  # progress, before the end
+        assert "Traceback" not in err and "undrain-failed" not in log.read_text()
+        # undrain-unknown keeps the intent open (actionlog.STILL_OPEN)
+        assert [r["action"] for r in _log_actions(log)] == ["will-undrain", "undrain-unknown"]
+        again = slurmkit("undrain", *common)
+        assert again.returncode == 0, again.stderr
+        notes = [ln for ln in _errors(again.stderr) if "settled" in ln]
+        assert len(notes) == 1 and node in notes[0], again.stderr
+        assert _log_actions(log)[2]["reconciled"] == "yes"
+        assert "DRAIN" not in _state(node)
+    print(f"undrain on a controller hung at its update: exit 2 after {took:.1f} s; {err!r}")
+
+
+def test_undrain_with_a_log_in_a_missing_folder_changes_nothing(
+    cluster: sandbox.SandboxSpec, tmp_path: Path
+) -> None:
+    """The third unwritable log of issue 22 (full, read-only, missing folder)."""
+    (node,) = _idle_nodes(1)
+    log = tmp_path / "no-such-folder" / "undrain.log"
+    with _drained({node: KTF}):
+        result = slurmkit("undrain", "-w", node, "--yes", "--log", str(log),
+                          "--lock", str(tmp_path / "lock"))  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        (line,) = _errors(result.stderr)
+        assert line.startswith("slurmkit: --log") and "nothing was done" in line, line
+        assert "DRAIN" in _state(node) and not log.parent.exists()
