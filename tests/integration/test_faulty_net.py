@@ -9,7 +9,11 @@ its figure. Every fault is cleared by the fixture's finalizer, whatever happens.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,7 +23,8 @@ from slurmkit import sandbox
 from slurmkit.faulty import excluded
 from slurmkit.sandbox import netfault
 from slurmkit.slurm import query
-from tests.integration.conftest import poll
+from slurmkit.slurm.commands import run_slurm
+from tests.integration.conftest import poll, recorded_pid
 
 NODES = ["node-1", "node-2", "node-3", "node-4"]
 
@@ -115,3 +120,60 @@ def test_nccl_multi_without_torch_cuda_is_skipped_on_every_node(run_cli, tmp_pat
         assert node["result"] == "skipped" and check["status"] == "skipped", node
         assert re.match(r"torch (is not importable by |.*torch\.cuda\.is_available\(\) is False)",
                         check["detail"]), check  # fmt: skip
+
+
+def _slurmd_of(cluster: sandbox.SandboxSpec, node: str) -> int:
+    """The node's slurmd: tini (recorded by ``sandbox up``) -> supervisor -> slurmd."""
+
+    def children(pid: int) -> list[int]:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+    (supervisor,) = children(recorded_pid(cluster, f"node-{node}"))
+    (slurmd,) = children(supervisor)
+    assert "slurmd" in Path(f"/proc/{slurmd}/cmdline").read_text()
+    return slurmd
+
+
+def test_a_node_that_stops_answering_mid_scan_is_unknown_and_the_others_are_reported(
+    cluster: sandbox.SandboxSpec, tmp_path: Path, fault
+) -> None:
+    """Issue 16, "a node that dies mid-scan is unknown, not lost": once the scan's job runs on
+    all four nodes, node-4's slurmd is frozen (SIGSTOP: a hung node, no step starts there).
+    Its pairs are bounded by --net-timeout; node-4 is never a pass, it is in --exclude=,
+    nothing is drained, and the three others keep the result of their pairs among
+    themselves. The scan answers within its bound, exit 1."""
+    slurmd = _slurmd_of(cluster, "node-4")
+    scan = subprocess.Popen(
+        [sys.executable, "-m", "slurmkit", "faulty", "scan", "-w", "node-[1-4]", "--checks",
+         "net", "--dir", str(tmp_path), "--timeout", "200", "--net-timeout", "6", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+    )  # fmt: skip
+    frozen = False
+    try:
+
+        def running_on_node_4() -> bool:
+            out = run_slurm(["squeue", "--noheader", "-w", "node-4", "-t", "R", "-o", "%i"])
+            return bool(out.stdout.strip()) or scan.poll() is not None
+
+        poll(running_on_node_4, 120, "the scan's job to run on node-4")
+        assert scan.poll() is None, "the scan ended before node-4 could be frozen"
+        os.kill(slurmd, signal.SIGSTOP)
+        frozen = True
+        out, err = scan.communicate(timeout=240)
+    finally:
+        if frozen:
+            os.kill(slurmd, signal.SIGCONT)
+        if scan.poll() is None:
+            scan.kill()
+    assert scan.returncode == 1, err
+    data = json.loads(out)
+    results = {n["node"]: n for n in data["nodes"]}
+    assert set(results) == set(NODES), "a node was lost from the report"
+    assert results["node-4"]["result"] in ("unknown", "FAIL"), results["node-4"]
+    assert results["node-4"]["result"] != "pass"
+    assert "node-4" in data["exclude"]
+    for node in ("node-1", "node-2", "node-3"):
+        assert results[node]["result"] != "unknown", results[node]
+    drained = [n.name for n in query.nodes("node-[1-4]") if n.flags & {"DRAIN"}]
+    assert drained == []
+    poll(_all_can_run, 120, "node-4 to answer again once thawed")
