@@ -49,19 +49,22 @@ from tests.integration.test_undrain import (  # noqa: F401  (test_user: a fixtur
 LIMIT = 240.0  # no command here may take longer: a hang fails the test instead of blocking
 
 
-def _env(point: str | None = None, path_first: Path | None = None) -> dict[str, str]:
+def _env(
+    point: str | None = None, path_first: Path | None = None, sig: str = "KILL"
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURMKIT_FAULT")}
     if point:
         env["SLURMKIT_FAULT_POINT"] = point
+        env["SLURMKIT_FAULT_SIGNAL"] = sig
     if path_first is not None:
         env["PATH"] = f"{path_first}:{env.get('PATH', '')}"
     return env
 
 
-def slurmkit(*args: str, point: str | None = None, cwd: Path | None = None):
+def slurmkit(*args: str, point: str | None = None, cwd: Path | None = None, sig: str = "KILL"):
     return subprocess.run(
         [str(SLURMKIT), *args],
-        env=_env(point),
+        env=_env(point, sig=sig),
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -167,15 +170,16 @@ def test_undrain_whose_update_gets_no_answer_reports_the_checked_answer(
     assert "DRAIN" not in _state(node)
 
 
+@pytest.mark.parametrize("sig", ["KILL", "TERM"])  # TERM: what `timeout` and cron send
 def test_undrain_killed_after_the_update_is_settled_by_the_next_run(
-    cluster: sandbox.SandboxSpec, tmp_path: Path
+    cluster: sandbox.SandboxSpec, tmp_path: Path, sig: str
 ) -> None:
     (node,) = _idle_nodes(1)
     log = tmp_path / "undrain.log"
     common = ("-w", node, "--yes", "--log", str(log), "--lock", str(tmp_path / "lock"))
     with _drained({node: KTF}):
-        killed = slurmkit("undrain", *common, point="undrain.after-update")
-        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        killed = slurmkit("undrain", *common, point="undrain.after-update", sig=sig)
+        assert killed.returncode == -getattr(signal, f"SIG{sig}"), killed.stderr
         assert [r["action"] for r in _log_actions(log)] == ["will-undrain"]  # no outcome yet
         assert "DRAIN" not in _state(node)  # but the node was returned
         again = slurmkit("undrain", *common)

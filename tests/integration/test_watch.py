@@ -331,3 +331,26 @@ def test_targets_that_are_down_are_logged_and_the_exit_code_still_alerts(
     )
     assert err[3].startswith("slurmkit: sent alert for log:")  # the command target worked
     assert out.stdout.startswith(f"ALERT log {log}: cannot stat: No such file or directory")
+
+
+def test_a_rate_limit_state_on_a_full_disk_still_rate_limits_and_says_so(
+    run_cli, mailbox: Mailbox, tmp_path: Path
+) -> None:
+    """Issue 22: watch said "alerts not rate-limited" when they were (the state was read and
+    used, only its save failed). Here the state sits on a real 1 MiB tmpfs, filled after the
+    first alert: the second run sends no second mail and says the state was not saved."""
+    from tests.integration.test_train_faults import _fill_bytes, small_tmpfs
+
+    log = tmp_path / "train.log"
+    log.write_text("")
+    os.utime(log, (0, 0))
+    with small_tmpfs(tmp_path / "mnt") as mnt:
+        args = ["watch", "log", str(log), "--stale", "30m", "--notify", "email:ops@example.org",
+                "--state", str(mnt / "state.json")]  # fmt: skip
+        run_cli(*args, exit_code=1)
+        assert len(mailbox.messages) == 1
+        _fill_bytes(mnt)
+        out = run_cli(*args, exit_code=1)
+    assert len(mailbox.messages) == 1  # rate-limited: the reminder was held back
+    assert "not rate-limited" not in out.stderr and "Traceback" not in out.stderr
+    assert "alerts were rate-limited" in out.stderr and "could not be saved" in out.stderr
