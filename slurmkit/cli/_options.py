@@ -112,6 +112,30 @@ def lock_options(default_wait: float, lock_help: str, wait_help: str) -> Decorat
     )
 
 
+def audit_log_options(log_help: str) -> Decorator:
+    """``--log FILE`` and ``--no-log`` of the commands that change nodes (undrain, node)."""
+    return _stack(
+        [
+            click.option(
+                "--log",
+                "log_path",
+                type=click.Path(dir_okay=False, path_type=Path),
+                metavar="FILE",
+                help=f"{log_help} Default: $XDG_STATE_HOME/slurmkit/actions.log "
+                "(~/.local/state/slurmkit/actions.log).",
+            ),
+            click.option(
+                "--no-log",
+                "keep_log",
+                is_flag=True,
+                flag_value=False,
+                default=True,
+                help="Keep no audit log: a run killed mid-change leaves no intent to settle.",
+            ),
+        ]
+    )
+
+
 # ---------------------------------------------------------------- node selection
 
 

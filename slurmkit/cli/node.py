@@ -19,6 +19,7 @@ from slurmkit import stderr
 from slurmkit.cli import _confirm
 from slurmkit.cli._group import LazyGroup, exit_with
 from slurmkit.cli._options import (
+    audit_log_options,
     confirm_options,
     exclude_option,
     json_option,
@@ -48,13 +49,9 @@ def _change_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """--dry-run, --yes, --log, --lock, --lock-wait, --json, -v: the same on every change."""
     options = [
         confirm_options(),
-        click.option(
-            "--log",
-            "log_path",
-            type=click.Path(dir_okay=False, path_type=Path),
-            metavar="FILE",
-            help="Audit log (undrain's format): a line before the change, its outcome after; "
-            "checked before anything is done, settled by the next run if a run was killed.",
+        audit_log_options(
+            "Audit log (undrain's format): a line before the change, its outcome after; "
+            "checked before anything is done, settled by the next run if a run was killed."
         ),
         lock_options(
             ChangeOptions.lock_wait,
@@ -72,9 +69,14 @@ def _targets(nodes: str, exclude: str | None) -> str:
     return node_set(Selection(nodes, exclude, what="NODES"))
 
 
-def _options(dry_run: bool, log: Path | None, lock: Path | None, wait: float) -> ChangeOptions:
+def _options(
+    dry_run: bool, log: Path | None, keep_log: bool, lock: Path | None, wait: float
+) -> ChangeOptions:
+    from slurmkit.undrain import actionlog
+
+    chosen = actionlog.chosen(log, keep=keep_log, dry_run=dry_run)
     return ChangeOptions(
-        dry_run=dry_run, log=log, lock=lock, lock_wait=wait, notify=_confirm.notify
+        dry_run=dry_run, log=chosen, lock=lock, lock_wait=wait, notify=_confirm.notify
     )
 
 
@@ -121,6 +123,7 @@ def drain_command(
     dry_run: bool,
     yes: bool,
     log_path: Path | None,
+    keep_log: bool,
     lock_path: Path | None,
     lock_wait: float,
     as_json: bool,
@@ -134,7 +137,7 @@ def drain_command(
     check_reason(reason)  # bad input before the dry-run notice
     nodes = _targets(nodes, exclude)
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
-    options = _options(rule.dry_run, log_path, lock_path, lock_wait)
+    options = _options(rule.dry_run, log_path, keep_log, lock_path, lock_wait)
     report = drain(nodes, reason, options, _asker(yes, "Drain these nodes?"))
     _finish(report, as_json, rule)
 
@@ -159,6 +162,7 @@ def resume_command(
     dry_run: bool,
     yes: bool,
     log_path: Path | None,
+    keep_log: bool,
     lock_path: Path | None,
     lock_wait: float,
     as_json: bool,
@@ -178,7 +182,7 @@ def resume_command(
     remote = replace(ssh, timeout=timeout, notify=_confirm.notify)
     checks = ResumeOptions(check=not no_check, via=via, remote=remote)
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
-    options = _options(rule.dry_run, log_path, lock_path, lock_wait)
+    options = _options(rule.dry_run, log_path, keep_log, lock_path, lock_wait)
     report = resume(nodes, options, checks, _asker(yes, "Resume these nodes?"))
     _finish(report, as_json, rule)
 
@@ -235,6 +239,7 @@ def reboot_command(
     dry_run: bool,
     yes: bool,
     log_path: Path | None,
+    keep_log: bool,
     lock_path: Path | None,
     lock_wait: float,
     as_json: bool,
@@ -263,7 +268,7 @@ def reboot_command(
         follow=not no_wait,
     )
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
-    options = _options(rule.dry_run, log_path, lock_path, lock_wait)
+    options = _options(rule.dry_run, log_path, keep_log, lock_path, lock_wait)
     check = validator(checks, _confirm.notify, work_dir=check_dir) if checks else None
     question = "Reboot these nodes" + (f", then validate ({validate_checks})?" if checks else "?")
     report = reboot(nodes, options, rebooting, _asker(yes, question), check)

@@ -16,6 +16,7 @@ import click
 from slurmkit.cli import _confirm
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import (
+    audit_log_options,
     confirm_options,
     json_option,
     lock_options,
@@ -68,13 +69,9 @@ if TYPE_CHECKING:
     "in its environment is reported but never signalled.",
 )
 @confirm_options(dry_run_help="Check and report; change nothing.")
-@click.option(
-    "--log",
-    "log_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="FILE",
-    help="Audit log, checked before anything is done: a line before each action and its "
-    "outcome after (appended, fsynced).",
+@audit_log_options(
+    "Audit log, checked before anything is done: a line before each action and its "
+    "outcome after (appended, fsynced); the next run settles what a killed one left open."
 )
 @lock_options(
     UndrainOptions.lock_wait,
@@ -95,6 +92,7 @@ def undrain_command(
     dry_run: bool,
     yes: bool,
     log_path: Path | None,
+    keep_log: bool,
     lock_path: Path | None,
     lock_wait: float,
     via: str,
@@ -142,7 +140,10 @@ def undrain_command(
     )  # validates every input before the dry-run notice or anything else
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
     dry_run = rule.dry_run
-    options = replace(options, dry_run=dry_run)
+    from slurmkit.undrain import actionlog
+
+    log = actionlog.chosen(log_path, keep=keep_log, dry_run=dry_run)
+    options = replace(options, dry_run=dry_run, log=log)
     report = undrain(options, confirm=lambda plan: _ask(plan, yes))
     if as_json:
         from slurmkit.cli._output import print_json

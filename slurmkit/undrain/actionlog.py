@@ -29,8 +29,13 @@ from datetime import datetime
 from pathlib import Path
 
 from slurmkit.errors import UsageError
+from slurmkit.files import state_path
 from slurmkit.journal import MIN_FREE_BYTES
-from slurmkit.trust import open_nofollow
+from slurmkit.trust import open_nofollow, private_dir
+
+# Where undrain and the node commands journal when no --log is given (issue 22: every
+# state change leaves its intent somewhere a killed run can be settled from).
+DEFAULT_NAME = "actions.log"
 
 # Outcomes that are no answer yet: their intent stays open for the next run to settle.
 STILL_OPEN = frozenset({"undrain-unknown", "undrain-sent"})
@@ -109,6 +114,23 @@ def open_intents(path: Path) -> list[Intent]:
 
 def _refuse(path: Path, why: str) -> LogProblem:
     return LogProblem(f"--log {path}: {why}; nothing was done")
+
+
+def chosen(given: Path | None, *, keep: bool, dry_run: bool) -> Path | None:
+    """The log a run writes: ``--log``, else the user's own (``--no-log``: ``keep`` False, none).
+
+    Without a log a run killed between "Slurm changed" and "recorded" would leave no
+    intent anywhere, so the default is ``$XDG_STATE_HOME/slurmkit/actions.log`` (root's
+    in ``/root/.local/state``), its folder made private (0700) by a real run. A dry run
+    creates nothing: with no folder yet there is nothing to check and nothing to settle.
+    """
+    if given is not None or not keep:
+        return given
+    path = state_path(DEFAULT_NAME)
+    if dry_run:
+        return path if path.parent.is_dir() else None
+    private_dir(path.parent, what="state directory")
+    return path
 
 
 def check(path: Path) -> None:

@@ -332,3 +332,40 @@ def test_killed_between_change_and_record_leaves_the_intent_and_the_next_run_set
     nothing = CliRunner().invoke(cli, ["node", "drain", "node-3", "--reason", "x", *common])
     assert f"{intent.nodes[0]} {verb} done" in nothing.stderr, nothing.stderr
     assert actionlog.open_intents(log) == []
+
+
+def test_without_log_the_intent_goes_to_the_users_own_actions_log(
+    fake: Nodes, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22: a change never goes unjournaled. With no --log the intent and outcome land
+    in $XDG_STATE_HOME/slurmkit/actions.log (folder made 0700), and the next run settles
+    what a killed one left there, as it does with --log."""
+    from slurmkit.undrain import actionlog
+
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    run_cli("node", "drain", "node-1", "--reason", "bad fan", "--yes", *_lock(tmp_path))
+    log = state / "slurmkit" / "actions.log"
+    actions = [shlex.split(line)[2] for line in log.read_text().splitlines()]
+    assert actions == ["action=will-drain", "action=drain"]
+    assert (log.parent.stat().st_mode & 0o777) == 0o700
+    log.write_text(
+        log.read_text()
+        + actionlog.entry("node-2", "will-drain", before="IDLE", token="k9", reason="x")
+        + "\n"
+    )
+    fake.nodes["node-2"] = ("IDLE+DRAIN", "x")  # the killed run's update had gone through
+    result = run_cli("node", "drain", "node-3", "--reason", "y", "--yes", *_lock(tmp_path))
+    assert "settled what an earlier run left open: node-2 drain done" in result.stderr
+    assert actionlog.open_intents(log) == []
+
+
+def test_no_log_keeps_none_and_a_dry_run_creates_no_state_folder(
+    fake: Nodes, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    run_cli("node", "drain", "node-1", "--reason", "x", "--dry-run", *_lock(tmp_path))
+    assert not state.exists() and fake.changing() == []
+    run_cli("node", "drain", "node-1", "--reason", "x", "--yes", "--no-log", *_lock(tmp_path))
+    assert fake.changing() and not state.exists()

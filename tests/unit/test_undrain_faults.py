@@ -308,3 +308,18 @@ def test_read_again_until_keeps_looking_for_what_the_backlog_may_still_do() -> N
     assert len(reads) == 5 and now[0] == 4.0
     # without ``until`` the first answer is the answer, as before
     assert recheck.read_again(lambda: [], what="q", sleep=tick, clock=lambda: now[0]) == ([], None)
+
+
+def test_without_log_undrain_journals_in_the_users_actions_log(
+    hung: HungCluster, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no --log a run killed after its update used to leave no intent anywhere: the
+    default log ($XDG_STATE_HOME/slurmkit/actions.log) gets the intent before the update."""
+    hung.silent_updates = False
+    _drained(hung, 1)
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    run_cli("undrain", "--yes", "--lock", str(tmp_path / "l"))
+    log = state / "slurmkit" / "actions.log"
+    assert _actions(log) == ["will-undrain", "undrain"]
+    assert hung.nodes["node-1"][0] == "IDLE"
