@@ -143,7 +143,10 @@ def reconcile(log: ActionLog, options: UndrainOptions) -> list[str]:
     """
     if log.path is None:
         return []
-    intents = actionlog.open_intents(log.path)
+    # The log may be shared with the node commands (the default actions.log): they
+    # settle their own will-drain/resume/reboot lines.
+    mine = {"will-kill", "will-undrain"}
+    intents = [i for i in actionlog.open_intents(log.path) if i.action in mine]
     if not intents:
         return []
     lines: list[str] = []

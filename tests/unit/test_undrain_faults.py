@@ -323,3 +323,17 @@ def test_without_log_undrain_journals_in_the_users_actions_log(
     log = state / "slurmkit" / "actions.log"
     assert _actions(log) == ["will-undrain", "undrain"]
     assert hung.nodes["node-1"][0] == "IDLE"
+
+
+def test_a_node_commands_open_intent_in_the_shared_log_is_left_to_it(
+    hung: HungCluster, run_cli, tmp_path: Path
+) -> None:
+    """undrain and the node commands share the default actions.log: undrain neither settles
+    nor reports a killed ``node drain``'s open intent; the node commands do."""
+    hung.silent_updates = False
+    _drained(hung, 1)
+    log = tmp_path / "actions.log"
+    log.write_text(actionlog.entry("node-3", "will-drain", before="IDLE", token="n1") + "\n")
+    result = run_cli("undrain", "--yes", "--log", str(log), "--lock", str(tmp_path / "l"))
+    assert "settled" not in result.stderr
+    assert [i.action for i in actionlog.open_intents(log)] == ["will-drain"]
