@@ -325,7 +325,7 @@ def queue_state(arrays: Sequence[str], action: str, now: bool = False) -> bool |
 def _queue_action(train: TrainDir, entry: Entry, what: str) -> str:
     arrays = [str(a) for a in entry.details.get("arrays", [])]
     try:
-        done = queue_state(arrays, entry.action, bool(entry.details.get("now")))
+        done = _queue_state_settled(entry, arrays)
     except SlurmError as exc:
         return f"the {what} is unknown: squeue does not answer ({exc}); asked again next time"
     if done is None:
@@ -340,6 +340,38 @@ def _queue_action(train: TrainDir, entry: Entry, what: str) -> str:
         f"the {what} was not done (array {', '.join(arrays)}): run "
         f"`slurmkit train {entry.action} {train.name}` again"
     )
+
+
+def _queue_state_settled(entry: Entry, arrays: Sequence[str]) -> bool | None:
+    """:func:`queue_state` for a killed or unanswered hold/release/stop.
+
+    A young intent's "not done" is read again for the window: a controller woken from a
+    hang may answer squeue before it runs the scontrol still in its backlog, and "failed,
+    run it again" would then be untrue. An old intent's first answer is the truth, and
+    a silence is "unknown" at once (the intent stays open), as for a submission.
+    """
+    now = bool(entry.details.get("now"))
+
+    def read() -> bool | None:
+        try:
+            return queue_state(arrays, entry.action, now)
+        except ControllerUnreachable as exc:
+            raise SlurmError(str(exc), exc.argv, exc.returncode, exc.stderr) from exc
+
+    started = _parse_time(entry.time)
+    age = (datetime.now(started.tzinfo) - started).total_seconds() if started else None
+    if age is None or age > SQUEUE_REMEMBERS:
+        return read()
+    progress(
+        f"asking the queue whether the {entry.action} was done; 'not yet' is asked again for "
+        f"up to {recheck.DEFAULT_WITHIN:g} s (a controller that was hung may still do it)"
+    )
+    done, error = recheck.read_again(
+        read, what=f"the queue for the {entry.action}", until=lambda d: d is not False
+    )
+    if error is not None:
+        raise error
+    return done
 
 
 def _kill_switch(train: TrainDir, entry: Entry, what: str) -> str:

@@ -543,6 +543,30 @@ def test_killed_after_switch_repointed_is_recorded_next_time(
     assert open_intents(tmp_path) == []
 
 
+def test_a_killed_hold_the_woken_queue_shows_late_is_settled_done_not_failed(
+    run_cli: Run,
+    cluster: TokenCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    clock: list[float],
+) -> None:
+    """Settling a young hold intent: the first reads may come before the woken controller
+    ran the hold in its backlog; "not held yet" is read again for the window, so the journal
+    says done, not "failed, run it again"."""
+    start(run_cli, tmp_path)
+    cluster.queue = running_and_pending()
+    kill_at(monkeypatch, "train.hold.done")
+    with pytest.raises(Killed):
+        run_cli("train", "hold", "--yes")
+    kill_at(monkeypatch, "none")
+    clock[0] = 0.0
+    cluster.queues = [running_and_pending()] * 2 + [running_and_pending(held=True)]
+    result = run_cli("train", "status", "tr")
+    assert "was done" in result.stderr and clock[0] == 2.0
+    (outcome,) = [e for e in journal(tmp_path) if e["kind"] == "outcome" and e["action"] == "hold"]
+    assert outcome["result"] == "done"
+
+
 def test_killed_after_hold_is_checked_against_the_queue(
     run_cli: Run, cluster: TokenCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
