@@ -70,8 +70,9 @@ class Pair:
 
     @property
     def did_not_run(self) -> set[str]:
-        """The ends of a failed pair whose task never ran: no evidence on the network."""
-        if self.status != FAIL or self.ran is None:
+        """The ends of a failed or timed-out pair whose task never reported: no evidence on
+        the network (a node frozen mid-scan leaves its end of a pair silent until it is killed)."""
+        if self.status == OK or self.ran is None:
             return set()
         return {self.a, self.b} - set(self.ran)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from slurmkit import sandbox
+from slurmkit import hostlist, sandbox
 from slurmkit.faulty import excluded
 from slurmkit.sandbox import netfault
 from slurmkit.slurm import query
@@ -141,11 +141,16 @@ def test_a_node_that_stops_answering_mid_scan_is_unknown_and_the_others_are_repo
     all four nodes, node-4's slurmd is frozen (SIGSTOP: a hung node, no step starts there).
     Its pairs are bounded by --net-timeout; node-4 is never a pass, it is in --exclude=,
     nothing is drained, and the three others keep the result of their pairs among
-    themselves. The scan answers within its bound, exit 1."""
+    themselves. The scan answers within its bound, exit 1.
+
+    The job's batch step sleeps 8 s before its pairs (the template's ``setup``), so the
+    freeze lands after the job started and before any pair: on 26.05 the three rounds
+    otherwise ran before the test saw the job running."""
     slurmd = _slurmd_of(cluster, "node-4")
     scan = subprocess.Popen(
         [sys.executable, "-m", "slurmkit", "faulty", "scan", "-w", "node-[1-4]", "--checks",
-         "net", "--dir", str(tmp_path), "--timeout", "200", "--net-timeout", "6", "--json"],
+         "net", "--dir", str(tmp_path), "--timeout", "200", "--net-timeout", "6", "--json",
+         "--set", "setup=sleep 8"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
     )  # fmt: skip
     frozen = False
@@ -169,11 +174,13 @@ def test_a_node_that_stops_answering_mid_scan_is_unknown_and_the_others_are_repo
     data = json.loads(out)
     results = {n["node"]: n for n in data["nodes"]}
     assert set(results) == set(NODES), "a node was lost from the report"
-    assert results["node-4"]["result"] in ("unknown", "FAIL"), results["node-4"]
-    assert results["node-4"]["result"] != "pass"
-    assert "node-4" in data["exclude"]
-    for node in ("node-1", "node-2", "node-3"):
-        assert results[node]["result"] != "unknown", results[node]
+    assert results["node-4"]["result"] == "unknown", results["node-4"]
+    assert "node-4" in hostlist.expand(data["exclude"])
+    # node-2 and node-3 meet in round 1, away from node-4; node-1's round-1 partner is
+    # node-4, and the job may end NODE_FAIL before node-1's next pair: then no pair tested
+    # it (unknown). A healthy node is never blamed for its frozen partner.
+    assert results["node-2"]["result"] == "pass" and results["node-3"]["result"] == "pass"
+    assert results["node-1"]["result"] in ("pass", "unknown"), results["node-1"]
     drained = [n.name for n in query.nodes("node-[1-4]") if n.flags & {"DRAIN"}]
     assert drained == []
     poll(_all_can_run, 120, "node-4 to answer again once thawed")

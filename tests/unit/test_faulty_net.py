@@ -455,3 +455,55 @@ def test_a_step_past_its_time_is_killed_and_marked_timed_out() -> None:
     driver.run_all([hung, quick])
     assert hung.timed_out and hung.proc.returncode is not None
     assert not quick.timed_out and quick.text()[0].startswith("SLURMKIT_RANK rank=0")
+
+
+# The driver's lines from two real runs of the mid-scan test (node-4's slurmd frozen while
+# the job ran; the job ended NODE_FAIL), 2026-11-26 CI rehearsal: the end of a timed-out
+# pair whose task never reported is a silent node, not a network verdict.
+_PLAN_1_TO_4 = "".join(
+    f"SLURMKIT_NET kind=planned check=net round={r} a={a} b={b}\n"
+    for r, a, b in [(1, "node-1", "node-4"), (1, "node-2", "node-3"), (2, "node-1", "node-3"),
+                    (2, "node-4", "node-2"), (3, "node-1", "node-2"), (3, "node-3", "node-4")]
+)  # fmt: skip
+_KILLED = "no result within the pair's time limit: step killed"
+
+
+def _pair(r: int, a: str, b: str, status: str, mbps: str, ran: str, error: str = "") -> str:
+    return (
+        f"SLURMKIT_NET kind=pair check=net round={r} a={a} b={b} port={29599 + r} "
+        f"status={status} mbps={mbps} ran={ran} error={error}\n"
+    )
+
+
+_FROZEN_AFTER_ROUND_1_2605 = _PLAN_1_TO_4 + "".join(
+    [
+        _pair(1, "node-1", "node-4", "ok", "837.4", "node-1,node-4"),
+        _pair(1, "node-2", "node-3", "ok", "902.1", "node-2,node-3"),
+        _pair(2, "node-1", "node-3", "ok", "1047.0", "node-1,node-3"),
+        _pair(2, "node-4", "node-2", "timeout", "-", "node-2", _KILLED),
+    ]
+)
+_FROZEN_IN_ROUND_1_2411 = _PLAN_1_TO_4 + "".join(
+    [
+        _pair(1, "node-1", "node-4", "timeout", "-", "node-1", _KILLED),
+        _pair(1, "node-2", "node-3", "ok", "862.1", "node-2,node-3"),
+    ]
+)
+
+
+def test_a_node_silent_in_a_timed_out_pair_after_a_good_one_is_unknown_never_pass() -> None:
+    """26.05: node-4 passed round 1, then froze; its round-2 pair timed out with only
+    node-2's task reporting. It read "pass" (exit 0): it is unknown, and node-2 is not blamed."""
+    found = statuses(_FROZEN_AFTER_ROUND_1_2605, 4)
+    assert found == {"node-1": "pass", "node-2": "pass", "node-3": "pass", "node-4": "unknown"}
+
+
+def test_a_partner_silent_in_a_timed_out_pair_blames_nobody() -> None:
+    """24.11: node-4 froze before its first pair; the job ended NODE_FAIL after round 1.
+    node-1's only pair was with the silent node-4: no pair tested node-1 (unknown), never
+    FAIL; node-2 and node-3 pass on their own pair."""
+    found = verdict(_FROZEN_IN_ROUND_1_2411, 4)
+    assert {k: s for k, (s, _) in found.items()} == {
+        "node-1": "unknown", "node-2": "pass", "node-3": "pass", "node-4": "unknown",
+    }  # fmt: skip
+    assert found["node-1"][1].startswith("its partners' tasks did not run (node-4)")
