@@ -55,6 +55,7 @@ def read_again(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     until: Callable[[T], bool] | None = None,
+    retry_silence: bool = True,
 ) -> tuple[T | None, SlurmError | None]:
     """Call ``read`` until it answers or ``within`` seconds have passed.
 
@@ -66,6 +67,10 @@ def read_again(
     answer is returned: a controller that wakes up may answer a query before it has
     carried out the request still in its backlog, so "not there yet" is no proof of
     "never done" until the whole window has passed.
+
+    ``retry_silence`` False: a silence is returned at once too (only ``until``'s rejected
+    answers are read again), for a command settling an older intent, which should cost
+    one timeout on a controller that is still hung, not the window.
     """
     within = DEFAULT_WITHIN if within is None else within
     if notify is not None:
@@ -81,7 +86,7 @@ def read_again(
                 return answer, None
         except SlurmError as exc:
             last = exc
-            if not no_answer(exc):
+            if not (retry_silence and no_answer(exc)):
                 return None, exc
         if clock() + _PAUSE >= deadline:
             return (answer, None) if answered else (None, last)

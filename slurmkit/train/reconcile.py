@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from slurmkit.errors import ControllerUnreachable, SlurmError, SlurmkitError
+from slurmkit.errors import SlurmError, SlurmkitError
 from slurmkit.journal import Entry, JournalProblem, comment_for
 from slurmkit.journal import read as read_journal
 from slurmkit.slurm import query, recheck
@@ -100,6 +100,12 @@ def _parse_time(text: str) -> datetime | None:
         return None
 
 
+def _age(text: str) -> float | None:
+    """Seconds since the journal time ``text`` (None when it does not parse)."""
+    when = _parse_time(text)
+    return (datetime.now(when.tzinfo) - when).total_seconds() if when else None
+
+
 def find_submission(name: str, token: str, since: str, known: Sequence[str] = ()) -> Lookup:
     """The arrays of ``name`` (the caller's) that carry ``token``'s comment: one answer.
 
@@ -138,19 +144,12 @@ def find_submission_again(
             "(a controller that was hung may still queue it)"
         )
 
-    def read() -> tuple[str, ...]:
-        try:
-            return _carrying(name, token, since, known)
-        except ControllerUnreachable as exc:
-            if silent_sbatch:
-                raise
-            raise SlurmError(str(exc), exc.argv, exc.returncode, exc.stderr) from exc
-
     ids, error = recheck.read_again(
-        read,
+        lambda: _carrying(name, token, since, known),
         what=what,
         notify=progress if silent_sbatch else None,
         until=bool,  # absent may only mean "not processed yet": look for the whole window
+        retry_silence=silent_sbatch,
     )
     if ids is None:
         return Lookup((), False, f"{error}")
@@ -171,7 +170,8 @@ def _carrying(name: str, token: str, since: str, known: Sequence[str]) -> tuple[
     if ids:
         return ids
     when = _parse_time(since)
-    if when is not None and (datetime.now(when.tzinfo) - when).total_seconds() < SQUEUE_REMEMBERS:
+    age = _age(since)
+    if age is not None and age < SQUEUE_REMEMBERS:
         return ()
     start = (when - timedelta(minutes=1)) if when else since
     history = query.commented_history(name, user, start)
@@ -351,23 +351,18 @@ def _queue_state_settled(entry: Entry, arrays: Sequence[str]) -> bool | None:
     a silence is "unknown" at once (the intent stays open), as for a submission.
     """
     now = bool(entry.details.get("now"))
-
-    def read() -> bool | None:
-        try:
-            return queue_state(arrays, entry.action, now)
-        except ControllerUnreachable as exc:
-            raise SlurmError(str(exc), exc.argv, exc.returncode, exc.stderr) from exc
-
-    started = _parse_time(entry.time)
-    age = (datetime.now(started.tzinfo) - started).total_seconds() if started else None
+    age = _age(entry.time)
     if age is None or age > SQUEUE_REMEMBERS:
-        return read()
+        return queue_state(arrays, entry.action, now)
     progress(
         f"asking the queue whether the {entry.action} was done; 'not yet' is asked again for "
         f"up to {recheck.DEFAULT_WITHIN:g} s (a controller that was hung may still do it)"
     )
     done, error = recheck.read_again(
-        read, what=f"the queue for the {entry.action}", until=lambda d: d is not False
+        lambda: queue_state(arrays, entry.action, now),
+        what=f"the queue for the {entry.action}",
+        until=lambda d: d is not False,
+        retry_silence=False,
     )
     if error is not None:
         raise error

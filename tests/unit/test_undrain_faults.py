@@ -278,6 +278,14 @@ def test_read_again_is_bounded_and_retries_only_silence() -> None:
     )
     assert recheck.no_answer(ControllerUnreachable("'scontrol update' did not answer within 60 s"))
 
+    calls.clear()  # settling an old intent: "not yet" is read again, a silence is not
+    now[0] = 0.0
+    answer, error = recheck.read_again(
+        silent, what="x", within=20.0, sleep=lambda s: None, clock=lambda: now[0],
+        until=bool, retry_silence=False,
+    )  # fmt: skip
+    assert answer is None and isinstance(error, ControllerUnreachable) and len(calls) == 1
+
 
 def test_read_again_until_keeps_looking_for_what_the_backlog_may_still_do() -> None:
     """A woken controller can answer squeue before it runs the sbatch still in its backlog
