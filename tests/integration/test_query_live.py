@@ -16,8 +16,8 @@ from tests.integration.conftest import poll, sacct_state, submit
 
 @pytest.fixture
 def running_job(cluster: sandbox.SandboxSpec) -> Iterator[str]:
-    """A 2-node job holding 2 GPUs per node, running until the test ends."""
-    job_id = submit("-N2", "--gres=gpu:2", "-J", "sk-query", "--wrap", "srun sleep 300")
+    """A 2-node job holding 2 GPUs per node, running until the test ends (7-minute limit)."""
+    job_id = submit("-N2", "--gres=gpu:2", "-t", "7", "-J", "sk-query", "--wrap", "srun sleep 300")
     poll(lambda: query.jobs(job_ids=[job_id])[0].state == "RUNNING", 60, "job to run")
     yield job_id
     run_slurm(["scancel", job_id])
@@ -52,7 +52,7 @@ def test_running_job_records(running_job: str) -> None:
     assert detail.state == "RUNNING"
     assert detail.gres_per_node == "gpu:2"
     assert len(detail.gres_detail) >= 1
-    assert detail.time_limit is None  # partition MaxTime=INFINITE
+    assert detail.time_limit == 7 * 60
     assert query.job_nodelist(running_job) == detail.nodelist
     assert detail.nodelist.startswith("node-")
 
@@ -69,7 +69,13 @@ def test_pending_job_has_no_nodes(cluster: sandbox.SandboxSpec) -> None:
     try:
         with pytest.raises(SlurmkitError, match="no nodes allocated"):
             query.job_nodelist(job_id)
-        assert query.job(job_id).held
+        detail = query.job(job_id)
+        assert detail.held
+        # No --time in a MaxTime=INFINITE partition: no limit. Only a job that has not
+        # started reads so for sure: when the backfill scheduler starts such a job, Slurm
+        # gives it its planning horizon, TimeLimit=365-00:00:00 (backfill.c,
+        # _set_backfill_timelimits: YEAR_MINUTES), and that limit is the job's from then on.
+        assert detail.time_limit is None
     finally:
         run_slurm(["scancel", job_id])
 
