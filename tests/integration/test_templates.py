@@ -197,17 +197,48 @@ def test_failing_worker_fails_the_job(templates: Templates) -> None:
     assert "Exited with exit code 3" in templates.log(name, job_id)
 
 
-def test_graceful_exit_signal_reaches_the_workers_on_every_node(templates: Templates) -> None:
-    """--signal=USR2@100 with --time=2: Slurm signals 20-100 s after the start (60 s resolution)."""
+def test_launcher_output_reaches_the_log_while_the_job_runs(templates: Templates) -> None:
+    """Each line is in the log as soon as it is printed, not when the step ends.
+
+    The prefixer was `awk '{ print p $0; fflush() }'`: Debian's and Ubuntu's default awk
+    (mawk, as in the 24.11 and 26.05 roots) reads a pipe in 4 KB blocks, so a training's
+    lines waited there, and a job killed at its time limit lost them all.
+    """
     job_id, name = templates.submit(
         "torchrun",
         *SMALL_GPU,
-        "time=2",
-        "signal_time=100",
+        "time=5",
+        "signal=none",
         f"launcher={templates.root / 'fake-launcher'}",
         "script_args=170",
     )
-    assert wait_final(job_id, name, timeout=240) == "COMPLETED", templates.log(name, job_id)
+    log = templates.logs / f"{name}-{job_id}.out"
+
+    def both_workers_logged() -> bool:
+        text = log.read_text() if log.exists() else ""
+        return text.count("] worker on node-") == 2
+
+    poll(both_workers_logged, 90, "both workers' first line in the log")
+    assert state(job_id, name) == "RUNNING"
+
+
+def test_graceful_exit_signal_reaches_the_workers_on_every_node(templates: Templates) -> None:
+    """--signal=USR2@90 with --time=3: the signal comes 60-90 s after the start.
+
+    slurmctld sends it once, at its first 30 s check (PERIODIC_TIMEOUT) at most 30 s before
+    the asked time (send_job_warn_signal). With --time=2 and 100 s it came at the first
+    check after the start: under load, before srun had started the workers or their
+    handler was installed, and it was lost (seen on 26.05 in CI).
+    """
+    job_id, name = templates.submit(
+        "torchrun",
+        *SMALL_GPU,
+        "time=3",
+        "signal_time=90",
+        f"launcher={templates.root / 'fake-launcher'}",
+        "script_args=240",
+    )
+    assert wait_final(job_id, name, timeout=300) == "COMPLETED", templates.log(name, job_id)
     log = templates.log(name, job_id)
     for node in job_nodes(job_id, name):
         assert f"worker on {node} got SIGUSR2: checkpoint, exit 0" in log

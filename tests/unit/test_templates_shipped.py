@@ -130,6 +130,28 @@ def test_launchers_run_one_task_per_node_from_slurm_values(name: str) -> None:
     assert "--signal" not in render(name, signal="none")
 
 
+@pytest.mark.parametrize("name", LAUNCHERS)
+def test_launcher_log_prefixer_passes_each_line_through_as_it_comes(name: str) -> None:
+    """The launcher's output goes through the task's prefixer, which keeps every byte.
+
+    A last line without a newline, backslashes, % and leading blanks arrive as printed.
+    That it passes lines on at once, not in blocks as mawk did, is proven live in
+    tests/integration/test_templates.py (the 24.11 and 26.05 roots have mawk).
+    """
+    body = task_body(render(name))
+    assert "| awk" not in body and body.rstrip().endswith("2>&1 | prefix_lines")
+    prefix_line = re.search(r"^prefix=.*$", body, re.M)
+    function = re.search(r"^prefix_lines\(\) \{\n.*?^\}$", body, re.M | re.S)
+    assert prefix_line and function
+    script = (
+        f"{prefix_line[0]}\n{function[0]}\n" + 'printf "%s\\n%s" "  a\\b %s" last | prefix_lines'
+    )
+    env = {"PATH": "/usr/bin:/bin", "SLURMD_NODENAME": "node-7", "SLURM_PROCID": "3"}
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[node-7:3]   a\\b %s\n[node-7:3] last\n"
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_partition_and_account_lines_only_when_given(name: str) -> None:
     text = render(name, partition="gpu q", account="proj")
