@@ -219,7 +219,7 @@ def test_launcher_output_reaches_the_log_while_the_job_runs(templates: Templates
         return text.count("] worker on node-") == 2
 
     poll(both_workers_logged, 90, "both workers' first line in the log")
-    assert state(job_id, name) == "RUNNING"
+    assert [job.state for job in query.jobs(job_ids=[job_id])] == ["RUNNING"]  # squeue: sacct lags
 
 
 def test_graceful_exit_signal_reaches_the_workers_on_every_node(templates: Templates) -> None:
