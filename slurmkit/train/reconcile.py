@@ -100,9 +100,8 @@ def _parse_time(text: str) -> datetime | None:
         return None
 
 
-def _age(text: str) -> float | None:
-    """Seconds since the journal time ``text`` (None when it does not parse)."""
-    when = _parse_time(text)
+def _age(when: datetime | None) -> float | None:
+    """Seconds since ``when``, a parsed journal time (None when it did not parse)."""
     return (datetime.now(when.tzinfo) - when).total_seconds() if when else None
 
 
@@ -170,7 +169,7 @@ def _carrying(name: str, token: str, since: str, known: Sequence[str]) -> tuple[
     if ids:
         return ids
     when = _parse_time(since)
-    age = _age(since)
+    age = _age(when)
     if age is not None and age < SQUEUE_REMEMBERS:
         return ()
     start = (when - timedelta(minutes=1)) if when else since
@@ -351,7 +350,7 @@ def _queue_state_settled(entry: Entry, arrays: Sequence[str]) -> bool | None:
     a silence is "unknown" at once (the intent stays open), as for a submission.
     """
     now = bool(entry.details.get("now"))
-    age = _age(entry.time)
+    age = _age(_parse_time(entry.time))
     if age is None or age > SQUEUE_REMEMBERS:
         return queue_state(arrays, entry.action, now)
     progress(
