@@ -229,7 +229,7 @@ def stop_chains(
             lambda names=names: chain_jobs(names, user),  # type: ignore[misc]
             what="the queue",
             notify=None,
-            within=max(0.0, min(recheck.DEFAULT_WITHIN, deadline - time.monotonic())),
+            within=max(0.0, min(recheck.window(), deadline - time.monotonic())),
         )
         if live is None and error is not None and not recheck.no_answer(error):
             raise error

@@ -46,7 +46,7 @@ class ChangeOptions:
     lock: Path | None = None
     lock_wait: float = 10.0
     notify: Notify | None = None
-    recheck_within: float = recheck.DEFAULT_WITHIN
+    recheck_within: float | None = None  # None: recheck.window(), from MessageTimeout
 
     def say(self, message: str) -> None:
         if self.notify is not None:

@@ -12,9 +12,11 @@ holds the two pieces every state-changing command needs for that:
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from slurmkit.errors import ControllerUnreachable, SlurmError
@@ -22,15 +24,58 @@ from slurmkit.errors import ControllerUnreachable, SlurmError
 T = TypeVar("T")
 Notify = Callable[[str], None]
 
-# How long to keep asking after a change got no answer: two MessageTimeouts (10 s each
-# by default) of a controller that is still hung, or many quick refusals of one that is
-# restarting. A command never waits longer than this plus one Slurm call.
-DEFAULT_WITHIN = 20.0
+# Slurm's own MessageTimeout when slurm.conf sets none (slurm.conf(5)).
+SLURM_MESSAGE_TIMEOUT = 10.0
+# Where Slurm's clients look for their config when $SLURM_CONF is unset: Debian's and
+# Ubuntu's packages, then the configless cache slurmd keeps on a compute node.
+_CONF_PATHS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf", "/run/slurm/conf/slurm.conf")
+_CONF_MAX_BYTES = 4 << 20
+_MESSAGE_TIMEOUT = re.compile(rb"^[ \t]*MessageTimeout[ \t]*=[ \t]*([0-9]+)", re.I | re.M)
 _PAUSE = 1.0
 # The request never left this machine: no connection was made, so nothing can be done.
 _NOT_SENT = re.compile(
     r"connect failure|connection refused|cannot locate slurmctld|no slurm\.conf", re.I
 )
+
+
+def window(env: Mapping[str, str] | None = None) -> float:
+    """How long to keep asking after a change got no answer: two MessageTimeouts.
+
+    That is two silences of a controller that is still hung, or many quick refusals of
+    one that is restarting; a command never waits longer than this plus one Slurm call.
+    """
+    return 2 * message_timeout(env)
+
+
+def message_timeout(env: Mapping[str, str] | None = None) -> float:
+    """The MessageTimeout the Slurm clients of this process use, in seconds.
+
+    Read from the slurm.conf those clients read, not from ``scontrol show config``: this
+    is needed right after a silence, when the controller that would answer that query is
+    the one that is hung. The file's value is also the one that sets the client's own
+    timeout. A file that cannot be read or sets none gives Slurm's default (10 s).
+    """
+    env = os.environ if env is None else env
+    named = env.get("SLURM_CONF", "")
+    paths = (named,) if named else _CONF_PATHS
+    for path in paths:
+        found = _message_timeout_in(path)
+        if found is not None:
+            return found
+    return SLURM_MESSAGE_TIMEOUT
+
+
+@functools.lru_cache(maxsize=8)
+def _message_timeout_in(path: str) -> float | None:
+    """The file's MessageTimeout; None when it is unreadable, or its default when unset."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(_CONF_MAX_BYTES)
+    except OSError:
+        return None
+    match = _MESSAGE_TIMEOUT.search(text)
+    seconds = int(match.group(1)) if match else 0
+    return float(seconds) if seconds > 0 else SLURM_MESSAGE_TIMEOUT
 
 
 def no_answer(exc: BaseException) -> bool:
@@ -72,7 +117,7 @@ def read_again(
     answers are read again), for a command settling an older intent, which should cost
     one timeout on a controller that is still hung, not the window.
     """
-    within = DEFAULT_WITHIN if within is None else within
+    within = window() if within is None else within
     if notify is not None:
         notify(f"no answer from Slurm: reading {what} again to see what was done (<= {within:g} s)")
     deadline = clock() + within

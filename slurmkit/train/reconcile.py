@@ -126,7 +126,7 @@ def find_submission_again(
     slurmctld woken from SIGSTOP may answer squeue before it runs the sbatch still in its
     backlog (seen on 25.11): the first "no such job" is no proof that nothing will be
     queued. So a job carrying the token ends the wait at once, and absence is believed
-    only after ``recheck.DEFAULT_WITHIN`` seconds of asking.
+    only after ``recheck.window()`` seconds of asking.
 
     ``silent_sbatch``: the caller's own sbatch just got no answer (the stderr line says
     so); silences are retried in the same window too, so a controller that wakes during
@@ -135,7 +135,7 @@ def find_submission_again(
     open for the next command, and `train status` on a hung controller stays one timeout.
     """
     comment = comment_for(token)
-    within = recheck.DEFAULT_WITHIN
+    within = recheck.window()
     what = f"the queue for a job of train {name} with --comment={comment}"
     if not silent_sbatch:
         progress(
@@ -355,7 +355,7 @@ def _queue_state_settled(entry: Entry, arrays: Sequence[str]) -> bool | None:
         return queue_state(arrays, entry.action, now)
     progress(
         f"asking the queue whether the {entry.action} was done; 'not yet' is asked again for "
-        f"up to {recheck.DEFAULT_WITHIN:g} s (a controller that was hung may still do it)"
+        f"up to {recheck.window():g} s (a controller that was hung may still do it)"
     )
     done, error = recheck.read_again(
         lambda: queue_state(arrays, entry.action, now),

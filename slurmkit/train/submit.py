@@ -392,7 +392,7 @@ def _checked_submission(
         again = "start" if action == "start" else "extend"
         raise SlurmError(
             f"train {train.name}: sbatch got no answer ({exc}), and no job carries its token "
-            f"--comment={comment_for(token)} after {recheck.DEFAULT_WITHIN:g} s of asking: "
+            f"--comment={comment_for(token)} after {recheck.window():g} s of asking: "
             f"nothing was queued; `slurmkit train {again}` again"
         ) from None
     raise EnvironmentProblem(

@@ -76,7 +76,7 @@ class UndrainOptions:
     lock: Path | None = None
     lock_wait: float = 10.0
     notify: Callable[[str], None] | None = None  # one-line progress and notices (stderr)
-    recheck_within: float = recheck.DEFAULT_WITHIN
+    recheck_within: float | None = None  # None: recheck.window(), from MessageTimeout
 
     def __post_init__(self) -> None:
         if self.grace < 0:
@@ -459,7 +459,7 @@ def _update_and_read_back(
             lambda: query.nodes(names, exact_reasons=True),
             what=f"the state of {names}",
             notify=options.notify if options else None,
-            within=options.recheck_within if options else recheck.DEFAULT_WITHIN,
+            within=options.recheck_within if options else None,
         )
     else:
         try:

@@ -21,6 +21,15 @@ def _commands_backend(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     backend.choose(None)
 
 
+@pytest.fixture(autouse=True)
+def _slurm_default_message_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No slurm.conf of the machine's: the re-check window is Slurm's default (2 x 10 s)."""
+    from slurmkit.slurm import recheck
+
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.setattr(recheck, "_CONF_PATHS", ())
+
+
 @pytest.fixture
 def fake_slurm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlurm]:
     """The one fake Slurm (tests/fakes/slurm.py) installed at ``_proc.runner``; ``sinfo

@@ -42,7 +42,7 @@ class HungSlurm(CheckJobCluster):
 def slurm(fake_slurm: FakeSlurm, monkeypatch, tmp_path) -> Iterator[HungSlurm]:
     fake = HungSlurm(fake_slurm, log_lines=LOG_22_05.splitlines())
     monkeypatch.setattr(recheck, "_PAUSE", 0.0)
-    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 0.0)
+    monkeypatch.setattr(recheck, "window", lambda env=None: 0.0)
     monkeypatch.chdir(tmp_path)
     yield fake
 
@@ -93,7 +93,8 @@ class BackloggedSlurm(HungSlurm):
 def backlogged(fake_slurm: FakeSlurm, monkeypatch, tmp_path) -> Iterator[BackloggedSlurm]:
     fake = BackloggedSlurm(fake_slurm, log_lines=LOG_22_05.splitlines())
     monkeypatch.setattr(recheck, "_PAUSE", 0.0)
-    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 5.0)  # no pause: many reads in the window
+    # no pause: many reads in the window
+    monkeypatch.setattr(recheck, "window", lambda env=None: 5.0)
     monkeypatch.chdir(tmp_path)
     yield fake
 
@@ -111,7 +112,7 @@ def test_a_job_not_listed_at_the_first_read_is_looked_for_the_whole_window(
 def test_a_job_never_listed_is_removed_by_name_in_case_it_queues_late(
     run_cli, backlogged, monkeypatch
 ) -> None:
-    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 0.0)
+    monkeypatch.setattr(recheck, "window", lambda env=None: 0.0)
     backlogged.empty_lookups = 100
     result = run_cli("cpus", "check", "--dir", "work", "-c", "2", exit_code=2)
     last = result.stderr.strip().splitlines()[-1]

@@ -49,7 +49,7 @@ def cron(tmp_path: Path) -> CronDir:
 @pytest.fixture(autouse=True)
 def _no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recheck, "_PAUSE", 0.0)
-    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 0.0)
+    monkeypatch.setattr(recheck, "window", lambda env=None: 0.0)
 
 
 def _sbatch(cron: CronDir, chain: str = "cron-30m") -> list[str]:

@@ -27,7 +27,7 @@ SHOW_TIMED_OUT = "slurm_load_jobs error: Socket timed out on send/recv operation
 @pytest.fixture(autouse=True)
 def _no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(recheck, "_PAUSE", 0.0)
-    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 0.0)
+    monkeypatch.setattr(recheck, "window", lambda env=None: 0.0)
 
 
 @dataclass
@@ -159,7 +159,7 @@ def _plan() -> DrainOutcome:
 def test_a_drain_that_timed_out_but_went_through_is_reported_drained(
     scan_slurm: HungScanSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(recheck, "DEFAULT_WITHIN", 5.0)  # (no pause: asked again at once)
+    monkeypatch.setattr(recheck, "window", lambda env=None: 5.0)  # (no pause: asked again at once)
     scan_slurm.silent_reads = 1
     journal = Journal(tmp_path / "drain.journal")
     notes: list[str] = []

@@ -308,16 +308,16 @@ def test_a_silent_sbatch_the_woken_queue_does_not_show_yet_is_found(
 def test_a_silent_sbatch_absent_for_the_whole_window_queued_nothing(
     run_cli: Run, cluster: TokenCluster, tmp_path: Path, clock: list[float], command: str
 ) -> None:
-    """Absent is believed only after the whole window (``recheck.DEFAULT_WITHIN``); then
-    the answer says it was checked, and a start leaves no folder behind."""
+    """Absent is believed only after the whole window (``recheck.window()``: two
+    MessageTimeouts); then the answer says it was checked, and a start leaves no folder behind."""
     if command == "extend":
         start(run_cli, tmp_path)
         cluster.queue = running_and_pending()
     cluster.sbatch_lost = True
     reads = token_reads(cluster)
     result = submit(run_cli, tmp_path, command, exit_code=2)
-    assert clock[0] >= recheck.DEFAULT_WITHIN - 1
-    assert token_reads(cluster) - reads == int(recheck.DEFAULT_WITHIN)
+    assert clock[0] >= recheck.window() - 1
+    assert token_reads(cluster) - reads == int(recheck.window())
     *progress, error = result.stderr.strip().splitlines()
     assert "nothing was queued" in error and "after 20 s of asking" in error
     assert "Traceback" not in result.stderr
@@ -339,11 +339,11 @@ def test_settling_on_a_still_silent_controller_is_one_look_not_the_window(
     cluster.sbatch_silent = True
     cluster.squeue_down = True
     start(run_cli, tmp_path, exit_code=2)
-    assert clock[0] >= recheck.DEFAULT_WITHIN - 1
-    assert token_reads(cluster) == int(recheck.DEFAULT_WITHIN)
+    assert clock[0] >= recheck.window() - 1
+    assert token_reads(cluster) == int(recheck.window())
     clock[0] = 0.0
     result = run_cli("train", "status", "tr", exit_code=2)
-    assert token_reads(cluster) == int(recheck.DEFAULT_WITHIN) + 1 and clock[0] == 0.0
+    assert token_reads(cluster) == int(recheck.window()) + 1 and clock[0] == 0.0
     assert "may have queued" in result.stderr
     assert [e["action"] for e in open_intents(tmp_path)] == ["start"]
 
@@ -739,7 +739,7 @@ def test_a_hold_the_queue_never_shows_is_reported_failed_after_the_window(
     cluster.queue = running_and_pending()
     cluster.answers[("scontrol", "hold", "115")] = (1, "", "slurm_error: Socket timed out\n")
     result = run_cli("train", "hold", "--yes", exit_code=2)
-    assert "Socket timed out" in result.stderr and clock[0] >= recheck.DEFAULT_WITHIN - 1
+    assert "Socket timed out" in result.stderr and clock[0] >= recheck.window() - 1
     (outcome,) = [e for e in journal(tmp_path) if e["kind"] == "outcome" and e["action"] == "hold"]
     assert outcome["result"] == "failed"
 
