@@ -1,11 +1,10 @@
 """The query backends compared: pyslurm's C API against Slurm's commands (run by hand).
 
-Needs the Slurm 25.11 sandbox and pyslurm 25.11 (scripts/test installs it); the script
-brings the sandbox up and down itself, once per node count, so it must hold the shared
-sandbox lock and the default sandbox must be down:
+Needs Slurm 25.11 built and pyslurm 25.11 (scripts/test installs both); the script brings
+its own sandbox up and down, once per node count, in a slot no other sandbox uses (its own
+dir, ports 21400+ and nodes on 127.0.30.x), so it runs beside the demo's or the tests':
 
-    flock /tmp/slurmkit-itest.lock .venv/bin/python benchmarks/bench_backend.py \
-        [--runs 15] [--virtual 0,1000,10000]
+    .venv/bin/python benchmarks/bench_backend.py [--runs 15] [--virtual 0,1000,10000]
 
 Part 1, on a 4-node sandbox with one running 2-node job and two drained nodes: whole
 ``slurmkit`` processes (what a user waits for), median of ``--runs``, for
@@ -31,7 +30,7 @@ from slurmkit import sandbox
 from slurmkit.slurm import backend, query
 from slurmkit.slurm._exec import run_slurm
 
-DIR = Path("/tmp/slurmkit-sandbox-25.11")
+DIR = Path("/tmp/slurmkit-bench-25.11")
 SK = [sys.executable, "-m", "slurmkit"]
 
 
@@ -46,7 +45,9 @@ def _median_ms(action: Callable[[], object], runs: int) -> float:
 
 
 def _up(virtual: int) -> sandbox.SandboxSpec:
-    spec = sandbox.SandboxSpec(dir=DIR, slurm="25.11", virtual_nodes=virtual)
+    spec = sandbox.SandboxSpec(
+        dir=DIR, slurm="25.11", virtual_nodes=virtual, port_base=21400, net=30
+    )
     report = sandbox.up(spec)
     for line in sandbox.env_lines(DIR):
         name, value = line.removeprefix("export ").split("=", 1)

@@ -1,13 +1,12 @@
 """Output and speed at 10,000 nodes: ``undrain --dry-run`` and ``nodes drained`` (run by hand).
 
 Needs a sandbox with virtual nodes (defined, never started, shown down). Bring one up
-in a directory of its own, holding the shared sandbox lock, with the default sandbox
-down for the duration (one sandbox at a time), then put the default one back:
+in a directory, ports and node addresses of its own (beside any other sandbox):
 
-    flock /tmp/slurmkit-itest.lock sh -c '.venv/bin/slurmkit sandbox down; \
-        .venv/bin/slurmkit sandbox up --dir /tmp/sk-virtual --virtual-nodes 10000; \
-        .venv/bin/python benchmarks/bench_scale.py --dir /tmp/sk-virtual; \
-        .venv/bin/slurmkit sandbox down --dir /tmp/sk-virtual; .venv/bin/slurmkit sandbox up'
+    .venv/bin/slurmkit sandbox up --dir /tmp/sk-virtual --virtual-nodes 10000 \
+        --port-base 21800 --net 31
+    .venv/bin/python benchmarks/bench_scale.py --dir /tmp/sk-virtual
+    .venv/bin/slurmkit sandbox down --dir /tmp/sk-virtual
 
 ``--up N`` brings the sandbox up (and down at the end) itself instead. The script drains
 the virtual nodes as issue 20 describes them, each group in one ``scontrol update``:
@@ -69,7 +68,8 @@ def main() -> None:
     parser.add_argument("--up", type=int, metavar="N", help="bring up N virtual nodes first")
     args = parser.parse_args()
     if args.up:
-        sandbox.up(sandbox.SandboxSpec(dir=args.dir, virtual_nodes=args.up))
+        spec = sandbox.SandboxSpec(dir=args.dir, virtual_nodes=args.up, port_base=21800, net=31)
+        sandbox.up(spec)
     try:
         _env(args.dir)
         update = ["scontrol", "update", f"nodename={CANDIDATES}", "state=drain"]

@@ -51,6 +51,20 @@ def sandbox_group() -> None:
     "--port-base", default=17800, show_default=True, help="First of the ports the sandbox uses."
 )
 @click.option(
+    "--net",
+    default=1,
+    show_default=True,
+    help="Node addresses 127.0.NET.1 .. N: a second sandbox beside a first needs its own.",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["production", "test"]),
+    default="production",
+    show_default=True,
+    help="Slurm's timings: production keeps its defaults; test shortens MessageTimeout, "
+    "SlurmdTimeout and the schedulers' intervals (what the test suite waits on).",
+)
+@click.option(
     "--slurm",
     "slurm",
     default="",
@@ -80,6 +94,8 @@ def sandbox_up(
     cpus: int,
     gpus: int,
     port_base: int,
+    net: int,
+    profile: str,
     slurm: str,
     no_install: bool,
     slurm_source: str | None,
@@ -87,8 +103,9 @@ def sandbox_up(
 ) -> None:
     """Start the cluster (idempotent: a healthy sandbox is left as it is).
 
-    One sandbox at a time per --port-base: a second 'up' (another --dir or --slurm)
-    while one runs is refused and names the running one.
+    Several may run side by side, each with its own --dir, --port-base (400 apart) and
+    --net; an 'up' that would share a port or a node address with a running sandbox is
+    refused and names it.
     """
     import shlex
 
@@ -100,6 +117,8 @@ def sandbox_up(
         cpus=cpus,
         gpus=gpus,
         port_base=port_base,
+        net=net,
+        profile=profile,
         slurm=slurm,
         virtual_nodes=virtual_nodes,
     )
@@ -117,7 +136,9 @@ def sandbox_up(
 
 
 @sandbox_group.command("build")
-@click.option("--slurm", "slurm", required=True, metavar="VERSION", help="The series: 25.11.")
+@click.option(
+    "--slurm", "slurm", required=True, metavar="VERSION", help="The series: 24.11, 25.11, 26.05."
+)
 @click.option(
     "--slurm-source",
     type=click.Path(dir_okay=False),
@@ -127,21 +148,30 @@ def sandbox_up(
     "$SLURMKIT_SLURM_SOURCE, else ../shared/vendor/ beside the repository).",
 )
 def sandbox_build(slurm: str, slurm_source: str | None) -> None:
-    """Build a Slurm version no Debian ships into /opt/slurmkit/slurm-VERSION, once.
+    """Prepare a Slurm version the host does not ship, once: what 'up --slurm' would do first.
 
-    A finished build is stamped with the tarball's sha256 and reused; a half build is
-    redone. 'sandbox up --slurm VERSION' builds it implicitly. About 5-15 min on 2 cores.
+    25.11 is built from source into /opt/slurmkit/slurm-VERSION (about 5-15 min on 2 cores;
+    stamped with the tarball's sha256 and reused; a half build is redone). 24.11 and 26.05
+    get their Debian root in /var/cache/slurmkit/roots/VERSION (about 1 min). Useful before
+    starting sandboxes of several versions at once, so none of them waits for a build.
     """
     from slurmkit.errors import UsageError
-    from slurmkit.sandbox import build, versions
+    from slurmkit.sandbox import build, rootfs, versions
+    from slurmkit.sandbox.cluster import host_series
 
-    if not versions.offered(slurm).from_source:
-        raise UsageError(f"Slurm {slurm} is not built from source; 'sandbox up --slurm {slurm}'")
-    prefix, seconds = build.ensure_built(slurm, slurm_source, progress=_progress)
-    if seconds:
-        _progress(f"built Slurm {slurm} into {prefix} in {seconds:.0f} s")
+    release = versions.offered(slurm)
+    if release.from_source:
+        prefix, seconds = build.ensure_built(slurm, slurm_source, progress=_progress)
+        where, what = prefix, f"built Slurm {slurm}"
+        ready = f"Slurm {slurm} is already built in {prefix} ({build.stamp_of(slurm)[:12]})"
+    elif slurm_source:
+        raise UsageError(f"--slurm-source is for a version built from source, not {slurm}")
+    elif slurm != host_series():
+        where, seconds = rootfs.ensure_root(release, _progress)
+        what, ready = f"built the Slurm {slurm} root", f"the Slurm {slurm} root is ready in {where}"
     else:
-        _progress(f"Slurm {slurm} is already built in {prefix} ({build.stamp_of(slurm)[:12]})")
+        raise UsageError(f"Slurm {slurm} is the host's own: nothing to build")
+    _progress(f"{what} in {where} in {seconds:.0f} s" if seconds else ready)
 
 
 @sandbox_group.command("down")

@@ -241,11 +241,14 @@ def _up_locked(
 ) -> UpReport:
     existing = SandboxSpec.load(spec.dir)
     if existing is not None and status(existing.dir).up:
-        theirs = (existing.nodes, existing.port_base, existing.slurm, existing.virtual_nodes)
-        if theirs != (spec.nodes, spec.port_base, spec.slurm, spec.virtual_nodes):
+        theirs = (existing.nodes, existing.port_base, existing.net, existing.slurm,
+                  existing.virtual_nodes, existing.profile)  # fmt: skip
+        if theirs != (spec.nodes, spec.port_base, spec.net, spec.slurm, spec.virtual_nodes,
+                      spec.profile):  # fmt: skip
             raise UsageError(
-                f"a Slurm {existing.slurm} sandbox with {existing.nodes} nodes is already up in "
-                f"{spec.dir}; run 'slurmkit sandbox down --dir {spec.dir}' first"
+                f"a Slurm {existing.slurm} sandbox ({existing.nodes} nodes, ports from "
+                f"{existing.port_base}, 127.0.{existing.net}.N, profile {existing.profile}) is "
+                f"already up in {spec.dir}; run 'slurmkit sandbox down --dir {spec.dir}' first"
             )
         return UpReport(existing, True, time.monotonic() - started, installed)
     _refuse_if_another_runs(spec)
@@ -262,10 +265,11 @@ def _up_locked(
     return UpReport(spec, False, time.monotonic() - started, installed)
 
 
-# ----------------------------------------------------------------- one sandbox per ports
-# Two sandboxes on the same --port-base would both claim 127.0.1.N:<ssh port> and the
-# controller port; `up` records each running sandbox here (root-owned) so a second `up`
-# can name the one that runs instead of failing on a busy port half-way.
+# ------------------------------------------------------- sandboxes side by side
+# Two sandboxes may run at once (a test session per Slurm version does) when they share
+# nothing: not a port (--port-base), not a node address (--net). `up` records each running
+# sandbox here (root-owned) so a second `up` that would collide names the one that runs
+# instead of failing on a busy port half-way.
 def _registry() -> Path:
     return private_dir(default_lock_dir() / "sandboxes", mode=0o755, what="sandbox registry")
 
@@ -276,7 +280,12 @@ def _registry_entry(directory: Path) -> Path:
 
 
 def _register(spec: SandboxSpec) -> None:
-    data = {"dir": str(spec.dir), "slurm": spec.slurm, "port_base": spec.port_base}
+    data = {
+        "dir": str(spec.dir),
+        "slurm": spec.slurm,
+        "port_base": spec.port_base,
+        "net": spec.net,
+    }
     write_atomic(_registry_entry(spec.dir), json.dumps(data) + "\n")
 
 
@@ -285,21 +294,39 @@ def _unregister(directory: Path) -> None:
         _registry_entry(directory).unlink(missing_ok=True)
 
 
-def _refuse_if_another_runs(spec: SandboxSpec) -> None:
+def collision(spec: SandboxSpec, other: SandboxSpec) -> str:
+    """What two sandboxes would share ("" for nothing): ports, or node addresses."""
+    ours, theirs = spec.port_range, other.port_range
+    if ours.start < theirs.stop and theirs.start < ours.stop:
+        return f"ports {theirs.start}-{theirs.stop - 1}"
+    if spec.net == other.net:
+        return f"node addresses 127.0.{other.net}.1-{other.nodes}"
+    return ""
+
+
+def running_sandboxes() -> list[SandboxSpec]:
+    """The sandboxes ``up`` registered whose every recorded daemon is alive."""
+    found = []
     for entry in sorted(_registry().glob("*.json")):
         try:
             data = read_json_object(entry)
             other = SandboxSpec.load(Path(str(data.get("dir", ""))))
+            daemons = _load_daemons(other) if other is not None else []
         except EnvironmentProblem:
             continue  # a damaged or foreign entry names nothing we can stop anyway
-        if other is None or other.dir == spec.dir or other.port_base != spec.port_base:
-            continue
-        daemons = _load_daemons(other)
-        if daemons and all(is_alive(d) for d in daemons):
+        if other is not None and daemons and all(is_alive(d) for d in daemons):
+            found.append(other)
+    return found
+
+
+def _refuse_if_another_runs(spec: SandboxSpec) -> None:
+    for other in running_sandboxes():
+        shared = "" if other.dir == spec.dir else collision(spec, other)
+        if shared:
             raise UsageError(
-                f"a Slurm {other.slurm} sandbox is already running in {other.dir} "
-                f"(its nodes use 127.0.1.1-{other.nodes} and ports from {other.port_base}): "
-                f"stop it with 'slurmkit sandbox down --dir {other.dir}' first"
+                f"a Slurm {other.slurm} sandbox is already running in {other.dir} with "
+                f"{shared} (choose another --port-base/--net, or stop it with "
+                f"'slurmkit sandbox down --dir {other.dir}')"
             )
 
 

@@ -40,6 +40,27 @@ HEALTH_CONFIG = "health.toml"
 # per node and interval while no health.toml exists.
 HEALTH_INTERVAL = 5
 
+# What differs between the timing profiles (``sandbox up --profile``). "production" is
+# Slurm's own defaults where the demo and users meet them; "test" shortens what the test
+# suite waits on, with the same Slurm underneath:
+# - MessageTimeout: a hung controller's silence ends after it (and slurmkit's re-check
+#   window, read from it: slurmkit.slurm.recheck, is two of it);
+# - sched_interval/bf_interval: the main and backfill schedulers' periodic passes (60 s and
+#   30 s by default) that start what no event started (a released job, a freed node).
+# UnkillableStepTimeout stays 10 s in both (slurmctld logs that it wants 5 MessageTimeouts;
+# shorter than that is what makes a real "Kill task failed" drain happen within a test).
+# SlurmdTimeout stays 30 s in both: a job with a frozen node must outlive one net-check
+# round, whose pair with that node is killed only after the pair's limit plus 30 s to launch
+# (templates/_net_check.py LAUNCH_GRACE). With 12 s and 20 s, the job ended NODE_FAIL first on
+# 26.05 and the healthy pair's result was lost (faulty scan's mid-scan test).
+PROFILES: dict[str, list[str]] = {
+    "production": [],
+    "test": [
+        "MessageTimeout=5",
+        "SchedulerParameters=sched_interval=5,bf_interval=5",
+    ],
+}
+
 
 def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
     """``plugin_dir``: the version's plugins when it runs from a root (see rootfs)."""
@@ -74,6 +95,7 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         "SlurmdParameters=config_overrides",
         "ReturnToService=2",
         "SlurmdTimeout=30",
+        *PROFILES[spec.profile],
         "MinJobAge=300",
         "KillWait=5",
         # Slurm's 60 s default, shortened so a real "Kill task failed" drain (a process

@@ -15,9 +15,12 @@ from slurmkit.errors import EnvironmentProblem, UsageError
 from slurmkit.trust import UntrustedPath, check_trusted, open_nofollow
 
 DEFAULT_DIR = Path("/tmp/slurmkit-sandbox")
-MAX_NODES = 200  # 127.0.1.1 .. 127.0.1.200 and one slurmd port each
+MAX_NODES = 200  # 127.0.NET.1 .. 127.0.NET.200 and one slurmd port each
 MARKER = ".slurmkit-sandbox"
 MAX_VIRTUAL_NODES = 20000
+# The timing profiles: "production" keeps Slurm's own intervals (the demo, users); "test"
+# shortens what tests wait on (see slurmkit.sandbox.configs.PROFILES).
+PROFILES = ("production", "test")
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,10 @@ class SandboxSpec:
     # nodes defined in slurm.conf but never started (they show down): node queries over
     # thousands of nodes for the backend benchmark, without thousands of slurmd
     virtual_nodes: int = 0
+    # node-N listens on 127.0.<net>.N: two sandboxes side by side need two blocks, or a
+    # network fault put on one's node-3 (nftables, by address) would hit the other's too
+    net: int = 1
+    profile: str = "production"
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= MAX_NODES:
@@ -50,6 +57,11 @@ class SandboxSpec:
             raise UsageError("--cpus must be at least 1 and --gpus at least 0")
         if not 1024 <= self.port_base <= 65535 - 100 - MAX_NODES:
             raise UsageError(f"--port-base {self.port_base} is out of range")
+        if not 1 <= self.net <= 254:
+            raise UsageError(f"--net must be between 1 and 254 (127.0.NET.N), got {self.net}")
+        if self.profile not in PROFILES:
+            choices = ", ".join(PROFILES)
+            raise UsageError(f"--profile must be one of {choices}, got {self.profile!r}")
         object.__setattr__(self, "dir", Path(self.dir).resolve())
 
     # --- names and addresses ----------------------------------------------------------
@@ -61,9 +73,13 @@ class SandboxSpec:
     def nodelist(self) -> str:
         return "node-1" if self.nodes == 1 else f"node-[1-{self.nodes}]"
 
-    @staticmethod
-    def node_addr(index: int) -> str:
-        return f"127.0.1.{index}"
+    def node_addr(self, index: int) -> str:
+        return f"127.0.{self.net}.{index}"
+
+    @property
+    def port_range(self) -> range:
+        """Every port this sandbox may listen on: two sandboxes must not overlap here."""
+        return range(self.port_base, self.slurmd_port(self.nodes) + 1)
 
     # --- ports ------------------------------------------------------------------------
     @property
