@@ -7,6 +7,7 @@ If the sandbox cannot start, the run fails: integration tests never skip
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pwd
 import shlex
@@ -38,30 +39,78 @@ def requested_slurm() -> str:
     return os.environ.get("SLURMKIT_TEST_SLURM", "")
 
 
-def sandbox_dir() -> Path:
-    """SLURMKIT_SANDBOX_DIR, else the default dir (host version) or one per other version."""
-    version = requested_slurm()
-    host = version in ("", host_series())  # the host's own packages: the shared default sandbox
-    default = sandbox.DEFAULT_DIR if host else Path(f"/tmp/slurmkit-sandbox-{version}")
-    return Path(os.environ.get("SLURMKIT_SANDBOX_DIR", str(default)))
+# Each version's session has a slot of its own: its sandbox dir, ports and node addresses,
+# so the sessions of all versions can run side by side (scripts/test runs them so). Slot 0
+# is the default sandbox's (the demo's: ports 17800+, 127.0.1.N), which tests never touch.
+SLOTS = {"22.05": 1, "24.11": 2, "26.05": 3, "25.11": 4}
+PORT_STRIDE = 400  # > the 300 ports a sandbox may claim (slurmd ports from port_base + 100)
+SPARE_SLOT = 10  # + the session's slot: a throwaway sandbox a test starts beside its own
+
+
+def slot_spec(slot: int, **kwargs: object) -> sandbox.SandboxSpec:
+    """A sandbox in ``slot``: its own dir, ports and node addresses, timed for tests."""
+    values: dict[str, object] = {
+        "dir": Path(f"/tmp/slurmkit-test-{slot}"),
+        "port_base": sandbox.SandboxSpec.port_base + PORT_STRIDE * slot,
+        "net": 1 + slot,
+        "profile": "test",
+    }
+    values.update(kwargs)
+    return sandbox.SandboxSpec(**values)  # type: ignore[arg-type]
+
+
+def session_slot() -> int:
+    version = requested_slurm() or host_series()
+    return SLOTS.get(version, 5)
+
+
+def session_spec() -> sandbox.SandboxSpec:
+    """The session's sandbox; SLURMKIT_SANDBOX_DIR chooses another dir (same slot)."""
+    spec = slot_spec(session_slot(), slurm=requested_slurm())
+    chosen = os.environ.get("SLURMKIT_SANDBOX_DIR")
+    return dataclasses.replace(spec, dir=Path(chosen)) if chosen else spec
+
+
+def spare_spec(
+    cluster: sandbox.SandboxSpec, tmp_path: Path, **kwargs: object
+) -> sandbox.SandboxSpec:
+    """A second sandbox beside the session's, sharing no port and no node address with it."""
+    return slot_spec(
+        session_slot() + SPARE_SLOT, dir=tmp_path / "sbx", slurm=cluster.slurm, **kwargs
+    )
+
+
+def _log_tail(directory: Path, lines: int = 15) -> str:
+    """The end of every log the sandbox wrote: why it did not start, for the test report."""
+    parts = []
+    for log in sorted((directory / "log").glob("*.log")):
+        with contextlib.suppress(OSError):
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            parts.append(f"--- {log}\n" + "\n".join(tail))
+    return "\n".join(parts)
 
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[sandbox.SandboxSpec]:
     """The session's sandbox: reused when already up, else started here and stopped at the end.
 
-    SLURMKIT_TEST_SLURM=26.05 runs the whole suite on that version (its own --dir); its
+    SLURMKIT_TEST_SLURM=26.05 runs the whole suite on that version (its own slot); its
     client wrappers go first on PATH for the session, so slurmkit's library calls, the
     tests' own Slurm calls and the jobs they submit all use that version.
-    SLURMKIT_KEEP_SANDBOX=1 keeps a sandbox this session started (for parallel sessions).
+    SLURMKIT_KEEP_SANDBOX=1 keeps a sandbox this session started (for the next session).
+    A sandbox that does not start fails every test of this session with its logs; other
+    versions' sessions, in their own slots, go on.
     """
     if os.geteuid() != 0:
         pytest.fail("integration tests need root to run the sandbox cluster")
-    directory = sandbox_dir()
-    report = sandbox.up(sandbox.SandboxSpec(dir=directory, slurm=requested_slurm()))
+    spec = session_spec()
+    try:
+        report = sandbox.up(spec)
+    except Exception as exc:  # every cause is reported, with the logs
+        pytest.fail(f"the sandbox in {spec.dir} did not start: {exc}\n{_log_tail(spec.dir)}")
     keep = report.already_up or bool(os.environ.get("SLURMKIT_KEEP_SANDBOX"))
     saved = {name: os.environ.get(name) for name in ("SLURM_CONF", "PATH")}
-    for line in sandbox.env_lines(directory):
+    for line in sandbox.env_lines(spec.dir):
         name, value = line.removeprefix("export ").split("=", 1)
         os.environ[name] = os.path.expandvars(shlex.split(value)[0])
     try:
@@ -73,7 +122,7 @@ def cluster() -> Iterator[sandbox.SandboxSpec]:
             else:
                 os.environ[name] = value
         if not keep:
-            sandbox.down(directory)
+            sandbox.down(spec.dir)
 
 
 SETTLE_TIMEOUT = 45.0  # > one slurmctld ping round (SlurmdTimeout=30 pings every 10 s)

@@ -73,6 +73,7 @@ def _ours_drained() -> list[str]:
     return [n.name for n in query.nodes() if "DRAIN" in n.flags and n.reason == REASON]
 
 
+@pytest.mark.smoke
 def test_cpus_check_reports_affected_on_22_05_only(
     cluster, run_cli, tmp_path, slurm_version
 ) -> None:

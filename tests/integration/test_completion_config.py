@@ -57,6 +57,7 @@ def slurmkit(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 # ---------------------------------------------------------------- completion, live
 
 
+@pytest.mark.smoke
 def test_node_names_and_groups_from_the_cluster(cluster: sandbox.SandboxSpec) -> None:
     names = [n.name for n in query.nodes()]
     found, stderr = complete("slurmkit run -w node-")

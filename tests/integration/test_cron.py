@@ -165,6 +165,7 @@ def test_starting_twice_leaves_one_chain(chain: Chain) -> None:
 # ---------------------------------------------------------------- stopping, on its own chain
 
 
+@pytest.mark.smoke
 def test_stop_ends_the_chain_and_watch_cron_sees_it(
     cluster: sandbox.SandboxSpec, tmp_path: Path
 ) -> None:

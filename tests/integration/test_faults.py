@@ -32,6 +32,7 @@ def test_controller_down_is_one_clear_error(dead_controller_conf: Path, argv: li
     assert "\n" not in message
 
 
+@pytest.mark.smoke
 def test_unknown_job_is_not_found(cluster: sandbox.SandboxSpec) -> None:
     with pytest.raises(NotFound, match="Invalid job id"):
         run_slurm(["scontrol", "show", "job", "999999"])

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
+
 from slurmkit import sandbox
 from slurmkit.hostlist import fold
 from tests.integration.test_undrain import _drained, _idle_nodes
@@ -21,6 +23,7 @@ def _rows(out: str) -> list[list[str]]:
     return [line.split() for line in out.splitlines()[2:]]
 
 
+@pytest.mark.smoke
 def test_two_nodes_drained_for_one_reason_print_one_line(
     cluster: sandbox.SandboxSpec, run_cli
 ) -> None:

@@ -132,6 +132,7 @@ def _drained_by_health(name: str) -> Node | None:
     return node if "DRAIN" in node.flags and (node.reason or "").startswith(PREFIX) else None
 
 
+@pytest.mark.smoke
 def test_slurm_drains_the_broken_node_by_itself_and_resumes_it_once_fixed(
     health: Health,
 ) -> None:

@@ -150,6 +150,7 @@ def test_gpus_per_job_are_counted_per_node(batch) -> None:
     assert "SLURM_GPUS=5 does not fix GPUs per node" in verbose
 
 
+@pytest.mark.smoke
 def test_every_format_inside_a_job(batch) -> None:
     body = RECORD + "".join(
         f'"$SK" hostfile --format {fmt} > "$OUT/{fmt}"\n'
@@ -218,7 +219,7 @@ srun --ntasks-per-node=1 --ntasks="$SLURM_NNODES" bash -c '
 """
 
 
-def test_launch_env_in_a_two_node_job(batch) -> None:
+def test_launch_env_in_a_two_node_job(batch, cluster: sandbox.SandboxSpec) -> None:
     body = RECORD + f"export SK OUT PY\nTASK_PY={shlex.quote(TASK_PY)}\n" + LAUNCH
     run = batch(body, "-N2", "--gres=gpu:2")
     hosts = run.hostnames
@@ -240,7 +241,8 @@ def test_launch_env_in_a_two_node_job(batch) -> None:
             "PET_NNODES": "2",
         }
         resolved = run.read(f"getent-{host}").split()
-        assert resolved[0].startswith("127.0.1.") and hosts[0] in resolved[1:]
+        master = int(hosts[0].rsplit("-", 1)[1])
+        assert resolved[0] == cluster.node_addr(master) and hosts[0] in resolved[1:]
 
 
 # ---------------------------------------------------------------- time left and extend

@@ -16,6 +16,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from slurmkit import sandbox
 from slurmkit.slurm._exec import run_slurm
 from tests.integration.conftest import poll
@@ -43,6 +45,7 @@ done
 """
 
 
+@pytest.mark.smoke
 def test_srun_launcher_gives_every_task_its_rank(templates: Templates) -> None:
     (templates.root / "ranks.py").write_text(RANKS_PY)
     job_id, name = templates.submit(

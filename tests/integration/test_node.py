@@ -24,7 +24,7 @@ from slurmkit import sandbox
 from slurmkit.hostlist import fold
 from slurmkit.slurm import nodeops, query
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import poll, submit
+from tests.integration.conftest import SPARE_SLOT, poll, session_slot, slot_spec, submit
 from tests.integration.test_undrain import _alive, _ended, _idle_nodes, _ssh
 
 
@@ -47,6 +47,7 @@ def _json(run_cli, *args: str, exit_code: int = 0) -> dict:
     return json.loads(run_cli("node", *args, "--json", exit_code=exit_code).stdout)
 
 
+@pytest.mark.smoke
 def test_drain_then_resume_with_a_log(
     cluster: sandbox.SandboxSpec, run_cli, nodes_back: list[str], tmp_path: Path
 ) -> None:
@@ -148,12 +149,11 @@ def test_the_live_config_names_the_sandbox_reboot_program(cluster: sandbox.Sandb
 @pytest.fixture(scope="module")
 def private() -> Iterator[sandbox.SandboxSpec]:
     """A 2-node sandbox of the session's version on other ports: only these nodes reboot."""
-    base = sandbox.SandboxSpec()
-    spec = sandbox.SandboxSpec(
-        dir=Path(f"/tmp/sk-node-reboot-{os.getpid()}"),
+    # its slot's own dir: a pid would repeat in the PID namespaces of parallel sessions
+    spec = slot_spec(
+        session_slot() + 2 * SPARE_SLOT,
         nodes=2,
-        port_base=base.port_base + 2000,
-        slurm=os.environ.get("SLURMKIT_TEST_SLURM", base.slurm),
+        slurm=os.environ.get("SLURMKIT_TEST_SLURM", ""),
     )
     report = sandbox.up(spec, install=False)
     try:

@@ -102,6 +102,7 @@ def _fold(run_cli, *args: str) -> tuple[str, int]:
     return out, len(_exec.call_log) - start
 
 
+@pytest.mark.smoke
 def test_each_group_kind_is_one_slurm_call(
     run_cli, cluster: sandbox.SandboxSpec, reservation: str, feature: str, job: str
 ) -> None:

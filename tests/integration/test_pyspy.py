@@ -143,6 +143,7 @@ def _assert_odd_rank_found(data: dict, job: StuckJob) -> None:
 
 
 @pytest.mark.parametrize("via", ["srun", "ssh"])
+@pytest.mark.smoke
 def test_every_rank_is_dumped_and_the_odd_one_marked(
     stuck_job: StuckJob, run_cli, tmp_path: Path, via: str
 ) -> None:

@@ -27,6 +27,7 @@ def test_version_is_the_installed_one(cluster: sandbox.SandboxSpec) -> None:
     assert (query.version().major, query.version().minor) >= (22, 5)
 
 
+@pytest.mark.smoke
 def test_nodes_is_one_call_for_all_nodes(cluster: sandbox.SandboxSpec) -> None:
     before = len(_exec.call_log)
     nodes = query.nodes()
@@ -35,7 +36,7 @@ def test_nodes_is_one_call_for_all_nodes(cluster: sandbox.SandboxSpec) -> None:
     node = nodes[1]
     assert node.cpus == cluster.cpus
     assert node.gres == f"gpu:{cluster.gpus}"
-    assert node.address == "127.0.1.2"
+    assert node.address == cluster.node_addr(2)
     assert set(node.partitions) == {"gpu", "cpu"}
 
 

@@ -79,6 +79,7 @@ def _by_node(data: dict) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("name", TRANSPORTS)
+@pytest.mark.smoke
 def test_runs_on_every_node(cluster, run_cli, request, name: str) -> None:
     via = _via(request, name)
     nodes = _targets(cluster, via)

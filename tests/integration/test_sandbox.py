@@ -12,11 +12,12 @@ import pytest
 
 from slurmkit import _proc, sandbox
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import poll, sacct_state, submit
+from tests.integration.conftest import poll, sacct_state, spare_spec, submit
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
 
 
+@pytest.mark.smoke
 def test_all_nodes_usable_with_gpus(cluster: sandbox.SandboxSpec) -> None:
     def rows() -> list[list[str]]:
         out = run_slurm(["sinfo", "-h", "-N", "-p", "gpu", "-o", "%N|%T|%G|%c"]).stdout
@@ -72,7 +73,7 @@ def test_ssh_checks_host_keys(cluster: sandbox.SandboxSpec) -> None:
     result = _proc.run(["ssh", "-G", "node-3"])
     settings = dict(line.split(" ", 1) for line in result.stdout.splitlines())
     assert settings["stricthostkeychecking"] in ("true", "yes")
-    assert settings["hostname"] == "127.0.1.3"
+    assert settings["hostname"] == cluster.node_addr(3)
 
 
 def test_pdsh_reaches_every_node(cluster: sandbox.SandboxSpec) -> None:
@@ -84,7 +85,7 @@ def test_pdsh_reaches_every_node(cluster: sandbox.SandboxSpec) -> None:
 
 def test_node_names_resolve_inside_jobs(cluster: sandbox.SandboxSpec) -> None:
     result = run_slurm(["srun", "-N1", "-w", "node-2", "getent", "hosts", "node-1"], timeout=60)
-    assert result.stdout.split() == ["127.0.1.1", "node-1"]
+    assert result.stdout.split() == [cluster.node_addr(1), "node-1"]
 
 
 def test_status_and_env_commands(cluster: sandbox.SandboxSpec, run_cli, slurm_version) -> None:
@@ -128,16 +129,28 @@ def test_sshd_recorded_is_the_listener_itself(cluster: sandbox.SandboxSpec) -> N
         assert f"sshd_config-{node}".encode() in cmdline
 
 
-def test_a_second_sandbox_on_the_same_ports_is_refused_naming_the_running_one(
-    cluster: sandbox.SandboxSpec, tmp_path: Path, run_cli
+@pytest.mark.parametrize("shared", ["ports", "node addresses"])
+def test_a_second_sandbox_sharing_ports_or_addresses_is_refused_naming_the_running_one(
+    cluster: sandbox.SandboxSpec, tmp_path: Path, run_cli, shared: str
 ) -> None:
+    """Another version, another dir; its ports overlap the session's, or its node addresses
+    are the session's: refused before anything starts, and the session's sandbox goes on."""
     other = "24.11" if cluster.slurm != "24.11" else "26.05"
-    result = run_cli(
-        "sandbox", "up", "--dir", str(tmp_path / "other"), "--slurm", other, "--no-install",
-        exit_code=2,
-    )  # fmt: skip
+    if shared == "ports":
+        where = ("--port-base", str(cluster.port_base + 50), "--net", str(cluster.net + 100))
+    else:
+        where = ("--port-base", str(cluster.port_base + 40000), "--net", str(cluster.net))
+    directory = tmp_path / "other"
+    try:
+        result = run_cli(
+            "sandbox", "up", "--dir", str(directory), "--slurm", other, "--no-install", *where,
+            exit_code=2,
+        )  # fmt: skip
+    finally:  # had it started, the session's nodes would be shadowed in ~/.ssh/config
+        sandbox.down(directory)
     (line,) = result.stderr.strip().splitlines()
     assert f"a Slurm {cluster.slurm} sandbox is already running in {cluster.dir}" in line
+    assert f"with {shared} " in line
     assert sandbox.status(cluster.dir).up
 
 
@@ -197,9 +210,7 @@ def test_second_sandbox_lifecycle_leaves_nothing_behind(
 ) -> None:
     """A 1-node sandbox of the same version on other ports: up, use, down; then every recorded
     pid is gone, and nothing is mounted on the host."""
-    spec = sandbox.SandboxSpec(
-        dir=tmp_path / "sbx", nodes=1, port_base=cluster.port_base + 1000, slurm=cluster.slurm
-    )
+    spec = spare_spec(cluster, tmp_path, nodes=1)
     report = sandbox.up(spec, install=False)
     try:
         recorded = sandbox.status(spec.dir).daemons

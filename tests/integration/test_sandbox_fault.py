@@ -28,7 +28,7 @@ import pytest
 from slurmkit import _proc, sandbox
 from slurmkit.sandbox import netfault
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import _process_state, _ssh_hostname, poll
+from tests.integration.conftest import _process_state, _ssh_hostname, poll, spare_spec
 
 LISTEN_PORT = 29600  # a fixed port in the data range, as a rendezvous or benchmark uses
 CONNECT_TIMEOUT = 3.0  # a SYN that is dropped is retried, never refused: bound the wait
@@ -249,6 +249,7 @@ def test_a_second_fault_replaces_the_first_and_clear_touches_one_node(
     ]
 
 
+@pytest.mark.smoke
 def test_fault_refuses_a_node_the_sandbox_does_not_have(
     run_cli: Any, cluster: sandbox.SandboxSpec, fault: Fault
 ) -> None:
@@ -324,9 +325,7 @@ def test_up_removes_a_stale_table_and_down_removes_the_sandboxs_faults(
 ) -> None:
     """A 1-node sandbox of its own (other ports and dir): a table a dead sandbox of that dir
     left is gone after ``up``, and a fault put on it is gone after ``down``."""
-    spec = sandbox.SandboxSpec(
-        dir=tmp_path / "sbx", nodes=1, port_base=cluster.port_base + 1000, slurm=cluster.slurm
-    )
+    spec = spare_spec(cluster, tmp_path, nodes=1)
     table = netfault.table_name(spec.dir)
     stale = netfault.program(table, ['ip daddr 127.0.9.9 drop comment "stale"'])
     assert _proc.run(["nft", "-f", "-"], input=stale, timeout=30).returncode == 0
@@ -335,13 +334,15 @@ def test_up_removes_a_stale_table_and_down_removes_the_sandboxs_faults(
         sandbox.up(spec, install=False)
         try:
             assert table not in _tables()
-            # node-1 of this sandbox is 127.0.1.1, as the session's node-1: a rate so high
-            # that the session's cluster does not notice
+            # node-1 of this sandbox has an address of its own: the session's node-1 is not
+            # policed (checked below)
             args = ("sandbox", "fault", "node-1", "net-slow", "--rate", "1000mbytes")
             run_cli(*args, "--dir", str(spec.dir))
             assert status_json(run_cli, spec)["faults"] == [
                 {"node": "node-1", "fault": "net-slow", "rate": "1000mbytes"}
             ]
+            assert status_json(run_cli, cluster)["faults"] == []
+            assert spec.node_addr(1) != cluster.node_addr(1)
         finally:
             sandbox.down(spec.dir)
         assert table not in _tables()

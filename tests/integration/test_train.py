@@ -174,6 +174,7 @@ def test_five_runs_one_at_a_time(train_factory: Callable[[str], Train]) -> None:
     assert [r["id"] for r in status["finished"]] == [f"{array}_{i}" for i in range(1, 6)]
 
 
+@pytest.mark.smoke
 def test_edit_between_runs_is_picked_up(train_factory: Callable[[str], Train]) -> None:
     train = train_factory("edit")
     script = write(train.work / "a.slurm", training_script(train.work, "v1"))

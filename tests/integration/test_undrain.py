@@ -137,6 +137,7 @@ def _outcomes(report: dict) -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("via", SSH_TRANSPORTS)
+@pytest.mark.smoke
 def test_only_kill_task_failed_nodes_return(cluster: sandbox.SandboxSpec, run_cli, via) -> None:
     a, b, c = _idle_nodes(3)
     other = f"sk-test ECC error {uuid.uuid4().hex[:6]}"

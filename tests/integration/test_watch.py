@@ -58,6 +58,7 @@ def state_of(job_id: str) -> tuple[str, str]:
 # ---------------------------------------------------------------- watch job
 
 
+@pytest.mark.smoke
 def test_job_running_pending_absent(run_cli, names: list[str], tmp_path: Path) -> None:
     name = unique("job")
     names.append(name)
