@@ -163,6 +163,22 @@ def run_all(steps):
         time.sleep(0.1)
 
 
+def report_as_they_end(check, number, steps):
+    """Each pair's line as soon as its own step ends, not when the round's slowest does.
+
+    A pair with a hung node waits its limit plus LAUNCH_GRACE; if the job is killed before
+    that (NODE_FAIL for that very node), the pairs that had finished keep their results.
+    """
+    pending = list(steps)
+    while pending:
+        ended = [entry for entry in pending if entry[3].poll()]
+        for entry in ended:
+            pending.remove(entry)
+            pair_result(check, number, *entry)
+        if pending:
+            time.sleep(0.1)
+
+
 def rank_lines(text):
     """{rank: {key: value}} from the tasks' SLURMKIT_RANK lines."""
     ranks = {}
@@ -286,9 +302,7 @@ def driver(args):
                 ]  # fmt: skip
                 argv = srun([a, b], cpus, gpus if check == "nccl-multi" else 0, code, python, mode)
                 steps.append((a, b, port + i, Step(argv, seconds + LAUNCH_GRACE)))
-            run_all([s for _, _, _, s in steps])
-            for a, b, p, step in steps:
-                pair_result(check, number, a, b, p, step)
+            report_as_they_end(check, number, steps)
         say(("kind", "done"), ("check", check), ("pairs", sum(len(p) for p in plan)))
 
 

@@ -457,6 +457,32 @@ def test_a_step_past_its_time_is_killed_and_marked_timed_out() -> None:
     assert not quick.timed_out and quick.text()[0].startswith("SLURMKIT_RANK rank=0")
 
 
+def test_a_finished_pair_is_reported_while_its_rounds_hung_pair_still_waits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A round's pair with a frozen node waits its limit plus the launch grace; the job may
+    end NODE_FAIL before that (issue 27 CI: 39 s after the start, the round would end at 44 s).
+    The pair that finished is on stdout at once, so the job's log keeps it."""
+    ok = "SLURMKIT_RANK rank={} status=ok mbps=900.0"
+    quick = driver.Step([sys.executable, "-c", f"print('{ok.format(0)}\\n{ok.format(1)}')"], 60)
+    hung = driver.Step([sys.executable, "-c", "import time; time.sleep(600)"], 60)
+    seen: list[str] = []
+    reported = driver.pair_result
+
+    def note(*args: object) -> None:
+        reported(*args)
+        seen.append(capsys.readouterr().out)
+        hung.deadline = 0  # the hung pair's limit passes only after the quick one is out
+
+    driver.pair_result = note
+    try:
+        driver.report_as_they_end("net", 1, [("n1", "n4", 1, hung), ("n2", "n3", 2, quick)])
+    finally:
+        driver.pair_result = reported
+    assert " a=n2 b=n3 " in seen[0] and "status=ok" in seen[0]
+    assert " a=n1 b=n4 " in seen[1] and "status=timeout" in seen[1] and hung.timed_out
+
+
 # The driver's lines from two real runs of the mid-scan test (node-4's slurmd frozen while
 # the job ran; the job ended NODE_FAIL), 2026-11-26 CI rehearsal: the end of a timed-out
 # pair whose task never reported is a silent node, not a network verdict.
