@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import os
 import pwd
 import shlex
@@ -132,6 +133,31 @@ def _not_responding() -> list[str]:
     """Nodes sinfo marks ``*`` (not responding), e.g. ``idle*``."""
     out = _proc.run(["sinfo", "-h", "-N", "-o", "%N %t"], timeout=30).stdout  # not in call_log
     return sorted({n for n, _, s in (ln.partition(" ") for ln in out.splitlines()) if "*" in s})
+
+
+@pytest.fixture(autouse=True)
+def machine_share(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The machine, shared by the sessions of every version that run at once (scripts/test).
+
+    Every test holds a shared lock; a test marked ``serial`` holds it alone, so it runs on a
+    quiet machine while the other sessions wait between their tests: what it measures is a
+    rate or a timing that load on 2 cores would change (a healthy pair read "slow" at 100
+    against 214 MB/s while the others ran). A turnstile gives the serial test its turn:
+    once it waits, no new test starts beside the running ones.
+    """
+    from slurmkit.locks import default_lock_dir
+
+    folder = default_lock_dir()
+    serial = request.node.get_closest_marker("serial") is not None
+    with (
+        open(folder / "itest-turnstile.lock", "a") as gate,
+        open(folder / "itest-machine.lock", "a") as machine,
+    ):
+        fcntl.flock(gate, fcntl.LOCK_EX if serial else fcntl.LOCK_SH)
+        fcntl.flock(machine, fcntl.LOCK_EX if serial else fcntl.LOCK_SH)
+        if not serial:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -63,6 +63,7 @@ def _scan(run_cli, tmp_path: Path, *extra: str, exit_code: int, checks: str = "n
 
 
 @pytest.mark.smoke
+@pytest.mark.serial  # a rate, compared: on a quiet machine
 def test_healthy_nodes_all_pass_with_bandwidth_figures(run_cli, tmp_path, fault) -> None:
     """With a per-node check too: both run in the one job, the per-node step first."""
     out = _scan(run_cli, tmp_path, "--json", exit_code=0, checks="python,net")
@@ -93,6 +94,7 @@ def test_a_node_whose_network_is_down_is_named_alone(run_cli, tmp_path, fault, c
     assert [(e.node, e.check) for e in entries] == [("node-3", "net")]
 
 
+@pytest.mark.serial  # a rate, compared: on a quiet machine
 def test_a_slowed_node_is_flagged_slow_with_its_figure(run_cli, tmp_path, fault) -> None:
     fault("node-2", "net-slow")
     data = json.loads(_scan(run_cli, tmp_path, "--net-size", "4", "--json", exit_code=1))

@@ -263,6 +263,7 @@ def test_fault_refuses_a_node_the_sandbox_does_not_have(
 
 
 # ------------------------------------------------------------------ net-slow
+@pytest.mark.serial  # a rate, compared: on a quiet machine
 def test_net_slow_makes_the_node_far_slower_than_unfaulted(
     run_cli: Any, cluster: sandbox.SandboxSpec, fault: Fault
 ) -> None:
