@@ -601,9 +601,13 @@ def _write_ssh_files(spec: SandboxSpec) -> None:
 
 
 def _must(result: _proc.Completed, what: str) -> _proc.Completed:
+    """The cause in one line: the first line saying ERROR (MariaDB's last one is a bare
+    "[ERROR] Aborting", after the one that says why), else the last line."""
     if result.returncode != 0:
-        msg = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise EnvironmentProblem(f"{what} failed (exit {result.returncode}): {msg[0]}")
+        lines = (result.stderr or result.stdout).strip().splitlines() or ["no output"]
+        errors = [ln for ln in lines if "ERROR" in ln]
+        msg = errors[0] if errors else lines[-1]
+        raise EnvironmentProblem(f"{what} failed (exit {result.returncode}): {msg.strip()}")
     return result
 
 
@@ -651,12 +655,18 @@ def _start_munge(spec: SandboxSpec, where: _Where) -> None:
 
 def _start_mariadb(spec: SandboxSpec, db_password: str) -> None:
     data = spec.path("db", "data")
+    # Its own tmpdir: MariaDB names temporary tables after its pid (/tmp/#sql-temptable-1f-..),
+    # and sandboxes started at once in PID namespaces of their own (scripts/test) have the same
+    # pids: the second install failed with "File exists" in the shared /tmp.
+    tmp = spec.path("db", "tmp")
+    tmp.mkdir(mode=0o700, exist_ok=True)
     _must(
         _proc.run(
             [
                 find_program("mariadb-install-db") or "mariadb-install-db",
                 "--no-defaults",
                 f"--datadir={data}",
+                f"--tmpdir={tmp}",
                 "--user=root",
                 "--auth-root-authentication-method=socket",
                 "--skip-test-db",
@@ -673,6 +683,7 @@ def _start_mariadb(spec: SandboxSpec, db_password: str) -> None:
             "--no-defaults",
             "--user=root",
             f"--datadir={data}",
+            f"--tmpdir={tmp}",
             f"--socket={spec.mysql_socket}",
             f"--port={spec.mysql_port}",
             "--bind-address=127.0.0.1",

@@ -126,3 +126,18 @@ def test_the_test_profile_shortens_what_tests_wait_on(tmp_path: Path) -> None:
         ln.split("=", 1)[0] for ln in configs.slurm_conf(SandboxSpec(dir=tmp_path)).splitlines()
     ]
     assert len([k for k in keys if k == "SlurmdTimeout"]) == 1
+
+
+def test_a_failed_install_names_the_line_that_says_why() -> None:
+    """MariaDB ends with a bare "[ERROR] Aborting"; the line before it is the cause."""
+    from slurmkit import _proc
+    from slurmkit.errors import EnvironmentProblem
+
+    out = (
+        "Installing MariaDB/MySQL system tables in '/tmp/x/db/data' ...\n"
+        "ERROR: 1  Can't create/write to file '/tmp/#sql-temptable-1f-1-3.MAI' (Errcode: 17)\n"
+        "2026-11-28 18:15:29 0 [ERROR] Aborting\n"
+    )
+    failed = _proc.Completed(("mariadb-install-db",), 1, "", out, 0.4)
+    with pytest.raises(EnvironmentProblem, match=r"exit 1\): ERROR: 1  Can't create/write"):
+        cluster._must(failed, "mariadb-install-db")
