@@ -8,9 +8,11 @@ its figure. Every fault is cleared by the fixture's finalizer, whatever happens.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -24,7 +26,7 @@ from slurmkit.faulty import excluded
 from slurmkit.sandbox import netfault
 from slurmkit.slurm import query
 from slurmkit.slurm.commands import run_slurm
-from tests.integration.conftest import poll, recorded_pid
+from tests.integration.conftest import SPARE_SLOT, poll, recorded_pid, session_slot, slot_spec
 
 NODES = ["node-1", "node-2", "node-3", "node-4"]
 
@@ -138,9 +140,35 @@ def _slurmd_of(cluster: sandbox.SandboxSpec, node: str) -> int:
     return slurmd
 
 
+@contextlib.contextmanager
+def _production_sandbox(cluster: sandbox.SandboxSpec) -> Iterator[sandbox.SandboxSpec]:
+    """A 4-node sandbox of the session's version with Slurm's production timings, for this
+    test alone: with the test profile's MessageTimeout (5 s) the frozen node's NODE_FAIL came
+    35-37 s after the freeze, before node-2 and node-3's round-1 pair had reported (it had
+    not ended 30 s into the round, on 22.05 and 26.05 under the other sessions' load); the
+    race is Slurm's, not slurmkit's, and this test is about what the scan makes of it."""
+    spec = slot_spec(session_slot() + 3 * SPARE_SLOT, slurm=cluster.slurm, profile="production")
+    report = sandbox.up(spec, install=False)
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            for line in sandbox.env_lines(spec.dir):
+                name, value = line.removeprefix("export ").split("=", 1)
+                env.setenv(name, os.path.expandvars(shlex.split(value)[0]))
+            poll(_all_can_run, 120, "the production sandbox's nodes to accept jobs")
+            yield report.spec
+    finally:
+        sandbox.down(spec.dir)
+
+
+@pytest.mark.serial  # a race between Slurm's timeouts: on a quiet machine, as it was measured
 def test_a_node_that_stops_answering_mid_scan_is_unknown_and_the_others_are_reported(
-    cluster: sandbox.SandboxSpec, tmp_path: Path, fault
+    cluster: sandbox.SandboxSpec, tmp_path: Path
 ) -> None:
+    with _production_sandbox(cluster) as own:
+        _mid_scan(own, tmp_path)
+
+
+def _mid_scan(cluster: sandbox.SandboxSpec, tmp_path: Path) -> None:
     """Issue 16, "a node that dies mid-scan is unknown, not lost": once the scan's job runs on
     all four nodes, node-4's slurmd is frozen (SIGSTOP: a hung node, no step starts there).
     Its pairs are bounded by --net-timeout; node-4 is never a pass, it is in --exclude=,
