@@ -91,6 +91,26 @@ def _log_tail(directory: Path, lines: int = 15) -> str:
     return "\n".join(parts)
 
 
+# The accounts tests use besides root, made before any sandbox starts: the root of another
+# Slurm version binds the host's /etc/passwd as the file was when its sandbox started, so an
+# account made later (by a test of another version's session running at the same time) is
+# unknown on that version's nodes ("Invalid --uid specification", ssh "Permission denied").
+TEST_ACCOUNTS = {
+    "slurmkit-test": ["--no-create-home", "--uid", "2001", "--shell", "/usr/sbin/nologin"],
+    "slurmkit-sudo": ["--no-create-home", "--shell", "/bin/sh"],
+    "sk-trainmate": ["--no-create-home", "--shell", "/usr/sbin/nologin"],
+}
+
+
+def ensure_test_accounts() -> None:
+    """Make each missing test account (root only; scripts/test calls it before the sessions)."""
+    for name, args in TEST_ACCOUNTS.items():
+        if _proc.run(["getent", "passwd", name], timeout=30).returncode != 0:
+            made = _proc.run(["useradd", *args, name], timeout=60)
+            if made.returncode != 0 and "already exists" not in made.stderr:
+                raise RuntimeError(f"useradd {name}: {made.stderr.strip()}")
+
+
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[sandbox.SandboxSpec]:
     """The session's sandbox: reused when already up, else started here and stopped at the end.
@@ -105,6 +125,7 @@ def cluster() -> Iterator[sandbox.SandboxSpec]:
     if os.geteuid() != 0:
         pytest.fail("integration tests need root to run the sandbox cluster")
     spec = session_spec()
+    ensure_test_accounts()
     try:
         report = sandbox.up(spec)
     except Exception as exc:  # every cause is reported, with the logs
