@@ -97,18 +97,28 @@ def _log_tail(directory: Path, lines: int = 15) -> str:
 # unknown on that version's nodes ("Invalid --uid specification", ssh "Permission denied").
 TEST_ACCOUNTS = {
     "slurmkit-test": ["--no-create-home", "--uid", "2001", "--shell", "/usr/sbin/nologin"],
-    "slurmkit-sudo": ["--no-create-home", "--shell", "/bin/sh"],
+    # password field "*": not locked ("!" is, and sshd without PAM refuses a locked account)
+    "slurmkit-sudo": ["--no-create-home", "--shell", "/bin/sh", "--password", "*"],
     "sk-trainmate": ["--no-create-home", "--shell", "/usr/sbin/nologin"],
 }
 
 
 def ensure_test_accounts() -> None:
-    """Make each missing test account (root only; scripts/test calls it before the sessions)."""
+    """Make each missing test account (root only; scripts/test calls it before the sessions).
+
+    /etc/shadow is rewritten only when an account's password field is not yet as wanted:
+    a rewrite after a root's sandbox started is a file that root no longer sees.
+    """
     for name, args in TEST_ACCOUNTS.items():
         if _proc.run(["getent", "passwd", name], timeout=30).returncode != 0:
             made = _proc.run(["useradd", *args, name], timeout=60)
             if made.returncode != 0 and "already exists" not in made.stderr:
                 raise RuntimeError(f"useradd {name}: {made.stderr.strip()}")
+        if "--password" in args:
+            want = args[args.index("--password") + 1]
+            shadow = _proc.run(["getent", "shadow", name], timeout=30).stdout.split(":")
+            if len(shadow) < 2 or shadow[1] != want:
+                _proc.run(["usermod", "--password", want, name], timeout=60)
 
 
 @pytest.fixture(scope="session")

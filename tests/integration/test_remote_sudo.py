@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from slurmkit import _proc, sandbox
+from tests.integration.conftest import ensure_test_accounts
 
 LOGIN = "slurmkit-sudo"
 TARGET = "slurmkit-test"  # tests/integration/test_undrain.py's user (nologin shell)
@@ -63,7 +64,7 @@ def login_config(cluster: sandbox.SandboxSpec, shared_dir: Path) -> Iterator[Pat
     home.mkdir()
     _user(LOGIN, "--home-dir", str(home), "--shell", "/bin/sh")
     _user(TARGET, "--no-create-home", "--uid", str(TARGET_UID), "--shell", "/usr/sbin/nologin")
-    assert _proc.run(["usermod", "-p", "*", LOGIN]).returncode == 0  # not locked, no password
+    ensure_test_accounts()  # LOGIN not locked, no password ("*"), before any root started
     os.chown(home, int(_proc.run(["id", "-u", LOGIN]).stdout), -1)
     # The nodes' /etc: the host's, or (another version) the root's own, which the world
     # does not bind (only passwd, group, shadow and hosts come from the host).
