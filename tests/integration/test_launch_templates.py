@@ -53,7 +53,7 @@ def test_srun_launcher_gives_every_task_its_rank(templates: Templates) -> None:
         "nodes=2",
         "gpus_per_node=2",
         "cpus_per_task=1",
-        "time=5",
+        "time=10",  # > signal_time (300 s): no graceful-exit signal at the first check
         f"python={sys.executable}",
         "script=ranks.py",
     )
@@ -99,7 +99,7 @@ def _submit_chunks(templates: Templates, listing: Path, chunks: int) -> tuple[st
         f"command={templates.root / 'process.sh'}",
         "done_dir=done",
         "cpus_per_task=1",
-        "time=5",
+        "time=10",  # > signal_time (300 s): no graceful-exit signal at the first check
     )
 
 
@@ -177,7 +177,7 @@ def test_mpirun_places_gpus_per_node_ranks_on_each_node(
         "nodes=2",
         "gpus_per_node=2",
         "cpus_per_task=1",
-        "time=5",
+        "time=10",  # > signal_time (300 s): no graceful-exit signal at the first check
         f"python={sys.executable}",
         "script=mpi.py",
         "mpirun_args=--allow-run-as-root",

@@ -163,7 +163,7 @@ def test_launcher_runs_one_launcher_per_node_with_the_first_node_as_master(
         template,
         *SMALL_GPU,
         "nodes=2",
-        "time=5",
+        "time=10",  # > signal_time (300 s): no graceful-exit signal at the first check
         f"launcher={templates.root / 'fake-launcher'}",
         "script_args=a 'b c'",
     )
@@ -189,7 +189,7 @@ def test_failing_worker_fails_the_job(templates: Templates) -> None:
     job_id, name = templates.submit(
         "torchrun",
         *SMALL_GPU,
-        "time=5",
+        "time=10",  # > signal_time (300 s): no graceful-exit signal at the first check
         f"launcher={templates.root / 'fake-launcher'}",
         "script_args=fail",
     )
@@ -207,7 +207,7 @@ def test_launcher_output_reaches_the_log_while_the_job_runs(templates: Templates
     job_id, name = templates.submit(
         "torchrun",
         *SMALL_GPU,
-        "time=5",
+        "time=10",  # > signal_time (300 s): no graceful-exit signal at the first check
         "signal=none",
         f"launcher={templates.root / 'fake-launcher'}",
         "script_args=170",
@@ -260,7 +260,8 @@ def test_train_wrapper_sources_the_current_target_then_obeys_the_kill_switch(
         "srun --cpus-per-task=$SLURM_CPUS_PER_TASK hostname\n"
     )
     (root / "current.slurm").symlink_to("a.slurm")
-    common = ("gpus_per_node=0", "cpus_per_task=1", "time=5", f"kill_switch={root / 'stop'}")
+    # time > signal_time (300 s): no graceful-exit signal at slurmctld's first check
+    common = ("gpus_per_node=0", "cpus_per_task=1", "time=10", f"kill_switch={root / 'stop'}")
     job_id, name = templates.submit(
         "train-wrapper", *common, "array_size=2", f"target={root / 'current.slurm'}"
     )
@@ -407,7 +408,7 @@ def test_faulty_node_check_names_exactly_the_failing_node(templates: Templates) 
         "faulty-node-check",
         *SMALL_GPU,
         "nodes=2",
-        "time=5",
+        "time=10",  # > signal_time (300 s): no graceful-exit signal at the first check
         'checks=python,gpu-count,cmd:test "$SLURM_PROCID" != 1',
     )
     assert wait_final(job_id, name) == "FAILED"
@@ -430,7 +431,7 @@ def test_faulty_node_check_names_exactly_the_failing_node(templates: Templates) 
 def test_gpu_tests_complete_and_say_skipped(
     templates: Templates, template: str, check: str, sets: tuple[str, ...]
 ) -> None:
-    job_id, name = templates.submit(template, *SMALL_GPU, "time=5", *sets)
+    job_id, name = templates.submit(template, *SMALL_GPU, "time=10", *sets)
     assert wait_final(job_id, name) == "COMPLETED", templates.log(name, job_id)
     results = parse_check_lines(templates.log(name, job_id))
     assert sorted(r.node for r in results) == sorted(job_nodes(job_id, name))
