@@ -319,11 +319,20 @@ def test_a_requeued_run_is_counted_once_never_failed(make_train) -> None:
         return "REQUEUED" in out and bool(again.strip())
 
     poll(requeued, 60, f"{array}_1 requeued in accounting and back in the queue")
-    status = _status(train)
+    seen: list[dict] = []
+
+    def counted_once() -> bool:
+        """Each run once, none finished yet; read again while the requeued task passes a
+        state squeue lists but status counts as neither (seen once with every version's
+        session running at once)."""
+        seen.append(_status(train))
+        running = 1 if seen[-1]["running"] else 0
+        return seen[-1]["pending"] + running == 2
+
+    poll(counted_once, 30, "the requeued run counted once, none finished")
+    status = seen[-1]
     assert status["failed"] == [], status
     assert f"{array}_1" not in [r["id"] for r in status["finished"]]
-    running = 1 if status["running"] else 0
-    assert status["pending"] + running == 2, status  # each run once: none finished yet
     train.stop_everything()
 
 
