@@ -9,6 +9,13 @@ What is checked, and when: every invocation checks the top level (section names 
 the command registry, without importing any command; the root's own keys; ``[notify]``)
 and the sections of the command being run. ``slurmkit config show`` checks everything.
 A bad key or value is one line naming the file, the line and the key, exit 2.
+
+Safety switches are never defaults (issue 28): ``[undrain] yes = true`` or
+``SLURMKIT_UNDRAIN_YES=1`` made every undrain, cron's included, act without asking. A
+flag that makes a command change more or check less (:data:`SAFETY_SWITCHES`) is
+refused in the files and in the environment: it has to be on the command line of the
+run it is meant for. The same holds for a dry run by default: nothing but a flag may
+turn it off.
 """
 
 from __future__ import annotations
@@ -26,6 +33,27 @@ from slurmkit.errors import SlurmkitError
 META_KEY = "slurmkit.config"
 COMPLETE_VAR = "_SLURMKIT_COMPLETE"
 NOTIFY_PARAM = "notify"
+
+# Flags (by parameter name) that make a command change more or check less than it would
+# without them. tests/unit/test_config_safety.py fails on a flag of any command that is
+# neither here nor in its list of ordinary flags, so a new one gets decided, not missed.
+SAFETY_SWITCHES = frozenset(
+    {
+        "yes",  # acts without asking
+        "kill",  # undrain: kills leftover processes
+        "drain",  # faulty scan: drains nodes
+        "now",  # train stop: cancels the running run too
+        "expired",  # faulty excluded: removes entries
+        "asap",  # node reboot: drains the nodes now
+        "force",  # train: goes on past lint errors
+        "no_check",  # node resume: returns nodes unchecked
+        "insecure",  # accepts any ssh host key
+        "sudo",  # runs the command as root on the nodes
+        "keep_log",  # --no-log: no audit log to settle a killed run from
+    }
+)
+DRY_RUN = "dry_run"
+SAFETY_RULE = "safety switches are never defaults"
 
 
 def key_name(key: str) -> str:
@@ -129,7 +157,93 @@ def check_value(command: click.Command, param: click.Option, value: Any) -> str 
             return exc.message.rstrip(".")
         except (SlurmkitError, ValueError, TypeError) as exc:
             return str(exc)
+        except OverflowError:  # TOML's 1e400 is inf: int(inf) overflows
+            return f"expected {param.type.name}, not {item!r}"
     return None
+
+
+def _check_key(
+    layered: config.Layered,
+    command: click.Command,
+    keys: tuple[str, ...],
+    param: click.Option,
+    value: Any,
+) -> None:
+    """One key's value: a value ``param`` takes, and not a safety switch turned on.
+
+    A key spelled as a flag that sets False (``no_log`` for ``--no-log``, parameter
+    ``keep_log``) means "pass that flag": its value is stored inverted, so ``no_log =
+    true`` keeps no log, as the flag would (it used to keep the log).
+    """
+    problem = check_value(command, param, value)
+    if problem:
+        raise layered.error(keys, problem)
+    if isinstance(value, bool) and key_name(keys[-1]) != param.name and _on_value(param) is False:
+        value = not value
+        _store(layered, keys, value)
+    problem = safety_problem(param, value)
+    if problem:
+        raise layered.error(keys, problem)
+
+
+def _store(layered: config.Layered, keys: tuple[str, ...], value: Any) -> None:
+    table: Any = layered.values
+    for key in keys[:-1]:
+        table = table[key]
+    table[keys[-1]] = value
+
+
+def _on_value(param: click.Option) -> Any:
+    """The value ``param``'s flag sets when given (click leaves flag_value unset for True)."""
+    return param.flag_value if isinstance(param.flag_value, bool) else True
+
+
+def safety_problem(param: click.Option, value: Any) -> str | None:
+    """Why ``value`` may not be ``param``'s default: it turns a safety switch on, or a dry
+    run by default off. None when it may (``yes = false`` is the default restated)."""
+    if not param.is_flag:
+        return None
+    if param.name in SAFETY_SWITCHES and value == _on_value(param):
+        flag = max(param.opts, key=len)
+    elif param.name == DRY_RUN and param.default is True and value is not True:
+        flag = max(param.secondary_opts or param.opts, key=len)
+    else:
+        return None
+    return f"{SAFETY_RULE}; pass {flag} on the command line"
+
+
+def check_environment(
+    command: click.Command, prefix: str, environ: Mapping[str, str] | None = None
+) -> None:
+    """No ``SLURMKIT_<COMMAND>_<SWITCH>`` variable turns a safety switch on (click's names:
+    each subcommand adds ``_<NAME>`` to the prefix). A subcommand is looked at only when a
+    variable carries its prefix, so this imports nothing on an ordinary call."""
+    env = os.environ if environ is None else environ
+    for param in command.params:
+        if isinstance(param, click.Option) and param.name and param.allow_from_autoenv:
+            _check_variable(param, f"{prefix}_{param.name.upper()}", env)
+    if not isinstance(command, click.Group):
+        return
+    ctx = click.Context(command)
+    for name in command.list_commands(ctx):
+        sub_prefix = f"{prefix}_{name.upper()}".replace("-", "_")
+        if any(k.startswith(sub_prefix + "_") and v for k, v in env.items()):
+            sub = command.get_command(ctx, name)
+            if sub is not None:
+                check_environment(sub, sub_prefix, env)
+
+
+def _check_variable(param: click.Option, name: str, env: Mapping[str, str]) -> None:
+    raw = env.get(name)
+    if not raw or not (param.name in SAFETY_SWITCHES or param.name == DRY_RUN):
+        return
+    try:
+        value = param.type.convert(raw, param, None)
+    except click.BadParameter:
+        value = None if param.name == DRY_RUN else _on_value(param)  # unreadable: not allowed
+    problem = safety_problem(param, value)
+    if problem:
+        raise config.ConfigError(f"environment variable {name}: {problem}")
 
 
 def _unknown(keys: tuple[str, ...], known: list[str], what: str) -> str:
@@ -164,9 +278,7 @@ def check_command(
             else:
                 raise layered.error(here, _unknown(here, subcommands, "command section"))
         elif key_name(key) in names:
-            problem = check_value(command, params[names[key_name(key)]], value)
-            if problem:
-                raise layered.error(here, problem)
+            _check_key(layered, command, here, params[names[key_name(key)]], value)
             _rename(layered, keys, table, key, names[key_name(key)])  # type: ignore[arg-type]
         else:
             path = " ".join(["slurmkit", *keys])
@@ -190,9 +302,7 @@ def check_top(root: click.Group, layered: config.Layered) -> None:
             if key not in commands:
                 raise layered.error(keys, _unknown(keys, commands, "command section"))
         elif key_name(key) in names:
-            problem = check_value(root, params[names[key_name(key)]], value)
-            if problem:
-                raise layered.error(keys, problem)
+            _check_key(layered, root, keys, params[names[key_name(key)]], value)
             _rename(layered, (), layered.values, key, names[key_name(key)])
         else:
             known = sorted([*params, *commands])
@@ -218,15 +328,19 @@ def check_invoked(ctx: click.Context) -> None:
     if layered is None or not name or not isinstance(ctx.command, click.Group):
         return
     table = layered.values.get(name)
+    command = ctx.command.get_command(ctx, name)
+    if command is None:
+        return
     if isinstance(table, dict):
-        command = ctx.command.get_command(ctx, name)
-        if command is not None:
-            check_command(layered, command, (name,), table)
+        check_command(layered, command, (name,), table)
+    prefix = ctx.auto_envvar_prefix or config.ENV_PREFIX
+    check_environment(command, f"{prefix}_{name.upper()}".replace("-", "_"))
 
 
 def check_all(root: click.Group, layered: config.Layered) -> None:
     """Every section of every file (``config show``): imports the commands named."""
     check_top(root, layered)
+    check_environment(root, config.ENV_PREFIX)
     ctx = click.Context(root)
     for name, table in layered.values.items():
         if name in config.NOT_COMMANDS or not isinstance(table, dict):
