@@ -259,6 +259,14 @@ def recorded_pid(cluster: sandbox.SandboxSpec, daemon: str) -> int:
     return int(pid)
 
 
+def slurmd_pid(cluster: sandbox.SandboxSpec, node: str) -> int:
+    """The node's slurmd: tini (recorded by ``sandbox up``) -> supervisor -> slurmd."""
+    (supervisor,) = children_of(recorded_pid(cluster, f"node-{node}"))
+    (slurmd,) = children_of(supervisor)
+    assert "slurmd" in Path(f"/proc/{slurmd}/cmdline").read_text()
+    return slurmd
+
+
 def _sshd_pid(cluster: sandbox.SandboxSpec, node: str) -> int:
     """The node's sshd listener, as ``sandbox up`` recorded it.
 

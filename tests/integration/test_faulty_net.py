@@ -26,7 +26,13 @@ from slurmkit.faulty import excluded
 from slurmkit.sandbox import netfault
 from slurmkit.slurm import query
 from slurmkit.slurm.commands import run_slurm
-from tests.integration.conftest import SPARE_SLOT, poll, recorded_pid, session_slot, slot_spec
+from tests.integration.conftest import (
+    SPARE_SLOT,
+    poll,
+    session_slot,
+    slot_spec,
+    slurmd_pid,
+)
 
 NODES = ["node-1", "node-2", "node-3", "node-4"]
 
@@ -128,18 +134,6 @@ def test_nccl_multi_without_torch_cuda_is_skipped_on_every_node(run_cli, tmp_pat
                         check["detail"]), check  # fmt: skip
 
 
-def _slurmd_of(cluster: sandbox.SandboxSpec, node: str) -> int:
-    """The node's slurmd: tini (recorded by ``sandbox up``) -> supervisor -> slurmd."""
-
-    def children(pid: int) -> list[int]:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-
-    (supervisor,) = children(recorded_pid(cluster, f"node-{node}"))
-    (slurmd,) = children(supervisor)
-    assert "slurmd" in Path(f"/proc/{slurmd}/cmdline").read_text()
-    return slurmd
-
-
 @contextlib.contextmanager
 def _production_sandbox(cluster: sandbox.SandboxSpec) -> Iterator[sandbox.SandboxSpec]:
     """A 4-node sandbox of the session's version with Slurm's production timings, for this
@@ -178,7 +172,7 @@ def _mid_scan(cluster: sandbox.SandboxSpec, tmp_path: Path) -> None:
     The job's batch step sleeps 8 s before its pairs (the template's ``setup``), so the
     freeze lands after the job started and before any pair: on 26.05 the three rounds
     otherwise ran before the test saw the job running."""
-    slurmd = _slurmd_of(cluster, "node-4")
+    slurmd = slurmd_pid(cluster, "node-4")
     scan = subprocess.Popen(
         [sys.executable, "-m", "slurmkit", "faulty", "scan", "-w", "node-[1-4]", "--checks",
          "net", "--dir", str(tmp_path), "--timeout", "200", "--net-timeout", "6", "--json",

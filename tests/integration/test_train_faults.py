@@ -30,7 +30,7 @@ import pytest
 
 from slurmkit import _proc, sandbox
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import poll, recorded_pid
+from tests.integration.conftest import poll, recorded_pid, slurmd_pid
 
 VENV = Path(__file__).resolve().parents[2] / ".venv" / "bin"
 SLURMKIT = VENV / "slurmkit"
@@ -334,6 +334,49 @@ def test_a_requeued_run_is_counted_once_never_failed(make_train) -> None:
     assert status["failed"] == [], status
     assert f"{array}_1" not in [r["id"] for r in status["finished"]]
     train.stop_everything()
+
+
+def test_a_run_requeued_by_a_real_node_failure_is_counted_once(
+    make_train, cluster: sandbox.SandboxSpec
+) -> None:
+    """Issue 29, item 7: the node under run 1 stops answering (its slurmd frozen), Slurm
+    ends the run NODE_FAIL after SlurmdTimeout and requeues it. 22.05 then lists the run
+    inside the array's pending record (``A_[1-2]``), which ``scontrol requeue`` never
+    shows; matched by record id only, it was counted pending and failed."""
+    train = make_train("nodefail")
+    array = started(train, runs=2)
+    run1 = f"{array}_1"
+
+    def node_of_run_1() -> str:
+        out = run_slurm(["squeue", "-h", "-j", run1, "-t", "R", "-o", "%N"], check=False)
+        return out.stdout.strip()
+
+    poll(lambda: bool(node_of_run_1()), 60, "run 1 to run")
+    node = node_of_run_1()
+    slurmd = slurmd_pid(cluster, node)
+    os.kill(slurmd, signal.SIGSTOP)
+    try:
+
+        def failed_and_requeued() -> bool:
+            out = run_slurm(
+                ["sacct", "-D", "-n", "-X", "-P", "-j", run1, "-o", "State"], check=False
+            ).stdout
+            return "NODE_FAIL" in out and not node_of_run_1()
+
+        poll(failed_and_requeued, 120, f"{run1} to end NODE_FAIL on frozen {node}")
+    finally:
+        os.kill(slurmd, signal.SIGCONT)
+    status = _status(train)
+    assert status["failed"] == [], status
+    assert run1 not in [r["id"] for r in status["finished"]], status
+    assert status["pending"] + (1 if status["running"] else 0) == 2, status
+    train.stop_everything()
+    poll(lambda: node_answers(node), 120, f"{node} to answer again once thawed")
+
+
+def node_answers(node: str) -> bool:
+    out = run_slurm(["sinfo", "-h", "-n", node, "-o", "%T"], check=False).stdout.strip()
+    return out in ("idle", "mixed", "allocated", "completing")
 
 
 def test_status_with_slurmdbd_hung_does_not_claim_zero_finished(

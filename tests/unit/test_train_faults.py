@@ -766,6 +766,25 @@ def test_a_requeued_run_pending_again_is_counted_once(
     assert [r["id"] for r in status["finished"]] == ["115_1"]
 
 
+def test_a_requeued_run_inside_the_pending_range_is_counted_once(
+    run_cli: Run, cluster: TokenCluster, tmp_path: Path
+) -> None:
+    """22.05 lists a run requeued by NODE_FAIL inside the array's pending record,
+    ``115_[2-3]``, not as a record of its own (issue 29, item 7): a 3-run train showed
+    ``pending 2`` and ``finished 1 (1 failed)``."""
+    start(run_cli, tmp_path)
+    cluster.queue = squeue_row(
+        job_id="115", array_job_id="115", array_task_id="2-3%1", name="tr", user="root",
+        state="PENDING", reason="BeginTime", time_limit="5:00",
+    )  # fmt: skip
+    cluster.sacct = sacct_row(
+        job_id="116", display_id="115_1", state="COMPLETED", exit_code="0:0"
+    ) + sacct_row(job_id="117", display_id="115_2", state="NODE_FAIL", exit_code="0:0")
+    status = json.loads(run_cli("train", "status", "--json").stdout)
+    assert status["failed"] == [] and status["pending"] == 2
+    assert [r["id"] for r in status["finished"]] == ["115_1"]
+
+
 def test_status_with_accounting_down_does_not_claim_zero_finished(
     run_cli: Run, cluster: TokenCluster, tmp_path: Path
 ) -> None:
