@@ -12,12 +12,13 @@ The node runs the interpreter undrain runs under (``sys.executable``: a shared i
 or the same image puts slurmkit at the same path everywhere) with the health config
 ``$SLURMKIT_HEALTH_CONFIG`` of undrain's environment, else the default
 ``/etc/slurmkit/health.toml`` (on the node; it must pass the node's trust check there).
-Root runs that interpreter on the node, so the script first checks there, as ``pyspy``
-does for its python, that only root can change it: the interpreter path, its real path
-and the ``slurmkit`` package directory (found without importing it), with every
-directory above them, are root's and writable by nobody else (a sticky ``/tmp``-style
-directory above is allowed). Otherwise the node is kept out, with the reason. The
-interpreter then runs isolated (``-I``: no PYTHONPATH, no user site, no current dir).
+Root runs that interpreter on the node, so the script follows slurmkit's exec rule
+(:mod:`slurmkit.safeexec`, as ``pyspy`` does): it resolves the interpreter once, checks
+the resolved file, its name's folder and every folder above them, and the ``slurmkit``
+package directory it finds, and runs exactly the resolved file, isolated (``-I``: no
+PYTHONPATH, no user site, no current dir). It used to check the path with ``stat -L``
+and then run the unresolved name: a link flipped in between ran a user's program as
+root (issue 28). Anything refused keeps the node out, with the reason.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from slurmkit import remote
+from slurmkit import remote, safeexec
 from slurmkit.printable import printable
 from slurmkit.remote import RemoteOptions
 from slurmkit.remote.result import NodeResult
@@ -38,37 +39,32 @@ CONFIG_ENV = "SLURMKIT_HEALTH_CONFIG"
 DEFAULT_CONFIG = "/etc/slurmkit/health.toml"
 
 
-# The trust check on the node, then the health run. Paths arrive as positional
-# parameters ($1 interpreter, $2 config), never spliced into the script's text.
+# The node's part after the rule's shell functions. Paths arrive as positional
+# parameters ($1 interpreter, $2 config), never spliced into the script's text. Exit 3
+# and one "slurmkit-refused:" line when something root would run is not root's alone.
 _SCRIPT = r"""
-bad() { echo "slurmkit: refusing to run $1 as root on this node: $2" >&2; exit 3; }
-ok() {
-  s=$(stat -L -c '%u %a' -- "$1" 2>/dev/null) || bad "$1" "it does not exist"
-  u=${s%% *}; m=0${s#* }
-  [ "$u" = 0 ] || bad "$1" "owned by uid $u, not root"
-  if [ $((m & 022)) -ne 0 ]; then
-    { [ "$2" = dir ] && [ $((m & 01000)) -ne 0 ]; } || bad "$1" "writable by group or others"
-  fi
-}
-chain() {
-  ok "$1" leaf; d=$(dirname -- "$1")
-  while :; do ok "$d" dir; [ "$d" = / ] && break; d=$(dirname -- "$d"); done
-}
-py=$1; config=$2
-chain "$py"; chain "$(readlink -f -- "$py")"
+sk_resolve python "$1" || { echo "$sk_why" >&2; exit 3; }
+config=$2
 code='import importlib.util as u'
 code="$code; print(u.find_spec('slurmkit').submodule_search_locations[0])"
-pkg=$("$py" -I -c "$code") || bad "$py" "it cannot find the slurmkit package"
-chain "$pkg"
-exec "$py" -I -m slurmkit health --no-drain --json --config "$config"
+if ! pkg=$(sk_exec -I -c "$code") || [ -z "$pkg" ]; then
+  echo "slurmkit-refused: python $1: it cannot find the slurmkit package" >&2; exit 3
+fi
+real=$(readlink -f -- "$pkg") || real=
+if [ -z "$real" ] || ! sk_check_path "$real" 1; then
+  echo "slurmkit-refused: slurmkit package $pkg: ${sk_why:-it cannot be resolved}" >&2; exit 3
+fi
+sk_exec -I -m slurmkit health --no-drain --json --config "$config"
 """
 
 
 def health_argv(config: str | None = None, python: str | None = None) -> list[str]:
     """What runs on the node: the trust check, then this interpreter's ``slurmkit health
-    --no-drain --json``. One argv; the transports quote it word by word."""
+    --no-drain --json``. One argv; the transports quote it word by word. bash, not sh:
+    ``exec -a`` keeps a venv's interpreter name while the resolved file runs."""
     path = config or os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG
-    return ["sh", "-c", _SCRIPT, "sh", python or sys.executable, path]
+    script = safeexec.shell_library() + _SCRIPT
+    return ["bash", "-c", script, "bash", python or sys.executable, path]
 
 
 def gate(outcomes: Sequence[NodeOutcome], via: str, options: RemoteOptions) -> None:

@@ -59,7 +59,7 @@ def test_gate_runs_health_only_on_its_own_drains(monkeypatch: pytest.MonkeyPatch
     healthgate.gate([ours, kill_task], "ssh", RemoteOptions(5.0))
     ((nodes, argv),) = asked
     assert nodes == ["node-3"]
-    assert argv[:2] == ["sh", "-c"] and argv[3:] == ["sh", sys.executable, CONFIG[1]]
+    assert argv[:2] == ["bash", "-c"] and argv[3:] == ["bash", sys.executable, CONFIG[1]]
     assert "-I -m slurmkit health --no-drain --json" in argv[2]
     assert ours.action == "skipped" and "still fails" in ours.why
     assert kill_task.action == WOULD_RETURN
@@ -82,7 +82,7 @@ def test_the_node_script_refuses_an_interpreter_others_can_change(tmp_path: Path
     (shared / "python").symlink_to(sys.executable)
     done = _proc.run(healthgate.health_argv("/dev/null", str(shared / "python")), timeout=60)
     assert (done.returncode, done.stdout) == (3, "")
-    assert f"refusing to run {shared} as root on this node: writable by group or others" in (
+    assert f"slurmkit-refused: python {shared}/python: {shared} is writable by group or " in (
         done.stderr
     )
     assert "could not be run on the node (failed)" in healthgate.verdict(
