@@ -9,6 +9,10 @@ per-node report. Everything the template takes can be overridden with
 A scan with a network check (``net``, ``nccl-multi``) submits ``net-check``
 instead: the same per-node checks first, then pairs of nodes across the network,
 still one job; :mod:`.net` reads the pairs and names the bad node.
+
+The job runs in ``/`` (``--chdir=/``), not the folder the scan was started in: root's
+Python checks must not start where a user can leave a module. A relative path in
+``--set setup=...`` or a ``cmd:`` check is therefore relative to ``/``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from slurmkit import checkjob
+from slurmkit import checkjob, safeexec
 from slurmkit.errors import UsageError
 from slurmkit.faulty import captures, net
 from slurmkit.faulty.checks import across_nodes, needs_gpus
@@ -118,7 +122,10 @@ def template_for(options: ScanOptions, targets: Targets) -> str:
 def scan(options: ScanOptions, progress: checkjob.Progress) -> ScanReport:
     trusted_folder(options.work_dir, "--dir")  # refused before any Slurm call (issue 14)
     targets = choose(options.partition, options.nodes, options.nodelist)
-    extra = (f"--nodelist={targets.nodelist}",) if targets.nodelist else ()
+    # Root's checks start in a folder only root can write (issue 28): the admin's
+    # current folder, or /tmp where slurmstepd cannot enter it, may hold a user's files.
+    extra: tuple[str, ...] = (f"--chdir={safeexec.CHECK_JOB_CHDIR}",)
+    extra += (f"--nodelist={targets.nodelist}",) if targets.nodelist else ()
     template = template_for(options, targets)
     job = checkjob.submit_check(
         template,
