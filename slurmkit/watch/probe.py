@@ -5,7 +5,9 @@ often for good. In a thread that would leave the watchdog unable to exit, and a
 thread cannot be killed; in a child process (``python -c``, through
 :mod:`slurmkit._proc`) the timeout kills the child (SIGKILL, which NFS/Lustre honour
 for killable waits) and the watchdog reports "no answer", an alert, instead of
-hanging like the mount. The child costs ~20 ms of Python start-up per path.
+hanging like the mount. The child costs ~20 ms of Python start-up per path. It runs
+isolated (:func:`slurmkit.safeexec.own_python`): ``python -c`` would import ``json``
+from whatever folder the watchdog was started in.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-from slurmkit import _proc
+from slurmkit import _proc, safeexec
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -46,7 +48,7 @@ class Probe:
 
 
 def probe(mode: str, path: str, timeout: float = DEFAULT_TIMEOUT) -> Probe:
-    argv = [sys.executable, "-c", _CHILD, mode, path]
+    argv = safeexec.own_python("-c", _CHILD, mode, path)
     try:
         result = _proc.run(argv, timeout=timeout)
     except OSError as exc:

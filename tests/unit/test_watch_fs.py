@@ -103,7 +103,7 @@ def test_a_hung_mount_is_an_alert(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = []
 
     def hung(argv, *, timeout, input, env, cwd):
-        assert argv[:2] == [sys.executable, "-c"] and argv[-2:] == ["statvfs", "/lustre"]
+        assert argv[:3] == [sys.executable, "-I", "-c"] and argv[-2:] == ["statvfs", "/lustre"]
         seen.append(timeout)
         return _proc.Completed(tuple(argv), -9, "", "", timeout, timed_out=True)
 
