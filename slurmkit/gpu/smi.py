@@ -26,6 +26,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from slurmkit.gpu import pci
 from slurmkit.gpu.findings import (
     SKIPPED,
     UNKNOWN,
@@ -97,6 +98,23 @@ def parse(text: str) -> Verdict:
     findings = [f for g in gpus for f in judge(g)]
     summary = f"{len(gpus)} GPU(s): no ECC, retirement or remapping problem"
     return from_findings(CHECK, findings, len(gpus), summary)
+
+
+def bus_ids(text: str) -> frozenset[pci.Address]:
+    """The PCI addresses of the GPUs an ``nvidia-smi -q`` report (text or XML) lists.
+
+    What an Xid record's address is checked against when a scan's node captured no list
+    of its own (:mod:`slurmkit.gpu.xid`); output that does not parse lists none.
+    """
+    stripped = text.lstrip()
+    if stripped.startswith("<"):
+        try:
+            names = [g.get("id", "") for g in ET.fromstring(stripped).findall("gpu")]
+        except ET.ParseError:
+            return frozenset()
+    else:
+        names = [m["bus"] for m in map(_GPU_HEADER.match, text.splitlines()) if m]
+    return frozenset(a for a in map(pci.address, names) if a is not None)
 
 
 def judge(g: GpuSignals) -> list[GpuFinding]:

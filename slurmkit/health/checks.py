@@ -18,18 +18,20 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
 
 from slurmkit import _proc
-from slurmkit.gpu import smi, xid
+from slurmkit.gpu import pci, smi, xid
 from slurmkit.gpu.findings import FAIL, PASS, SKIPPED, UNKNOWN
+from slurmkit.health import kernlog
 from slurmkit.health.config import Check
 
 NO_DRIVER = "no NVIDIA driver on this node (nvidia-smi not found)"
 NODE_ENV = "SLURMKIT_HEALTH_NODE"
 # nvidia-smi is looked for here too: slurmd gives its HealthCheckProgram a bare PATH
 _GPU_PATH = "/usr/bin:/usr/local/bin:/usr/sbin:/bin:/usr/local/nvidia/bin"
+PCI_SYSFS = "/sys/bus/pci"
+NVIDIA_SYSFS = "/sys/bus/pci/drivers/nvidia"
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,23 @@ class Result:
 
 @dataclass
 class Context:
-    """What a check may need beyond its config: the node's name, the Xid "since"."""
+    """What a check may need beyond its config, and what the xid check hands back.
+
+    ``xid_after``: where the last run stopped reading the kernel log; ``gpus``: this
+    node's GPUs (None: ask the node); ``read_log``: the kernel log reader (a seam).
+    The xid check sets ``xid_position`` to the last record it read.
+    """
 
     node: str
-    xid_since: datetime | None = None
+    xid_after: kernlog.Position | None = None
+    gpus: frozenset[pci.Address] | None = None
+    read_log: Callable[..., kernlog.KernelLog] | None = None  # None: kernlog.read
+    xid_position: kernlog.Position | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class _Unknown(Exception):
+    """A probe that could not tell: the check is unknown, with this text."""
 
 
 def run_check(check: Check, ctx: Context) -> Result:
@@ -61,6 +76,8 @@ def run_check(check: Check, ctx: Context) -> Result:
     runner = _RUNNERS[check.kind]
     try:
         status, detail = runner(check, ctx)
+    except _Unknown as exc:
+        status, detail = UNKNOWN, str(exc)
     except OSError as exc:
         status, detail = UNKNOWN, f"{type(exc).__name__}: {exc.strerror or exc}"
     return Result(check.label, check.kind, status, detail)
@@ -162,17 +179,47 @@ def _gpu_health(check: Check, ctx: Context) -> tuple[str, str]:
 
 
 def _xid(check: Check, ctx: Context) -> tuple[str, str]:
-    if nvidia_smi() is None:
+    """The driver's Xid records on this node's GPUs after the last run's position."""
+    program = nvidia_smi()
+    if program is None:
         return SKIPPED, NO_DRIVER
-    dmesg = shutil.which("dmesg") or shutil.which("dmesg", path="/usr/bin:/bin")
-    if dmesg is None:
-        return UNKNOWN, "dmesg not found: cannot read the kernel log"
-    done = _proc.run([dmesg, "--time-format", "iso"], timeout=check.timeout)
-    if done.timed_out or done.returncode != 0:
-        why = "timed out" if done.timed_out else _last_line(done.stderr) or "no message"
-        return UNKNOWN, f"dmesg failed: {why}"
-    verdict = xid.parse(done.stdout, since=ctx.xid_since)
+    gpus = ctx.gpus if ctx.gpus is not None else node_gpus(program, check.timeout)
+    if not gpus:
+        return SKIPPED, xid.NO_GPU
+    try:
+        log = (ctx.read_log or kernlog.read)(ctx.xid_after, timeout=check.timeout)
+    except kernlog.Unreadable as exc:
+        return UNKNOWN, f"cannot read the kernel log: {exc}"
+    ctx.xid_position = log.position
+    ctx.notes.extend(f"xid: {note}" for note in log.notes)
+    where = f" ({log.source}, after the last run)" if ctx.xid_after else f" ({log.source})"
+    verdict = xid.verdict(xid.scan(log.records, gpus=gpus), where=where)
     return verdict.status, verdict.detail
+
+
+def node_gpus(program: str, timeout: float) -> frozenset[pci.Address]:
+    """The PCI addresses of the GPUs bound to the NVIDIA driver.
+
+    sysfs first: no process to hang (nvidia-smi does, with a GPU off the bus, the very
+    Xid that matters) and every GPU whatever the cgroup shows; nvidia-smi's bus ids
+    only where sysfs has no PCI bus (a chroot without /sys).
+    """
+    if os.path.isdir(PCI_SYSFS):
+        try:
+            names = os.listdir(NVIDIA_SYSFS)
+        except FileNotFoundError:
+            return frozenset()  # the driver is not loaded: no GPU of its
+        return frozenset(a for a in map(pci.address, names) if a is not None)
+    done = _proc.run([program, "--query-gpu=pci.bus_id", "--format=csv,noheader"], timeout=timeout)
+    if done.timed_out or done.returncode != 0:
+        why = (
+            "timed out" if done.timed_out else _last_line(done.stderr) or f"exit {done.returncode}"
+        )
+        raise _Unknown(f"cannot list this node's GPUs: nvidia-smi --query-gpu=pci.bus_id: {why}")
+    found = [pci.address(line) for line in done.stdout.splitlines() if line.strip()]
+    if None in found:
+        raise _Unknown(f"unexpected nvidia-smi bus ids: {done.stdout.strip()[:80]!r}")
+    return frozenset(a for a in found if a is not None)
 
 
 # ---------------------------------------------------------------- cmd

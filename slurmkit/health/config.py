@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from slurmkit import trust
+from slurmkit import files, trust
 from slurmkit.errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -103,22 +103,19 @@ def load(path: str | Path) -> HealthConfig:
         checked = trust.check_trusted(target, what="health config")
     except trust.UntrustedPath as exc:
         raise HealthConfigError(str(exc)) from None
-    if not checked.is_file():
-        raise HealthConfigError(f"health config {checked}: not a regular file")
     try:
-        with open(checked, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise HealthConfigError(f"health config {checked}: {exc.strerror}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise HealthConfigError(f"health config {checked}: larger than {MAX_CONFIG_BYTES} bytes")
+        data = files.read_bounded(
+            checked, what="health config", max_bytes=MAX_CONFIG_BYTES, error=HealthConfigError
+        )
+    except FileNotFoundError:
+        raise HealthConfigError(f"health config {checked}: it does not exist") from None
     return parse(data, checked)
 
 
 def parse(data: bytes | str, path: Path = DEFAULT_PATH) -> HealthConfig:
     """The config in ``data`` (TOML); ``path`` only names it in messages."""
-    text = data.decode("utf-8", errors="strict") if isinstance(data, bytes) else data
     try:
+        text = data.decode("utf-8", errors="strict") if isinstance(data, bytes) else data
         raw = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise HealthConfigError(f"health config {path}: not valid TOML: {exc}") from None

@@ -15,6 +15,10 @@ The rules (as LBNL NHC applies them to its own drains):
   slurmkit health is returned with ``state=undrain`` (a DOWN node stays DOWN), except
   after an ``xid`` failure: an Xid is an event, not a state that a later run can see
   gone, so that node waits for a person (``slurmkit undrain --reason 'slurmkit health'``).
+* an Xid drain is kept whatever else fails or passes: another failing check neither
+  replaces its reason (which would make the node resumable once that check passes)
+  nor resumes it. It is known by its reason and by the node's state file
+  (``held``), so a reason another check wrote cannot end it either.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ RESUME = "resume"
 KEEP = "keep"  # drained by us for this very check already
 ADMIN = "admin-drain"  # drained by someone else: left alone
 WAIT = "wait"  # drained by us, but an unknown check or an Xid drain keeps it out
+XID_RELEASE = "slurmkit undrain --reason 'slurmkit health'"
 
 
 def node_name(env: Mapping[str, str] | None = None) -> str:
@@ -80,11 +85,17 @@ class Decision:
     why: str = ""
 
 
-def decide(node: Node, results: Sequence[Result], sticky: Set[str]) -> Decision:
-    """What this run does to ``node``, from its state and the checks' results."""
+def decide(node: Node, results: Sequence[Result], sticky: Set[str], held: bool = False) -> Decision:
+    """What this run does to ``node``, from its state and the checks' results.
+
+    ``sticky``: the labels of the xid checks; ``held``: the state file says this node
+    is in an Xid drain.
+    """
     failures = [r for r in results if r.status == FAIL]
     drained = "DRAIN" in node.flags
     ours = reason_label(node.reason) if drained else None
+    if ours is not None and (ours in sticky or held):
+        return _held(node, failures)
     if failures:
         reason = reason_for(failures, sticky)
         if drained and ours is None:
@@ -97,14 +108,21 @@ def decide(node: Node, results: Sequence[Result], sticky: Set[str]) -> Decision:
     unknown = [r.label for r in results if r.status == UNKNOWN]
     if unknown:
         return Decision(WAIT, node.reason or "", f"not resumed: {', '.join(unknown)} unknown")
-    if ours in sticky:
-        return Decision(
-            WAIT,
-            node.reason or "",
-            "not resumed: an Xid drain waits for a person (slurmkit undrain --reason "
-            "'slurmkit health')",
-        )
     return Decision(RESUME, node.reason or "")
+
+
+def _held(node: Node, failures: Sequence[Result]) -> Decision:
+    """An Xid drain: its reason stays, and only a person returns the node."""
+    why = f"an Xid drain waits for a person ({XID_RELEASE})"
+    if failures:
+        also = ", ".join(r.label for r in failures)
+        return Decision(KEEP, node.reason or "", f"{why}; failing now: {also}")
+    return Decision(WAIT, node.reason or "", f"not resumed: {why}")
+
+
+def is_ours(node: Node) -> bool:
+    """Drained with a slurmkit health reason (anyone else's drain, or none: a person acted)."""
+    return "DRAIN" in node.flags and reason_label(node.reason) is not None
 
 
 def read(name: str, timeout: float) -> Node:

@@ -2,23 +2,26 @@
 
 The order matters: the checks run first and never depend on Slurm, so ``--no-drain``
 (what ``undrain`` runs on a node before returning it) needs no controller at all.
-Only a drain-mode run advances the Xid "since" time, and only when its Slurm part
-succeeded: a drain that failed because the controller did not answer is tried again
-on the next run, with the same events.
+Only a drain-mode run writes the node's state file (:mod:`slurmkit.health.state`),
+and only when its Slurm part succeeded: a drain that failed because the controller
+did not answer is tried again on the next run, with the same kernel records. The
+state keeps the kernel log position and the node's Xid drain: recorded when the node
+is drained for an Xid, dropped once a person returned it (the node is no longer
+drained with a slurmkit health reason).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
-from slurmkit.errors import SlurmError
-from slurmkit.gpu.findings import FAIL, SKIPPED, UNKNOWN
-from slurmkit.health import checks, state
+from slurmkit.errors import SlurmError, SlurmkitError
+from slurmkit.gpu.findings import FAIL, PASS, UNKNOWN
+from slurmkit.health import checks, kernlog, state
 from slurmkit.health import node as nd
 from slurmkit.health.config import HealthConfig
+from slurmkit.slurm.records import Node
 from slurmkit.trust import UntrustedPath
 
 
@@ -64,31 +67,34 @@ def run(
     mode: str = "drain",
     env: Mapping[str, str] | None = None,
     state_dir: Path | None = None,
+    ctx: checks.Context | None = None,
 ) -> HealthReport:
     """Run every check; in ``drain`` mode drain or resume this node as :func:`node.decide` says.
 
     ``dry-run`` reads the node and says what it would do; ``no-drain`` asks Slurm nothing.
-    A failing or hanging controller is ``report.error``, never an exception.
+    A failing or hanging controller is ``report.error``, never an exception. ``ctx``:
+    a context with the seams set (tests); its node and position are this run's.
     """
     name = nd.node_name(env)
     directory = state_dir or config.state_dir or state.default_dir()
-    started = datetime.now(timezone.utc)
-    since, state_error = _since(config, directory, name)
-    ctx = checks.Context(node=name, xid_since=since)
+    before, state_error = _state(directory, name)
+    ctx = ctx or checks.Context(node=name)
+    ctx.node, ctx.xid_after = name, before.position
     results = []
     for check in config.checks:
         if check.kind == "xid" and state_error:
             results.append(checks.Result(check.label, check.kind, UNKNOWN, state_error))
         else:
             results.append(checks.run_check(check, ctx))
-    report = HealthReport(name, results, mode)
+    report = HealthReport(name, results, mode, notes=list(ctx.notes))
     if mode == "no-drain":
         return report
     sticky = {c.label for c in config.checks if c.kind == "xid"}
+    held = before.xid_drain is not None
     try:
         current = nd.read(name, config.scontrol_timeout)
         report.node_state = current.state_text
-        decision = nd.decide(current, results, sticky)
+        decision = nd.decide(current, results, sticky, held=held)
         report.action, report.reason, report.why = decision.action, decision.reason, decision.why
         if mode == "drain" and decision.action == nd.DRAIN:
             nd.drain(name, decision.reason, config.scontrol_timeout)
@@ -97,31 +103,57 @@ def run(
     except SlurmError as exc:
         report.error = str(exc)
         return report
-    if mode == "drain" and any(c.kind == "xid" for c in config.checks) and not state_error:
-        _advance(report, directory, name, started, results)
+    if mode == "drain" and not state_error:
+        after = state.NodeState(
+            _position(before, ctx, results, decision),
+            _xid_drain(before, current, decision, sticky),
+        )
+        if after != before:
+            _save(report, directory, name, after)
     return report
 
 
-def _since(config: HealthConfig, directory: Path, name: str) -> tuple[datetime | None, str]:
-    if not any(c.kind == "xid" for c in config.checks):
-        return None, ""
+def _state(directory: Path, name: str) -> tuple[state.NodeState, str]:
     try:
-        return state.read_since(directory, name), ""
+        return state.read(directory, name), ""
     except UntrustedPath as exc:
-        return None, f"cannot use the last-run time: {exc}"
+        return state.NodeState(), f"cannot use the node's health state: {exc}"
 
 
-def _advance(
-    report: HealthReport,
-    directory: Path,
-    name: str,
-    started: datetime,
+def _position(
+    before: state.NodeState,
+    ctx: checks.Context,
     results: list[checks.Result],
-) -> None:
-    """Record this run's start as the next "since", unless every xid check was skipped."""
-    if all(r.status == SKIPPED for r in results if r.kind == "xid"):
-        return
+    decision: nd.Decision,
+) -> kernlog.Position | None:
+    """The last record read, unless no xid check read the log (skipped, unknown, none), or
+    an Xid failed on a node someone else drained: the next run after they return it
+    reads that Xid again and drains the node for it."""
+    read = [r for r in results if r.kind == "xid" and r.status in (FAIL, PASS)]
+    if not read or ctx.xid_position is None:
+        return before.position
+    if decision.action == nd.ADMIN and any(r.status == FAIL for r in read):
+        return before.position
+    return ctx.xid_position
+
+
+def _xid_drain(
+    before: state.NodeState, node: Node, decision: nd.Decision, sticky: set[str]
+) -> state.XidDrain | None:
+    """The Xid drain this node is in after this run, or None once a person returned it."""
+    if decision.action == nd.DRAIN:
+        label = nd.reason_label(decision.reason)
+        return state.XidDrain(label, decision.reason) if label in sticky else None
+    if not nd.is_ours(node):
+        return None  # not drained by slurmkit health: a person returned it, or took it over
+    if before.xid_drain is not None:
+        return before.xid_drain
+    label = nd.reason_label(node.reason)
+    return state.XidDrain(label, node.reason or "") if label in sticky else None
+
+
+def _save(report: HealthReport, directory: Path, name: str, after: state.NodeState) -> None:
     try:
-        state.write_since(directory, name, started)
-    except (OSError, UntrustedPath) as exc:
-        report.notes.append(f"could not record the last-run time: {exc}")
+        state.write(directory, name, after)
+    except (OSError, SlurmkitError, UntrustedPath) as exc:
+        report.notes.append(f"could not record the node's health state: {exc}")

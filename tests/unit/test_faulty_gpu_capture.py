@@ -130,22 +130,38 @@ def test_nvidia_smi_failing_is_unknown_with_its_message(tmp_path: Path) -> None:
     assert "exit 9" in result.detail and "communicate with the driver" in result.detail
 
 
-def test_xid_from_dmesg(tmp_path: Path) -> None:
+H100X8_SMI = f"cat {GPU / 'nvidia-smi-q/h100x8-535.161.08-healthy.txt'}"  # GPU 0000:19:00 is one
+
+
+def test_xid_from_dmesg_counts_on_the_node_s_gpus(tmp_path: Path) -> None:
     dmesg = f"cat {GPU / 'xid/dmesg-xid48-63-94-dbe-rowremap-contained.log'}"
-    log = _run_node(tmp_path, {"nvidia-smi": "true", "dmesg": dmesg}, "xid")
+    log = _run_node(tmp_path, {"nvidia-smi": H100X8_SMI, "dmesg": dmesg}, "gpu-health", "xid")
     result, verdict = _results(log)["xid"]
     assert result.status == "fail" and {f.signal for f in verdict.findings} == {
         "Xid 48",
         "Xid 63",
         "Xid 94",
     }
+    (tmp_path / "alone").mkdir()
+    alone = _run_node(tmp_path / "alone", {"nvidia-smi": "true", "dmesg": dmesg}, "xid")
+    result, _ = _results(alone)["xid"]  # no list of the node's GPUs: never a fail
+    assert result.status == "unknown" and "not checked against this node's GPUs" in result.detail
 
 
 def test_xid_falls_back_to_the_journal_and_a_closed_log_is_unknown(tmp_path: Path) -> None:
     closed = "echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1"
-    journal = f"cat {GPU / 'xid/dmesg-h100-xid119-gsp-rpc-timeout.log'}"
-    tools = {"nvidia-smi": "true", "dmesg": closed, "journalctl": journal}
-    result, _ = _results(_run_node(tmp_path, tools, "xid"))["xid"]
+    # journalctl -k -o short-iso's layout, crafted from the recorded dmesg -T Xid 119 lines
+    recorded = (GPU / "xid/dmesg-h100-xid119-gsp-rpc-timeout.log").read_text().splitlines()
+    journal = tmp_path / "journal.txt"
+    journal.write_text(
+        "".join(
+            f"2025-02-23T16:24:18+0000 node-7 kernel: {line.split('] ', 1)[1]}\n"
+            for line in recorded
+            if "NVRM: Xid" in line
+        )
+    )
+    tools = {"nvidia-smi": H100X8_SMI, "dmesg": closed, "journalctl": f"cat {journal}"}
+    result, _ = _results(_run_node(tmp_path, tools, "gpu-health", "xid"))["xid"]
     assert result.status == "fail" and "Xid 119" in result.detail
     tools["journalctl"] = "echo 'No journal files were opened due to insufficient permissions.'"
     (tmp_path / "b").mkdir()

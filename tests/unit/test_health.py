@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from slurmkit import _proc
-from slurmkit.health import checks, config, node, state
+from slurmkit.health import checks, config, node
 from slurmkit.health.checks import Result
 from slurmkit.slurm.records import Node
 
@@ -109,6 +108,24 @@ def test_load_refuses_a_config_others_can_write(tmp_path: Path) -> None:
         config.load(path)
     os.chmod(path, 0o644)
     assert config.load(path).checks[0].kind == "xid"
+
+
+def test_a_config_that_is_not_utf8_is_one_clear_error(tmp_path: Path) -> None:
+    """Issue 28, item 11: a non-UTF-8 health.toml was a UnicodeDecodeError traceback."""
+    path = tmp_path / "health.toml"
+    path.write_bytes(b"[[check]]\ntype = 'cmd'\nargv = ['caf\xe9']\n")
+    os.chmod(tmp_path, 0o755)
+    os.chmod(path, 0o644)
+    with pytest.raises(config.HealthConfigError, match="not valid TOML: 'utf-8' codec"):
+        config.load(path)
+
+
+def test_a_fifo_config_is_refused_without_blocking(tmp_path: Path) -> None:
+    path = tmp_path / "health.toml"
+    os.mkfifo(path, 0o644)
+    os.chmod(tmp_path, 0o755)
+    with pytest.raises(config.HealthConfigError, match="not a regular file"):
+        config.load(path)
 
 
 def test_load_refuses_a_missing_config(tmp_path: Path) -> None:
@@ -230,35 +247,8 @@ def test_gpu_health_unparsable_output_is_unknown(monkeypatch: pytest.MonkeyPatch
     assert result.status == "unknown"
 
 
-def test_xid_counts_only_events_since_the_last_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    log = (
-        "2026-11-20T10:00:00,000000+00:00 NVRM: Xid (PCI:0000:07:00): 79, pid=1, GPU has fallen\n"
-        "2026-11-25T10:00:00,000000+00:00 NVRM: Xid (PCI:0000:08:00): 48, pid=2, DBE\n"
-    )
-    check = one("[[check]]\ntype='xid'")
-    monkeypatch.setattr(checks.shutil, "which", lambda name, path=None: f"/bin/{name}")
-    fake_smi(monkeypatch, log)
-    since = datetime(2026, 11, 21, tzinfo=timezone.utc)
-    result = checks.run_check(check, checks.Context("n", xid_since=since))
-    assert result.status == "fail"
-    assert "Xid 48" in result.detail and "Xid 79" not in result.detail
-    later = datetime(2026, 11, 26, tzinfo=timezone.utc)
-    assert checks.run_check(check, checks.Context("n", xid_since=later)).status == "pass"
-
-
-def test_xid_state_file_round_trip_and_trust(tmp_path: Path) -> None:
-    directory = tmp_path / "state"
-    assert state.read_since(directory, "node-3") is None
-    when = datetime(2026, 11, 25, 21, 0, tzinfo=timezone.utc)
-    state.write_since(directory, "node-3", when)
-    assert state.read_since(directory, "node-3") == when
-    assert state.read_since(directory, "node-4") is None
-    assert oct(directory.stat().st_mode & 0o777) == "0o700"
-    (directory / "node-3.json").write_text("{broken")
-    assert state.read_since(directory, "node-3") is None  # widens the window, never narrows
-    os.chmod(directory, 0o777)
-    with pytest.raises(state.trust.UntrustedPath):
-        state.read_since(directory, "node-3")
+# The xid check (positions, this node's GPUs, the forged lines): test_xid_evidence.py and
+# test_health_xid.py.
 
 
 # ---------------------------------------------------------------- cmd

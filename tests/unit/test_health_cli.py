@@ -205,15 +205,3 @@ def test_dry_run_reads_the_node_and_says_what_it_would_do(env: Path, monkeypatch
     result = invoke(monkeypatch, fake, "--dry-run", "--config", str(config(env, True)))
     assert result.exit_code == 0 and fake.calls_to("scontrol", "update") == []
     assert "node-3: would drain, reason: slurmkit health: cmd:" in result.stdout
-
-
-def test_xid_since_advances_only_after_slurm_answered(env: Path, monkeypatch) -> None:
-    from slurmkit.health import checks, state
-
-    monkeypatch.setattr(checks, "nvidia_smi", lambda: "/usr/bin/nvidia-smi")
-    path = config(env, False, "[[check]]\ntype = 'xid'\n")
-    broken = scontrol(hang=True)
-    invoke(monkeypatch, broken, "--config", str(path))
-    assert state.read_since(env / "state", "node-3") is None
-    invoke(monkeypatch, scontrol(), "--config", str(path))
-    assert state.read_since(env / "state", "node-3") is not None
