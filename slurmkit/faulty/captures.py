@@ -92,7 +92,7 @@ def _xid(text: str, since: datetime | None, gpus: frozenset[pci.Address] | None)
     return Verdict(
         "xid",
         UNKNOWN,
-        f"{len(found.findings)} Xid finding(s) on PCI {addresses}, not checked against this "
+        f"{len(found.findings)} Xid finding(s) on {addresses}, not checked against this "
         "node's GPUs (the scan listed none): run gpu-health with xid",
     )
 

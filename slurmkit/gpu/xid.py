@@ -274,7 +274,8 @@ def scan(
         rest = match["rest"] or ""
         proc = _PROC.match(rest)
         process = proc["name"].strip() if proc else ""
-        found.events.append(XidEvent(shown, int(match["code"]), when, process, rest[:200]))
+        event = XidEvent(f"PCI:{shown}", int(match["code"]), when, process, rest[:200])
+        found.events.append(event)
     return found
 
 

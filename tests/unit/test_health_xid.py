@@ -22,7 +22,7 @@ from tests.fakes import FakeSlurm
 from tests.unit.test_health_cli import invoke, scontrol, show_node
 
 BOOT = "boot-1"
-XID_REASON = "slurmkit health: xid: action: reset: 0000:19:00: Xid 79 (1 event(s))"
+XID_REASON = "slurmkit health: xid: action: reset: PCI:0000:19:00: Xid 79 (1 event(s))"
 
 
 def xid_record(seq: int, usec: int, code: int = 79) -> str:

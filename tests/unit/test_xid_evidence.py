@@ -94,7 +94,7 @@ def test_a_forged_segfault_record_in_kmsg_is_no_xid() -> None:
 def test_the_real_driver_line_next_to_the_forgeries_is_accepted() -> None:
     reads = [line.encode() for line in [*FORGED_KMSG, REAL_KMSG]]
     found = xid.scan(kernlog.from_kmsg(reads, None, BOOT).records, gpus=GPU_19)
-    assert [(e.pci, e.code) for e in found.events] == [("0000:19:00", 48)]
+    assert [(e.pci, e.code) for e in found.events] == [("PCI:0000:19:00", 48)]
     assert found.stray == 2
 
 
@@ -134,7 +134,7 @@ def test_journalctl_text_takes_the_kernel_identifier_and_refuses_indented_lines(
 
 def test_a_mig_gpu_instance_line_is_the_driver_s() -> None:
     line = "[ 12.500000] NVRM: Xid (PCI:0000:19:00 GPU-I:05 GPU-CI:01): 94, pid=7, name=a, Ch 9"
-    assert [(e.pci, e.code) for e in xid.events(line, gpus=GPU_19)] == [("0000:19:00", 94)]
+    assert [(e.pci, e.code) for e in xid.events(line, gpus=GPU_19)] == [("PCI:0000:19:00", 94)]
 
 
 # ---------------------------------------------------------------- this node's GPUs
@@ -147,7 +147,7 @@ def test_the_recorded_captures_still_parse_on_their_node_s_gpus() -> None:
     assert dbe.status == "fail"
     assert {f.signal for f in dbe.findings} == {"Xid 48", "Xid 63", "Xid 94"}
     gsp = xid.parse((GPU / "xid/dmesg-h100-xid119-gsp-rpc-timeout.log").read_text(), gpus=H100X8)
-    assert gsp.status == "fail" and {f.gpu for f in gsp.findings} == {"0000:9b:00"}
+    assert gsp.status == "fail" and {f.gpu for f in gsp.findings} == {"PCI:0000:9b:00"}
 
 
 def test_a_real_xid_on_a_pci_id_not_of_this_node_is_refused() -> None:
@@ -201,7 +201,7 @@ def test_the_health_check_refuses_the_forgery_and_a_foreign_gpu_and_takes_its_ow
     assert ctx.xid_position == kernlog.Position("kmsg", BOOT, seq=352)
     ctx = checks.Context("node-3", gpus=GPU_19, read_log=fake_log(*FORGED_KMSG, REAL_KMSG))
     result = checks.run_check(xid_check(), ctx)
-    assert result.status == "fail" and "0000:19:00: Xid 48" in result.detail
+    assert result.status == "fail" and "PCI:0000:19:00: Xid 48" in result.detail
 
 
 def test_the_health_check_is_skipped_without_a_gpu_and_reads_no_log(
@@ -292,7 +292,7 @@ def test_a_scan_checks_xid_records_against_the_node_s_gpu_health_bus_ids() -> No
         "not a GPU of this node)",
     )
     status, detail = got[("node-3", "xid")]
-    assert status == "unknown" and "not checked against this node's GPUs" in detail
+    assert status == "unknown" and detail.startswith("3 Xid finding(s) on PCI:0000:19:00, not ")
     assert got[("node-4", "xid")][0] == "pass"
 
 
