@@ -260,11 +260,22 @@ def recorded_pid(cluster: sandbox.SandboxSpec, daemon: str) -> int:
 
 
 def slurmd_pid(cluster: sandbox.SandboxSpec, node: str) -> int:
-    """The node's slurmd: tini (recorded by ``sandbox up``) -> supervisor -> slurmd."""
-    (supervisor,) = children_of(recorded_pid(cluster, f"node-{node}"))
-    (slurmd,) = children_of(supervisor)
-    assert "slurmd" in Path(f"/proc/{slurmd}/cmdline").read_text()
-    return slurmd
+    """The node's slurmd, found by name below the node's tini (recorded by ``sandbox up``).
+
+    Not by position: while a job runs, the node's tini (its subreaper) has the job's
+    slurmstepd as a child beside the supervisor.
+    """
+    found: list[int] = []
+    todo = [recorded_pid(cluster, f"node-{node}")]
+    while todo:
+        pid = todo.pop()
+        kids = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        todo += kids
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        if os.path.basename(argv0) == b"slurmd":
+            found.append(pid)
+    assert len(found) == 1, f"{node}: slurmd processes {found}"
+    return found[0]
 
 
 def _sshd_pid(cluster: sandbox.SandboxSpec, node: str) -> int:
