@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slurmkit.errors import ControllerUnreachable, SlurmError, SlurmkitError
+from slurmkit.errors import ControllerUnreachable, EnvironmentProblem, SlurmError, SlurmkitError
+from slurmkit.files import read_text_bounded
 from slurmkit.grammar.timelimit import format_limit
 from slurmkit.journal import comment_for, new_token
 from slurmkit.slurm import query, recheck
@@ -42,6 +43,8 @@ from slurmkit.slurm.records import Job
 Progress = Callable[[str], None]
 CANCEL_GRACE = 15.0
 LOG_GRACE = 5.0
+# A check log holds a few lines per node; past this it is not a check log.
+LOG_MAX_BYTES = 64 * 1024 * 1024
 
 
 class NeverStarted(SlurmkitError):
@@ -226,7 +229,10 @@ def _read_log(path: Path, grace: float) -> str:
     deadline = time.monotonic() + grace
     while True:
         try:
-            return path.read_text(errors="replace")
+            return read_text_bounded(
+                path, what="check job log", max_bytes=LOG_MAX_BYTES, error=EnvironmentProblem,
+                errors="replace",
+            )  # fmt: skip
         except FileNotFoundError:
             if time.monotonic() >= deadline:
                 return ""

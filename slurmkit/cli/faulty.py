@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -493,7 +493,7 @@ def _from_file_option(what: str) -> Callable[[Callable[..., Any]], Callable[...,
     return click.option(
         "--from",
         "source",
-        type=click.File("r", errors="replace"),
+        type=click.Path(allow_dash=True),  # read by _read_input: bounded, never blocking
         required=True,
         metavar="FILE",
         help=f"{what}; - for stdin.",
@@ -503,7 +503,7 @@ def _from_file_option(what: str) -> Callable[[Callable[..., Any]], Callable[...,
 @faulty_group.command("gpu-health")
 @_from_file_option("nvidia-smi -q (text) or nvidia-smi -q -x (XML) output")
 @_json_option
-def gpu_health_command(source: TextIO, as_json: bool) -> None:
+def gpu_health_command(source: str, as_json: bool) -> None:
     """Read one node's nvidia-smi -q output: ECC, retired pages, remapped rows, slowdowns.
 
     Each finding carries NVIDIA's action (reset, replace, check cooling). Output that
@@ -513,14 +513,14 @@ def gpu_health_command(source: TextIO, as_json: bool) -> None:
     """
     from slurmkit.gpu import smi
 
-    _print_verdict(smi.parse(_read_bounded(source)), as_json)
+    _print_verdict(smi.parse(_read_input(source)), as_json)
 
 
 @faulty_group.command("xid")
 @_from_file_option("dmesg / journalctl -k output")
 @click.option("--since", "since_text", metavar="WHEN", help="Only events since: 7d, 12h, a date.")
 @_json_option
-def xid_command(source: TextIO, since_text: str | None, as_json: bool) -> None:
+def xid_command(source: str, since_text: str | None, as_json: bool) -> None:
     """Read a kernel log's NVRM Xid events: meaning and NVIDIA's action per GPU and code.
 
     Xid 13/31/43 (the application's own fault) only warn; memory, bus and GSP errors fail.
@@ -530,21 +530,29 @@ def xid_command(source: TextIO, since_text: str | None, as_json: bool) -> None:
     from slurmkit.faulty.history import since
     from slurmkit.gpu import xid
 
-    found = xid.parse(_read_bounded(source), since(since_text) if since_text else None)
-    _print_verdict(found, as_json)
+    when = since(since_text) if since_text else None  # a bad --since before any read
+    _print_verdict(xid.parse(_read_input(source), when), as_json)
 
 
 MAX_INPUT = 64 * 2**20
 
 
-def _read_bounded(source: TextIO) -> str:
-    """The file's text, refused past MAX_INPUT characters (--from /dev/zero must end)."""
+def _read_input(source: str) -> str:
+    """The saved output's text, at most MAX_INPUT bytes: a FIFO or /dev/zero must not hang us."""
     from slurmkit.errors import UsageError
+    from slurmkit.files import read_text_bounded
 
-    text = source.read(MAX_INPUT + 1)
-    if len(text) > MAX_INPUT:
-        raise UsageError(f"--from {source.name}: more than {MAX_INPUT} characters")
-    return text
+    if source != "-":
+        try:
+            return read_text_bounded(
+                source, what="--from", max_bytes=MAX_INPUT, follow_links=True, errors="replace"
+            )
+        except FileNotFoundError:
+            raise UsageError(f"--from {source}: no such file") from None
+    data = sys.stdin.buffer.read(MAX_INPUT + 1)
+    if len(data) > MAX_INPUT:
+        raise UsageError(f"--from -: more than {MAX_INPUT} bytes on stdin")
+    return data.decode("utf-8", errors="replace")
 
 
 def _print_verdict(verdict: Verdict, as_json: bool) -> None:

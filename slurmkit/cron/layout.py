@@ -23,8 +23,10 @@ from pathlib import Path
 
 from slurmkit.cron.period import Period, parse_at, parse_period
 from slurmkit.errors import UsageError
+from slurmkit.files import read_text_bounded
 
 MANIFEST = "slurmkit-cron.json"
+MAX_BYTES = 1024 * 1024  # a manifest is a few hundred bytes
 ENV_VAR = "SLURMKIT_CRON_DIR"
 DEFAULT_PREFIX = "cron"
 DEFAULT_TIME = "00:10:00"
@@ -127,11 +129,8 @@ class CronDir:
     def load(self) -> CronConfig:
         """The manifest; a dir without one is a usage error that says how to make one."""
         try:
-            data = json.loads(self.manifest.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as exc:
-            raise UsageError(
-                f"cannot read {self.manifest}: not UTF-8 at byte {exc.start}"
-            ) from None
+            text = read_text_bounded(self.manifest, what="cron manifest", max_bytes=MAX_BYTES)
+            data = json.loads(text)
         except FileNotFoundError:
             raise UsageError(
                 f"{self.root} is not a slurmkit cron dir (no {self.manifest}): "

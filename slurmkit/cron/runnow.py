@@ -16,8 +16,10 @@ from pathlib import Path
 from slurmkit.cron.layout import CronDir
 from slurmkit.cron.period import Period
 from slurmkit.errors import SlurmkitError
+from slurmkit.files import read_text_bounded
 
 SCHEDULER_MARKER = "# slurmkit: cron-scheduler"
+MAX_SCRIPT_BYTES = 10 * 1024 * 1024  # lint's limit for a batch script
 
 
 @dataclass
@@ -46,9 +48,10 @@ class Submission:
 
 
 def is_scheduler(path: Path) -> bool:
+    """Whether ``path`` is a scheduler script (never submitted by run-now); unreadable: not one."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_text_bounded(path, what="job", max_bytes=MAX_SCRIPT_BYTES, errors="replace")
+    except (OSError, SlurmkitError):
         return False
     return SCHEDULER_MARKER in text.splitlines()
 

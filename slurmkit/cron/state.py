@@ -14,6 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from slurmkit.errors import SlurmkitError
+from slurmkit.files import read_text_bounded
+
+MAX_BYTES = 1024 * 1024  # a state file is a few lines per job of the period
+
 
 @dataclass(frozen=True)
 class Launched:
@@ -71,11 +76,11 @@ def parse_state(text: str) -> LastRun:
 def read_state(path: Path) -> LastRun | None:
     """The last run recorded at ``path``; None when no run has recorded anything yet."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_text_bounded(path, what="state file", max_bytes=MAX_BYTES, errors="replace")
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        return LastRun(problem=f"cannot read {path}: {exc.strerror}")
+    except SlurmkitError as exc:
+        return LastRun(problem=str(exc))
     return parse_state(text)
 
 

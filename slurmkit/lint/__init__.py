@@ -14,13 +14,12 @@ version (:mod:`slurmkit.lint.context`).
 from __future__ import annotations
 
 import gc
-import os
-import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
 from slurmkit.errors import UsageError
+from slurmkit.files import read_bounded
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.rules import RULE_IDS, RULES
@@ -119,34 +118,22 @@ def lint_path(path: Path, context: LintContext | None = None) -> list[Finding]:
 def read_script(path: Path) -> str:
     """The script's text; a usage error (exit 2) when it is missing, not a file or not text.
 
-    The file is opened without blocking and checked before anything is read: a
-    FIFO blocked lint for ever, and a device or a 100 MB file is not a script.
+    Read by the one bounded reader: a FIFO blocked lint for ever, and a device or a
+    100 MB file is not a script. Its refusals are reworded as lint's own.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = read_bounded(path, what="script", max_bytes=MAX_BYTES, follow_links=True)
     except FileNotFoundError:
         raise UsageError(f"cannot lint {path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"cannot lint {path}: it is a directory") from None
-    except PermissionError:
-        raise UsageError(f"cannot lint {path}: permission denied") from None
-    except OSError as exc:
-        raise UsageError(f"cannot lint {path}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise UsageError(f"cannot lint {path}: it is a directory")
-        if not stat.S_ISREG(info.st_mode):
-            raise UsageError(f"cannot lint {path}: not a regular file (a FIFO, device or socket)")
-        if info.st_size > MAX_BYTES:
-            raise UsageError(f"cannot lint {path}: {_too_big(info.st_size)}")
-        with os.fdopen(os.dup(fd), "rb") as stream:
-            data = stream.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"cannot lint {path}: {exc.strerror}") from None
-    finally:
-        os.close(fd)
+    except UsageError as exc:
+        raise UsageError(f"cannot lint {path}: {_why(str(exc), path)}") from None
     return decode_script(data, str(path))
+
+
+def _why(message: str, path: Path) -> str:
+    """The reader's reason without its "cannot read script PATH: " lead; sizes said lint's way."""
+    reason = message.split(f" {path}: ", 1)[-1]
+    return _too_big() if reason.startswith("larger than") else reason
 
 
 def read_stdin(stream: BinaryIO) -> str:

@@ -12,7 +12,10 @@ import os
 import stat
 from pathlib import Path
 
-from slurmkit.trust import UntrustedPath, check_trusted, open_nofollow
+from slurmkit.files import read_text_bounded
+from slurmkit.trust import UntrustedPath, check_trusted
+
+MAX_BYTES = 64 * 1024  # a password or a URL
 
 
 def check_secret_file(path: str | os.PathLike[str], what: str) -> Path:
@@ -30,6 +33,6 @@ def check_secret_file(path: str | os.PathLike[str], what: str) -> Path:
 def read_secret_file(path: str | os.PathLike[str], what: str) -> str:
     """The text of a checked secret file, opened without following a link planted meanwhile."""
     target = check_secret_file(path, what)
-    fd = open_nofollow(target, os.O_RDONLY)
-    with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
-        return handle.read()
+    return read_text_bounded(
+        target, what=what, max_bytes=MAX_BYTES, error=UntrustedPath, errors="replace"
+    )

@@ -34,8 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from slurmkit import _proc
-from slurmkit.errors import EnvironmentProblem, UsageError
-from slurmkit.files import write_atomic
+from slurmkit.errors import EnvironmentProblem, SlurmkitError, UsageError
+from slurmkit.files import read_bounded, read_text_bounded, write_atomic
 from slurmkit.locks import default_lock_path, hold
 from slurmkit.trust import check_trusted, private_dir
 
@@ -57,6 +57,8 @@ BUILD_PACKAGES = (
     "libreadline-dev",
 )
 _BUILD_TIMEOUT = 7200.0
+TARBALL_MAX_BYTES = 256 * 1024 * 1024  # a Slurm source tarball is under 10 MB
+LOG_MAX_BYTES = 64 * 1024 * 1024  # configure or make's log
 _JOBS = "2"
 
 
@@ -88,18 +90,34 @@ def find_source(series: str, explicit: str | Path | None = None) -> Path | None:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    data = read_bounded(
+        path, what="Slurm source tarball", max_bytes=TARBALL_MAX_BYTES, follow_links=True,
+        error=EnvironmentProblem,
+    )  # fmt: skip
+    return hashlib.sha256(data).hexdigest()
+
+
+def _marker_sha(marker: Path) -> str:
+    """The checksum an unpacked tree was made from; "" when it has no readable marker."""
+    try:
+        return read_text_bounded(marker, what="source marker", errors="replace").strip()
+    except (OSError, SlurmkitError):
+        return ""
+
+
+def _log_text(log: Path) -> str:
+    """A build step's log, for its last error line; one too big to read gives none."""
+    try:
+        return read_text_bounded(log, what="build log", max_bytes=LOG_MAX_BYTES, errors="replace")
+    except (OSError, SlurmkitError):
+        return ""
 
 
 def stamp_of(series: str) -> str:
     """The sha256 the finished build of ``series`` names, or "" when it is not built."""
     try:
-        text = (prefix_dir(series) / STAMP).read_text()
-    except OSError:
+        text = read_text_bounded(prefix_dir(series) / STAMP, what="build stamp", errors="replace")
+    except (OSError, SlurmkitError):
         return ""
     match = re.search(r"^sha256=([0-9a-f]{64})$", text, re.M)
     return match.group(1) if match else ""
@@ -152,7 +170,7 @@ def _build(series: str, tarball: Path, sha: str, progress: Progress) -> None:
     builds = private_dir(PREFIX_DIR / "build", mode=0o755, what="Slurm build directory")
     src = builds / top
     marker = src / ".slurmkit-source-sha256"
-    if src.exists() and (not marker.exists() or marker.read_text().strip() != sha):
+    if src.exists() and _marker_sha(marker) != sha:
         shutil.rmtree(src)  # another tarball's tree (or an extraction that was cut short)
     if not src.exists():
         progress(f"unpacking {tarball.name}")
@@ -206,7 +224,7 @@ def _step(argv: list[str], cwd: Path, log: Path | None = None) -> None:
         where = f"; see {log}" if log else ""
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
         if log and log.exists():
-            lines = log.read_text(errors="replace").strip().splitlines()
+            lines = _log_text(log).strip().splitlines()
             tail = [ln for ln in lines if "error" in ln.lower()][-1:] or lines[-1:] or tail
         raise EnvironmentProblem(
             f"building Slurm failed at '{' '.join(argv[:4])}' (exit {result.returncode}): "

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurmkit import _proc
-from slurmkit.errors import EnvironmentProblem, SlurmError, UsageError
-from slurmkit.files import write_atomic
+from slurmkit.errors import EnvironmentProblem, SlurmError, SlurmkitError, UsageError
+from slurmkit.files import read_text_bounded, write_atomic
 from slurmkit.locks import default_lock_dir, default_lock_path, hold
 from slurmkit.sandbox import build, configs, netfault, nodemunge, rootfs, versions
 from slurmkit.sandbox.daemons import (
@@ -33,6 +33,7 @@ from slurmkit.sandbox.daemons import (
     children_of,
     is_alive,
     port_open,
+    proc_text,
     require_port_free,
     stop_all,
     wait_for,
@@ -505,10 +506,10 @@ def _start_world(spec: SandboxSpec) -> int:
 
     def chrooted() -> bool:
         try:
-            argv0 = Path(f"/proc/{daemon.pid}/cmdline").read_bytes().split(b"\0")[0]
-        except OSError:
+            argv0 = proc_text(Path(f"/proc/{daemon.pid}/cmdline")).split("\0")[0]
+        except (OSError, SlurmkitError):
             return False
-        return argv0.decode(errors="replace") == _world_name(spec)
+        return argv0 == _world_name(spec)
 
     wait_for(chrooted, 30, f"the Slurm {spec.slurm} root to be mounted", _log_hint(spec, "world"))
     return daemon.pid
@@ -573,7 +574,7 @@ def _write_configs(spec: SandboxSpec, db_password: str) -> None:
     dbd = spec.path("etc", "slurmdbd.conf")
     dbd.write_text(configs.slurmdbd_conf(spec, db_password))
     os.chmod(dbd, 0o600)  # slurmdbd refuses a config others can read
-    host_hosts = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else ""
+    host_hosts = _optional_text(Path("/etc/hosts"), "hosts file")
     spec.path("etc", "hosts").write_text(configs.hosts_file(spec, host_hosts))
     for gpu in configs.gpu_files(spec):
         gpu.touch()
@@ -594,7 +595,8 @@ def _write_ssh_files(spec: SandboxSpec) -> None:
             "ssh-keygen",
         )
     shutil.copy(ssh / "id_ed25519.pub", ssh / "authorized_keys")
-    (ssh / "known_hosts").write_text(configs.known_hosts(spec, (ssh / "host_key.pub").read_text()))
+    host_key = read_text_bounded(ssh / "host_key.pub", what="host key", error=EnvironmentProblem)
+    (ssh / "known_hosts").write_text(configs.known_hosts(spec, host_key))
     spec.ssh_config.write_text(configs.ssh_client_config(spec))
     for i, name in enumerate(spec.node_names, start=1):
         (ssh / f"sshd_config-{name}").write_text(configs.sshd_config(spec, i))
@@ -894,12 +896,20 @@ def _ssh_user_config() -> Path:
     return Path.home() / ".ssh" / "config"
 
 
+def _optional_text(path: Path, what: str) -> str:
+    """The text of a file the host may not have ("" then); a FIFO or a device is an error."""
+    try:
+        return read_text_bounded(path, what=what, follow_links=True, error=EnvironmentProblem)
+    except FileNotFoundError:
+        return ""
+
+
 def _install_ssh_include(spec: SandboxSpec) -> None:
     """Make plain ``ssh node-2`` (and pdsh, and paramiko) reach the sandbox nodes."""
     cfg = _ssh_user_config()
     cfg.parent.mkdir(mode=0o700, exist_ok=True)
     include = f"Include {spec.ssh_config}"
-    current = cfg.read_text() if cfg.exists() else ""
+    current = _optional_text(cfg, "ssh config")
     if include in current.splitlines():
         return
     # At the top: an Include after a Host block would only apply inside that block.
@@ -913,10 +923,11 @@ def _remove_ssh_include(spec: SandboxSpec) -> None:
     Another sandbox (other --dir) has the same marker line; it must keep its own.
     """
     cfg = _ssh_user_config()
-    if not cfg.exists():
+    text = _optional_text(cfg, "ssh config")
+    if not text:
         return
     include = f"Include {spec.ssh_config}"
-    lines = cfg.read_text().splitlines(keepends=True)
+    lines = text.splitlines(keepends=True)
     kept: list[str] = []
     for line in lines:
         if line.rstrip("\n") == include:

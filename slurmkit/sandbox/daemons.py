@@ -16,7 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurmkit.errors import EnvironmentProblem
+from slurmkit.errors import EnvironmentProblem, SlurmkitError
+from slurmkit.files import read_text_bounded
+
+# A command line in /proc is at most ARG_MAX (2 MiB with the usual 8 MiB stack).
+PROC_MAX_BYTES = 4 * 1024 * 1024
 
 POLL_SECONDS = 0.1
 
@@ -37,12 +41,17 @@ class Daemon:
         return cls(str(data["name"]), int(data["pid"]), str(data["match"]))  # type: ignore[call-overload]
 
 
+def proc_text(path: Path) -> str:
+    """A /proc file's text (its size reads as 0; it is read to its end, bounded)."""
+    return read_text_bounded(path, what="/proc file", max_bytes=PROC_MAX_BYTES, errors="replace")
+
+
 def is_alive(daemon: Daemon) -> bool:
     proc = Path("/proc", str(daemon.pid))
     try:
-        stat = (proc / "stat").read_text()
-        cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        stat = proc_text(proc / "stat")
+        cmdline = proc_text(proc / "cmdline").replace("\0", " ")
+    except (OSError, SlurmkitError):
         return False
     state = stat.rsplit(")", 1)[-1].split()[0]
     return state not in ("Z", "X") and daemon.match in cmdline
@@ -55,8 +64,8 @@ def children_of(pid: int) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[-1].split()
-        except (FileNotFoundError, ProcessLookupError):
+            fields = proc_text(entry / "stat").rsplit(")", 1)[-1].split()
+        except (OSError, SlurmkitError):
             continue
         if int(fields[1]) == pid:
             found.append(int(entry.name))

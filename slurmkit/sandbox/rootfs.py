@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from slurmkit import _proc
-from slurmkit.errors import EnvironmentProblem
+from slurmkit.errors import EnvironmentProblem, SlurmkitError
+from slurmkit.files import read_text_bounded
 from slurmkit.locks import default_lock_path, hold
 from slurmkit.sandbox.requirements import find_program
 from slurmkit.sandbox.versions import DEBIAN_MIRROR, ROOTS_DIR, SlurmRelease, root_dir, series
@@ -131,9 +132,9 @@ def _add_new_packages(v: SlurmRelease, root: Path, progress: Progress) -> None:
     wanted = packages(v.suite)
     record = root / PACKAGES_RECORD
     try:
-        if record.read_text().split() == wanted:
+        if read_text_bounded(record, what="package record", errors="replace").split() == wanted:
             return
-    except OSError:
+    except (OSError, SlurmkitError):
         pass  # a root from before the record: add what is missing, once
     pkgs = _quoted(wanted)
     progress(f"adding new packages to the Slurm {v.version} root (once)")

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from slurmkit.errors import EnvironmentProblem, UsageError
-from slurmkit.trust import UntrustedPath, check_trusted, open_nofollow
+from slurmkit.files import read_bounded
+from slurmkit.trust import UntrustedPath, check_trusted
 
 DEFAULT_DIR = Path("/tmp/slurmkit-sandbox")
 MAX_NODES = 200  # 127.0.NET.1 .. 127.0.NET.200 and one slurmd port each
@@ -182,11 +183,9 @@ def read_json_object(path: Path) -> dict[str, Any]:
     """A trusted JSON file holding one object: never follows a symlink, never a traceback."""
     check_trusted(path, what="sandbox file")
     try:
-        fd = open_nofollow(path, os.O_RDONLY)
-    except OSError as exc:
-        raise UntrustedPath(f"cannot read sandbox file {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        raw = handle.read(1 << 20)
+        raw = read_bounded(path, what="sandbox file", max_bytes=1 << 20, error=UntrustedPath)
+    except FileNotFoundError:
+        raise UntrustedPath(f"cannot read sandbox file {path}: no such file") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurmkit.errors import UsageError
+from slurmkit.files import read_bounded
 from slurmkit.sbatch.directives import read_directives
 from slurmkit.sbatch.options import SHORT, parse_options
+
+MAX_SCRIPT_BYTES = 10 * 1024 * 1024  # lint's limit: past it, not a batch script
 
 _TAKES_VALUE = frozenset(SHORT.values())
 
@@ -94,13 +97,9 @@ def parse_header(text: str, where: str = "script") -> SbatchHeader:
 def read_header(path: Path) -> SbatchHeader:
     """The header of the script at ``path``; an unreadable or binary file is a usage error."""
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, what="job script", max_bytes=MAX_SCRIPT_BYTES, follow_links=True)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory, not a job script") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror}") from None
     if b"\0" in data:
         raise UsageError(f"{path}: is a binary file, not a job script")
     return parse_header(data.decode(errors="replace"), str(path))

@@ -19,7 +19,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from slurmkit.errors import ControllerUnreachable, SlurmError
+from slurmkit.errors import ControllerUnreachable, SlurmError, SlurmkitError
+from slurmkit.files import read_bounded
 
 T = TypeVar("T")
 Notify = Callable[[str], None]
@@ -29,7 +30,7 @@ SLURM_MESSAGE_TIMEOUT = 10.0
 # Where Slurm's clients look for their config when $SLURM_CONF is unset: Debian's and
 # Ubuntu's packages, then the configless cache slurmd keeps on a compute node.
 _CONF_PATHS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf", "/run/slurm/conf/slurm.conf")
-_CONF_MAX_BYTES = 4 << 20
+_CONF_MAX_BYTES = 16 << 20
 _MESSAGE_TIMEOUT = re.compile(rb"^[ \t]*MessageTimeout[ \t]*=[ \t]*([0-9]+)", re.I | re.M)
 _PAUSE = 1.0
 # The request never left this machine: no connection was made, so nothing can be done.
@@ -69,9 +70,8 @@ def message_timeout(env: Mapping[str, str] | None = None) -> float:
 def _message_timeout_in(path: str) -> float | None:
     """The file's MessageTimeout; None when it is unreadable, or its default when unset."""
     try:
-        with open(path, "rb") as handle:
-            text = handle.read(_CONF_MAX_BYTES)
-    except OSError:
+        text = read_bounded(path, what="slurm.conf", max_bytes=_CONF_MAX_BYTES, follow_links=True)
+    except (OSError, SlurmkitError):  # missing, a FIFO, too big: Slurm's default
         return None
     match = _MESSAGE_TIMEOUT.search(text)
     seconds = int(match.group(1)) if match else 0

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from slurmkit.errors import TemplateError, UsageError
+from slurmkit.files import read_text_bounded
 from slurmkit.resources import data_dir
 from slurmkit.templating.header import TemplateHeader, parse_header
 
@@ -30,7 +31,7 @@ class Template:
 
     @cached_property
     def source(self) -> str:
-        return self.path.read_text(encoding="utf-8")
+        return read_text_bounded(self.path, what="template", follow_links=True, error=TemplateError)
 
     @cached_property
     def header(self) -> TemplateHeader:

@@ -24,10 +24,12 @@ from pathlib import Path
 
 from slurmkit import faultpoint
 from slurmkit.errors import EnvironmentProblem, SlurmkitError
+from slurmkit.files import read_text_bounded
 from slurmkit.train.state import TrainDir, current_user, now_text, progress
 
 ENV_VAR = "SLURMKIT_KILL_SWITCH"
 SAVE_ENV_VAR = "SLURMKIT_SAVE_SWITCH"
+NOTE_MAX_BYTES = 64 * 1024  # only its first 200 characters are shown
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,8 @@ def state_of(path: Path) -> SwitchState:
         return SwitchState(path, False)
     since = datetime.fromtimestamp(stat.st_mtime).astimezone().isoformat(timespec="seconds")
     note = ""
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        note = path.read_text(encoding="utf-8").strip()[:200] if path.is_file() else ""
+    with contextlib.suppress(OSError, SlurmkitError):  # a note that cannot be read: none
+        note = read_text_bounded(path, what="kill switch", max_bytes=NOTE_MAX_BYTES).strip()[:200]
     return SwitchState(path, True, since, note)
 
 

@@ -29,9 +29,9 @@ import socket
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from slurmkit.errors import SlurmError, SlurmkitError
+from slurmkit.files import read_bounded
 from slurmkit.journal import Entry, JournalProblem, comment_for
 from slurmkit.journal import read as read_journal
 from slurmkit.slurm import query, recheck
@@ -47,6 +47,8 @@ from slurmkit.train.state import (
 # ends (300 s by default), so for an intent younger than this an empty squeue answer
 # is the whole truth; an older one is looked up in accounting too.
 SQUEUE_REMEMBERS = 60.0
+# A command line in /proc is at most ARG_MAX (2 MiB with the usual 8 MiB stack).
+PROC_MAX_BYTES = 4 * 1024 * 1024
 # sacct's Submit may be a little before the intent's whole-second timestamp.
 _SUBMIT_SLACK = timedelta(seconds=2)
 
@@ -214,9 +216,10 @@ def _alive(entry: Entry) -> bool:
     if entry.details.get("host") != socket.gethostname() or not isinstance(pid, int):
         return False
     try:
-        return b"slurmkit" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+        cmdline = read_bounded(f"/proc/{pid}/cmdline", what="cmdline", max_bytes=PROC_MAX_BYTES)
+    except (OSError, SlurmkitError):
         return False
+    return b"slurmkit" in cmdline
 
 
 def _submission(train: TrainDir, entry: Entry, what: str) -> str:

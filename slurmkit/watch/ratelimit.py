@@ -26,6 +26,7 @@ from slurmkit.watch.finding import WatchFinding
 
 VERSION = 1
 LOCK_WAIT = 10.0  # seconds; a watchdog runs from cron every few minutes
+MAX_BYTES = 16 * 1024 * 1024  # one small entry per alerting key
 
 
 def default_state_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -135,7 +136,11 @@ class StateFile:
 
     def _load(self) -> None:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            text = files.read_text_bounded(
+                self.path, what="rate-limit state", max_bytes=MAX_BYTES,
+                error=EnvironmentProblem, errors="replace",
+            )  # fmt: skip
+            data = json.loads(text)
         except (FileNotFoundError, ValueError):
             data = {}
         keys = data.get("keys", {}) if isinstance(data, dict) else {}
