@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +35,9 @@ class Completed:
 
 
 Runner = Callable[..., Completed]
+
+# After a timeout's kill: how long the dead group's last output may take to arrive.
+_DRAIN_SECONDS = 2.0
 
 _verbose = bool(os.environ.get("SLURMKIT_VERBOSE"))
 
@@ -64,32 +68,67 @@ def _run_subprocess(
     env: Mapping[str, str] | None,
     cwd: str | None,
 ) -> Completed:
+    """Run ``argv`` in a process group of its own, and end the whole group on a timeout.
+
+    Killing only the child left what it had put in the background (``sh -c 'slow &
+    slow'`` in a health check) running after the timeout, for ever, holding our pipes.
+    The group is also ended when we are interrupted, since it no longer gets the
+    terminal's Ctrl-C itself.
+    """
     start = time.monotonic()
+    proc = subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+        start_new_session=True,
+    )
     try:
-        proc = subprocess.run(
-            list(argv),
-            input=input,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            stdin=None if input is not None else subprocess.DEVNULL,
-            check=False,
-        )
+        stdout, stderr_text = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
+        _kill_group(proc)
+        out, err = _leftovers(proc)
         return Completed(
             tuple(argv),
             -9,
-            _text(exc.stdout),
-            _text(exc.stderr),
+            _text(exc.stdout) + out,
+            _text(exc.stderr) + err,
             time.monotonic() - start,
             timed_out=True,
         )
-    return Completed(
-        tuple(argv), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start
-    )
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    return Completed(tuple(argv), proc.returncode, stdout, stderr_text, time.monotonic() - start)
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the child's process group (its pgid is its pid: start_new_session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # the group is gone already
+    except PermissionError:  # a setuid member of the group: at least the child
+        proc.kill()
+
+
+def _leftovers(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """What the killed group wrote last; a grandchild that left the group may keep the pipes
+    open, so this waits a moment at most and then lets go."""
+    try:
+        out, err = proc.communicate(timeout=_DRAIN_SECONDS)
+    except subprocess.TimeoutExpired:
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+        proc.wait()
+        return "", ""
+    return out or "", err or ""
 
 
 def _text(data: bytes | str | None) -> str:

@@ -37,6 +37,7 @@ from slurmkit.errors import EnvironmentProblem, UsageError
 ENV_VAR = "SLURMKIT_CONFIG"
 ENV_PREFIX = "SLURMKIT"
 SYSTEM_PATH = Path("/etc/slurmkit/config.toml")
+MAX_BYTES = 1024 * 1024  # a config file, not a data set
 
 NOTIFY_SECTION = "notify"
 NOTIFY_KEY = "targets"
@@ -139,16 +140,31 @@ def _tomllib() -> Any:
 
 
 def _read_text(path: Path, what: str) -> str:
+    """The file's text, bounded: a FIFO, a device link or a huge file is one usage line."""
+    from slurmkit.files import read_text_bounded
+
     try:
-        return path.read_bytes().decode()
+        return read_text_bounded(path, what=what, max_bytes=MAX_BYTES, follow_links=True)
     except FileNotFoundError:
         raise UsageError(f"{what} {path} does not exist") from None
-    except IsADirectoryError:
-        raise UsageError(f"{what} {path} is a directory") from None
-    except PermissionError:
-        raise UsageError(f"{what} {path} is not readable") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {path} is not valid TOML: not UTF-8 ({exc.reason})") from None
+
+
+def _present(path: Path) -> bool:
+    """Whether an optional config file is there; a HOME we may not search is one usage line.
+
+    ``Path.exists`` raises on anything but "no such file" (a PermissionError on an
+    unreadable HOME was a traceback in every command).
+    """
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read config file {path}: {exc.strerror or exc} "
+            f"(set {ENV_VAR} to use another file)"
+        ) from None
+    return True
 
 
 def parse(text: str, path: Path, what: str = "config file") -> dict[str, Any]:
@@ -197,7 +213,7 @@ def load(environ: Mapping[str, str] | None = None) -> Layered:
     """Every config file that applies here, merged (the environment layer is the CLI's)."""
     layered = Layered()
     for path, must_exist in candidate_paths(environ):
-        if not must_exist and not path.exists():
+        if not must_exist and not _present(path):
             continue
         layered.files.append(read(path))
     for config_file in layered.files:

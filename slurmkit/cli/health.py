@@ -45,8 +45,11 @@ def run_by_slurm(env: Mapping[str, str]) -> bool:
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
     metavar="PATH",
+    # The variable undrain's health gate passes on (undrain/healthgate.py): one name, so
+    # the file the gate names is the file health reads.
+    envvar="SLURMKIT_HEALTH_CONFIG",
     help="Checks to run (TOML; root-owned, writable by nobody else). "
-    "Default: /etc/slurmkit/health.toml.",
+    "Default: $SLURMKIT_HEALTH_CONFIG, else /etc/slurmkit/health.toml.",
 )
 @dry_run_option("Run the checks, read the node, change nothing.")
 @click.option(

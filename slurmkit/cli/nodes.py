@@ -261,6 +261,9 @@ def _read_args(args: Iterable[str], resolver: nodesel.Resolver) -> list[str]:
     args = list(args)
     if args.count("-") > 1:
         raise UsageError("'-' (stdin) can be given only once")
+    blank = next((arg for arg in args if not arg.strip()), None)
+    if blank is not None:  # as ',' is: a list that names nothing is a mistake, not "none"
+        raise UsageError(f"{blank!r} names no node (an empty list is refused)")
     return [resolver.substitute(_stdin_text() if arg == "-" else arg) for arg in args]
 
 

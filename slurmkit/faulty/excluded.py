@@ -17,7 +17,7 @@ reset, since that would silently let the bad nodes back in.
 from __future__ import annotations
 
 import json
-import os
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -26,15 +26,18 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from slurmkit import files, locks, trust
-from slurmkit.errors import SlurmkitError, UsageError
+from slurmkit.errors import HostlistParseError, SlurmkitError, UsageError
 from slurmkit.faulty.report import ScanReport
-from slurmkit.hostlist import expand, fold
+from slurmkit.hostlist import count, expand, fold
 
 DEFAULT_TTL = timedelta(days=7)
 FILE_NAME = "excluded.json"
 LOCK_WAIT = 30.0
 VERSION = 1
 MAX_BYTES = 10_000_000
+# More nodes than any cluster keeps out: n[1-99999999] is a typo, not an exclude list.
+MAX_NODES = 65_536
+_HOST_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 
 
 class CorruptExcludeList(SlurmkitError):
@@ -76,15 +79,11 @@ def now_utc() -> datetime:
 def load(path: Path) -> list[ExcludedNode]:
     """Every entry, expired ones included; a missing file is an empty list."""
     try:
-        fd = trust.open_nofollow(path, os.O_RDONLY)
+        raw = files.read_bounded(
+            path, what="exclude list", max_bytes=MAX_BYTES, error=CorruptExcludeList
+        )
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        raise CorruptExcludeList(
-            f"exclude list {path}: cannot read it: {exc.strerror or exc}"
-        ) from None
-    with os.fdopen(fd, "rb") as handle:
-        raw = handle.read(MAX_BYTES + 1)
     return _parse(path, raw)
 
 
@@ -107,6 +106,7 @@ def _parse(path: Path, raw: bytes) -> list[ExcludedNode]:
     if not isinstance(items, list):
         raise bad('"entries" is not a list')
     entries = []
+    total = 0
     for i, item in enumerate(items):
         try:
             entries.append(
@@ -119,14 +119,40 @@ def _parse(path: Path, raw: bytes) -> list[ExcludedNode]:
                 )
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise bad(f"entry {i}: {exc.__class__.__name__}: {str(exc)[:60]}") from None
+            raise bad(f"entry {i}: {exc.__class__.__name__}: {str(exc)[:80]}") from None
+        total += count(entries[-1].node)
+        if total > MAX_NODES:
+            raise bad(f"more than {MAX_NODES} nodes")
     return entries
 
 
 def _node(value: object) -> str:
+    """A node name, or a hostlist of at most MAX_NODES plain host names.
+
+    Entries end up in ``#SBATCH --exclude=`` and on sbatch's command line, where a
+    value starting with ``-`` (``-oProxyCommand=x``) is read as an option; and one
+    ``n[1-99999999]`` made every render that adds the list fail.
+    """
+    shown = repr(str(value)[:40])
     if not isinstance(value, str) or not value or any(c.isspace() or c == "," for c in value):
-        raise ValueError(f"{str(value)[:40]!r} is not a node name")
+        raise ValueError(f"{shown} is not a node name")
+    try:
+        names = expand(value, limit=MAX_NODES)
+    except HostlistParseError as exc:
+        raise ValueError(f"{shown} is not a node name ({exc})") from None
+    odd = next((n for n in names if not _HOST_NAME.fullmatch(n)), None)
+    if odd is not None or not names:
+        raise ValueError(f"{shown} is not a node name (letters, digits, . _ -, not - first)")
     return value
+
+
+def check_nodes(nodes: Iterable[str]) -> None:
+    """Refuse, before anything is written, a node the list could not hand to sbatch."""
+    for node in nodes:
+        try:
+            _node(node)
+        except ValueError as exc:
+            raise UsageError(f"not added to the exclude list: {exc}") from None
 
 
 def _check(value: object) -> str:
@@ -190,6 +216,7 @@ def record(
     fresh = [ExcludedNode(n, c, e[:500], now, now + ttl) for n, c, e in failures]
     if not fresh:
         return []
+    check_nodes(e.node for e in fresh)
     with _locked(path):
         kept = {(e.node, e.check): e for e in load(path)}
         for entry in fresh:

@@ -25,7 +25,8 @@
 it has no answer; ``cpus`` reads ``SLURM_JOB_CPUS_PER_NODE`` (``72(x2),36``),
 known only inside the job. The environment describes the job in the batch
 script and the step inside ``srun``; a per-node list that does not match the
-node count (a step on fewer nodes) is skipped, never stretched.
+node count (a step on fewer nodes) is an error, never stretched nor replaced by
+one slot per node: give ``--slots N`` there.
 """
 
 from __future__ import annotations
@@ -314,7 +315,9 @@ def _env_per_node(var: str, what: str) -> Source:
         try:  # well formed, for another node count: a step on fewer nodes
             counts = slurmvars.per_node(value, ctx.nodes)
         except SlurmParseError as exc:
-            raise _Skip(f"{var}: {exc}") from None
+            # Going on to the next source ended in 1 slot per node, exit 0: a launcher
+            # then started the wrong number of processes. Say so and stop.
+            raise UsageError(f"{var}: {exc}: give --slots N") from None
         return counts, f"{var}={value} ({what} per node)"
 
     source.__doc__ = var

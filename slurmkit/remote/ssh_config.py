@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from slurmkit.errors import UsageError
+from slurmkit.files import read_text_bounded
 
 if TYPE_CHECKING:
     import paramiko
 
 MAX_DEPTH = 16
+MAX_BYTES = 1024 * 1024  # one config file, Includes read one by one
 _INCLUDE = re.compile(r"^\s*include(?:\s*=\s*|\s+)(?P<args>.+?)\s*$", re.I)
 _BLOCK = re.compile(r"^\s*(host|match)(\s*=\s*|\s+)", re.I)
 DEFAULT_USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
@@ -47,7 +49,10 @@ def expand_includes(path: Path, *, base: Path | None = None, depth: int = 0) -> 
     base = base if base is not None else Path.home() / ".ssh"
     out: list[str] = []
     header = ""
-    for line in path.read_text(errors="replace").splitlines():
+    text = read_text_bounded(
+        path, what="ssh config", max_bytes=MAX_BYTES, follow_links=True, errors="replace"
+    )
+    for line in text.splitlines():
         match = _INCLUDE.match(line)
         if match is None:
             if _BLOCK.match(line):
@@ -85,11 +90,17 @@ def load(path: Path | None = None) -> paramiko.SSHConfig:
     import paramiko
 
     path = path if path is not None else user_config_path()
-    if not path.exists():
-        if path != user_config_path():
-            raise UsageError(f"ssh config {path} does not exist")
+    named = path != user_config_path()  # only the default file may be missing
+    try:
+        text = expand_includes(path)
+    except FileNotFoundError:
+        if named:
+            raise UsageError(f"ssh config {path} does not exist") from None
         return paramiko.SSHConfig()
-    return paramiko.SSHConfig.from_text(expand_includes(path))
+    try:
+        return paramiko.SSHConfig.from_text(text)
+    except (paramiko.ssh_exception.ConfigParseError, ValueError) as exc:
+        raise UsageError(f"ssh config {path}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -125,7 +136,7 @@ def settings_for(config: paramiko.SSHConfig, alias: str) -> HostSettings:
     return HostSettings(
         alias=alias,
         hostname=str(found.get("hostname", alias)),
-        port=_int(found.get("port"), 22, "Port"),
+        port=_port(found.get("port"), 22, "Port"),
         user=str(found.get("user") or getpass.getuser()),
         identity_files=tuple(_expand(p) for p in found.get("identityfile", [])),
         identities_only=str(found.get("identitiesonly", "no")).lower() == "yes",
@@ -147,13 +158,16 @@ def _expand(path: str) -> str:
     return str(Path(path).expanduser())
 
 
-def _int(value: Any, default: int, what: str) -> int:
+def _port(value: Any, default: int, what: str) -> int:
     if value in (None, ""):
         return default
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"ssh config: {what} {value!r} is not a number") from exc
+    if not 0 < number < 65536:
+        raise UsageError(f"ssh config: {what} {value!r} is not a port (1-65535)")
+    return number
 
 
 def _float(value: Any) -> float | None:

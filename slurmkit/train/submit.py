@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slurmkit import faultpoint
-from slurmkit.errors import EnvironmentProblem, SlurmError, SlurmkitError, UsageError
+from slurmkit.errors import (
+    EnvironmentProblem,
+    SlurmError,
+    SlurmkitError,
+    SlurmNotInstalled,
+    UsageError,
+)
 from slurmkit.faulty import excluded
 from slurmkit.files import write_atomic
 from slurmkit.grammar import idrange
@@ -221,6 +227,7 @@ def start(
         return Started(train, state, notices, argv, dry_run=True)
     if os.path.lexists(train.path):
         return _existing(plan)
+    made = _missing_folders(train.path)
     try:
         train.path.mkdir(parents=True)
     except FileExistsError:
@@ -235,7 +242,25 @@ def start(
         # _submit_new turns every later failure into a kept folder and a clear line.
         if not train.has_record() and not _open_start(train):
             shutil.rmtree(train.path, ignore_errors=True)
+            _remove_empty(made)
         raise
+
+
+def _missing_folders(path: Path) -> list[Path]:
+    """The folders ``mkdir(parents=True)`` is about to create for ``path``, deepest first."""
+    missing = []
+    for folder in (path, *path.parents):
+        if os.path.lexists(folder):
+            break
+        missing.append(folder)
+    return missing
+
+
+def _remove_empty(folders: Sequence[Path]) -> None:
+    """Remove the folders a start that queued nothing made (``.slurmkit/trains``), if empty."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 @dataclass(frozen=True)
@@ -376,6 +401,9 @@ def _checked_submission(
     failed), and a clear "unknown" error, keeping the intent open, when Slurm cannot say:
     the next command asks again, and never submits twice.
     """
+    if isinstance(exc, SlurmNotInstalled):  # no sbatch ran: nothing can have been queued
+        reconcile.finish(train, token, action, "failed", why=str(exc))
+        raise SlurmNotInstalled(f"train {train.name}: nothing was queued: {exc}") from None
     progress(f"sbatch failed ({exc}); looking for the array by its token before deciding")
     silent = recheck.no_answer(exc)
     if silent:

@@ -263,12 +263,12 @@ def test_heterogeneous_tasks_of_man_page() -> None:
     assert slots.resolve_slots(_env_alloc(env)).per_host == (2, 2, 2, 1)
 
 
-def test_list_for_other_nodes_is_skipped_not_stretched() -> None:
+def test_list_for_other_nodes_stops_never_one_slot_per_node() -> None:
+    """Issue 28: falling back to 1 slot per node (exit 0) started the wrong process count."""
     env = {**N2N3, "SLURM_TASKS_PER_NODE": "3"}  # a one-node step's value in a two-node job
-    found = slots.resolve_slots(_env_alloc(env))
-    assert found.per_host == (1, 1)
-    assert found.kind == "default"
-    assert any("describes 1 nodes" in note for note in found.skipped)
+    with pytest.raises(UsageError, match=r"SLURM_TASKS_PER_NODE: '3' describes 1 nodes.*--slots N"):
+        slots.resolve_slots(_env_alloc(env))
+    assert slots.resolve_slots(_env_alloc(env), 2).per_host == (2, 2)  # what it asks for
 
 
 @pytest.mark.parametrize(
