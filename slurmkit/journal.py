@@ -13,6 +13,13 @@ records that with :meth:`Journal.outcome`.
 One JSON object per line, appended with ``O_APPEND`` and fsynced (the file and,
 when it was created, its directory): a line is either whole or, after a crash
 mid-write, an unparsable tail that :func:`read` skips and reports.
+
+A journal tells the next command what to settle (adopt an array by its token,
+re-check nodes), so it must be the caller's own (or root's) regular file that
+nobody else can write: opened ``O_NOFOLLOW|O_NONBLOCK`` and checked on the open
+descriptor (``fstat``), for reading (:func:`slurmkit.files.read_bounded`) and for
+appending (:func:`open_append`). A FIFO, a device or a teammate's file in its
+place is one line, exit 2 (issue 28: a FIFO was a traceback in every train command).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import errno
 import json
 import os
 import secrets
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,11 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from slurmkit.errors import EnvironmentProblem
+from slurmkit.files import read_text_bounded
 from slurmkit.trust import open_nofollow
 
 TOKEN_PREFIX = "slurmkit:"
 # a journal line must be written whole; refuse to act with less room than this
 MIN_FREE_BYTES = 64 * 1024
+# tens of thousands of commands' lines; a bigger one is not a journal slurmkit wrote
+MAX_BYTES = 16 * 1024 * 1024
 
 
 class JournalProblem(EnvironmentProblem):
@@ -101,13 +112,17 @@ def _parse(line: str) -> Entry | None:
 def read(path: Path) -> Contents:
     """Every whole entry of the journal at ``path`` (missing file: none)."""
     try:
-        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+        text = read_text_bounded(
+            path,
+            what="journal",
+            max_bytes=MAX_BYTES,
+            trusted_owner=True,
+            error=JournalProblem,
+            errors="replace",
+        )
     except FileNotFoundError:
         return Contents(())
-    except OSError as exc:
-        raise JournalProblem(f"cannot read journal {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as handle:
-        lines = handle.read().splitlines()
+    lines = text.splitlines()
     entries, torn = [], 0
     for line in lines:
         if not line.strip():
@@ -164,10 +179,14 @@ class Journal:
         data = (entry.to_json() + "\n").encode()
         created = not os.path.lexists(self.path)
         try:
-            fd = open_nofollow(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+            fd = open_append(self.path)
         except OSError as exc:
             raise self._problem(exc) from None
         try:
+            problem = not_ours(os.fstat(fd))
+            if problem:
+                raise JournalProblem(f"refusing journal {self.path}: {problem}")
+            os.set_blocking(fd, True)
             while data:
                 data = data[os.write(fd, data) :]
             os.fsync(fd)
@@ -179,8 +198,35 @@ class Journal:
             fsync_dir(self.path.parent)
 
     def _problem(self, exc: OSError) -> JournalProblem:
-        why = "is a symbolic link (never followed)" if exc.errno == errno.ELOOP else None
+        why = {
+            errno.ELOOP: "is a symbolic link (never followed)",
+            errno.ENXIO: "not a regular file (a FIFO no one reads)",
+        }.get(exc.errno or 0)
         return JournalProblem(f"cannot write journal {self.path}: {why or exc.strerror or exc}")
+
+
+def open_append(path: Path, mode: int = 0o640) -> int:
+    """A descriptor to append to ``path``: never through a symlink, never blocked by a FIFO
+    (``O_NONBLOCK``: one nobody reads is ENXIO). Check it with :func:`not_ours`."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+    return open_nofollow(path, flags, mode)
+
+
+def not_ours(info: os.stat_result) -> str | None:
+    """Why a journal or log with this ``fstat`` may not be appended to, or None.
+
+    It must be a regular file of the caller's (or root's) that nobody else can write:
+    whoever can write it can forge the intents the next run settles.
+    """
+    uid = os.geteuid()
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file (a FIFO, device or socket)"
+    if info.st_uid not in (0, uid):
+        return f"owned by uid {info.st_uid}, not by you (uid {uid}) or root"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        mode = stat.S_IMODE(info.st_mode)
+        return f"writable by group or others (mode {mode:04o})"
+    return None
 
 
 def fsync_dir(directory: Path) -> None:

@@ -9,8 +9,10 @@ sharing a working directory shares its trains and their kill switches)::
     kill-switch     exists while the kill switch is on
     save-switch     exists until the training saves a checkpoint and removes it
     journal         intent/outcome lines of every change (:mod:`slurmkit.journal`): what a
-                    killed or unanswered command left open, reconciled by the next one
-    .lock           flock'ed while a command changes the train
+                    killed or unanswered command left open, reconciled by the next one;
+                    the owner's (a journal anyone else owns is refused)
+    .lock           flock'ed while a command changes the train: 0600, the owner's, so
+                    nobody else can hold it
 
 Slurm is the truth about jobs; ``train.json`` only remembers which job ids belong
 to the train and what was submitted, which Slurm forgets after MinJobAge.
@@ -35,7 +37,6 @@ import os
 import pwd
 import re
 import secrets
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -43,10 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from slurmkit.errors import EnvironmentProblem, UsageError
-from slurmkit.files import write_atomic
+from slurmkit.files import read_bounded, write_atomic
 from slurmkit.journal import Journal
 from slurmkit.locks import LockBusy, hold
-from slurmkit.trust import UntrustedPath, open_nofollow
+from slurmkit.trust import UntrustedPath
 
 DEFAULT_DIR = Path(".slurmkit") / "trains"
 STATE_FILE = "train.json"
@@ -64,6 +65,11 @@ LOCK_WAIT = 5.0
 # whatever the umask (a group-writable record would be refused at the next change).
 FILE_MODE = 0o644
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class NotTrainOwner(LockBusy):
+    """A teammate's command that needs the owner's lock (exit 2; ``status`` goes on without
+    settling, as when the lock is busy)."""
 
 
 _progress: list[Callable[[str], None]] = []
@@ -241,11 +247,9 @@ class TrainDir:
     def load(self) -> TrainState:
         """The record, for reading (``status``); see :meth:`load_trusted` before acting on it."""
         try:
-            data = self.state_file.read_bytes()
+            data = read_bounded(self.state_file, what="train record")
         except FileNotFoundError:
             raise UsageError(f"{self.path}: no {STATE_FILE}: not a train") from None
-        except OSError as exc:
-            raise UsageError(f"{self.state_file}: cannot read: {exc.strerror}") from None
         return self._parse(data)
 
     def load_trusted(self) -> TrainState:
@@ -322,23 +326,26 @@ class TrainDir:
         """Serialise commands that change this train (two ``extend`` at once, a hold mid-stop).
 
         Bounded (``LockBusy``, exit 2, after ``wait`` seconds, default ``--lock-wait``),
-        never following a symlink at ``.lock``, and usable by a teammate on the owner's
-        lock file. While it waits, progress names the command holding it (from the
-        journal: the lock file of a shared folder holds no pid).
+        never following a symlink at ``.lock``. Only the train's owner (whoever owns its
+        folder) takes it, on a file only they can open: a teammate who could open it
+        could hold it and stall the owner's ``train stop`` (issue 28). A teammate gets
+        :class:`NotTrainOwner`; what they may do, the kill switch, needs no lock. While
+        it waits, progress names the command holding it (from the journal).
         """
+        self._check_owner()
         wait = self.lock_wait if wait is None else wait
         path = self.path / LOCK_FILE
         what = f"train {self.name}"
         stack = contextlib.ExitStack()
         try:
-            stack.enter_context(hold(path, wait=0, what=what, shared_file=True))
+            stack.enter_context(hold(path, wait=0, what=what))
         except LockBusy:
             holder = self.holder()
             if wait <= 0:
                 raise LockBusy(f"{what} is busy: {holder}; nothing was done") from None
             progress(f"waiting up to {wait:g} s for train {self.name}: {holder}")
             try:
-                stack.enter_context(hold(path, wait=wait, what=what, shared_file=True))
+                stack.enter_context(hold(path, wait=wait, what=what))
             except LockBusy:
                 raise LockBusy(
                     f"{what} is busy: {holder}, still after {wait:g} s (--lock-wait); "
@@ -346,6 +353,18 @@ class TrainDir:
                 ) from None
         with stack:
             yield
+
+    def _check_owner(self) -> None:
+        try:
+            owner = os.stat(self.path).st_uid
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot look at {self.path}: {exc.strerror}") from None
+        if owner != os.geteuid():
+            raise NotTrainOwner(
+                f"train {self.name} belongs to {user_name(owner)} (uid {owner}), not to you: "
+                "only its owner changes it or settles its journal (anyone may stop it: "
+                "`slurmkit train kill-switch on`)"
+            )
 
     def holder(self) -> str:
         """Who holds the lock, as far as the journal says (its newest open intent)."""
@@ -374,32 +393,14 @@ def read_trusted(path: Path, what: str) -> bytes:
     replaced it, which is refused here.
     """
     try:
-        fd = open_nofollow(path, os.O_RDONLY)
+        return read_bounded(path, what=what, trusted_owner=True, error=UntrustedPath)
     except FileNotFoundError:
         raise UsageError(f"{path.parent}: no {path.name}: not a train") from None
-    except OSError as exc:
-        hint = " (it is a symbolic link)" if exc.errno == 40 else ""
-        raise UntrustedPath(f"refusing {what} {path}: {exc.strerror}{hint}") from None
-    with os.fdopen(fd, "rb") as handle:
-        st = os.fstat(handle.fileno())
-        uid = os.geteuid()
-        if not stat.S_ISREG(st.st_mode):
-            raise UntrustedPath(f"refusing {what} {path}: not a regular file")
-        if st.st_uid not in (0, uid):
-            raise UntrustedPath(
-                f"refusing {what} {path}: it belongs to {user_name(st.st_uid)} "
-                f"(uid {st.st_uid}), not to you (uid {uid}) or root: only the train's owner "
-                "can change it (anyone may stop it: `slurmkit train kill-switch on`)"
-            )
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise UntrustedPath(
-                f"refusing {what} {path}: writable by group or others "
-                f"(mode {stat.S_IMODE(st.st_mode):04o}); fix it with: chmod go-w {path}"
-            )
-        try:
-            return handle.read()
-        except OSError as exc:
-            raise EnvironmentProblem(f"cannot read {path}: {exc.strerror}") from None
+    except UntrustedPath as exc:
+        raise UntrustedPath(
+            f"{exc}; only the train's owner can change it "
+            "(anyone may stop it: `slurmkit train kill-switch on`)"
+        ) from None
 
 
 def root_dir(directory: Path | str | None) -> Path:

@@ -15,6 +15,11 @@ between the two (``kill -9``, cron's SIGTERM, a power cut) leaves an intent with
 no outcome; :func:`open_intents` finds them, and the next undrain with the same
 ``--log`` re-reads those nodes and appends what really happened (issue 22). An
 outcome ``undrain-unknown`` (Slurm did not answer) keeps its intent open too.
+
+The log decides what the next run re-checks, so it must be the caller's (or
+root's) regular file that nobody else can write, checked on the open descriptor
+(:func:`slurmkit.journal.not_ours`) both when it is read and when it is opened for
+appending: a FIFO in its place was a traceback, a teammate's file a forged intent.
 """
 
 from __future__ import annotations
@@ -29,9 +34,9 @@ from datetime import datetime
 from pathlib import Path
 
 from slurmkit.errors import UsageError
-from slurmkit.files import state_path
-from slurmkit.journal import MIN_FREE_BYTES
-from slurmkit.trust import open_nofollow, private_dir
+from slurmkit.files import read_text_bounded, state_path
+from slurmkit.journal import MIN_FREE_BYTES, not_ours, open_append
+from slurmkit.trust import private_dir
 
 # Where undrain and the node commands journal when no --log is given (issue 22: every
 # state change leaves its intent somewhere a killed run can be settled from).
@@ -39,6 +44,8 @@ DEFAULT_NAME = "actions.log"
 
 # Outcomes that are no answer yet: their intent stays open for the next run to settle.
 STILL_OPEN = frozenset({"undrain-unknown", "undrain-sent"})
+# Lines are written per node changed, not per run: years of a cron undrain fit in this.
+MAX_BYTES = 64 * 1024 * 1024
 
 
 class LogProblem(UsageError):
@@ -81,13 +88,17 @@ def open_intents(path: Path) -> list[Intent]:
     outcome, if any, cannot be told apart from another run's.
     """
     try:
-        fd = open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK)
+        text = read_text_bounded(
+            path,
+            what="--log",
+            max_bytes=MAX_BYTES,
+            trusted_owner=True,
+            error=LogProblem,
+            errors="replace",
+        )
     except FileNotFoundError:
         return []
-    except OSError as exc:
-        raise _refuse(path, f"cannot read: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "r", encoding="utf-8", errors="replace") as handle:
-        lines = handle.read().splitlines()
+    lines = text.splitlines()
     wanted: dict[tuple[str, str], tuple[str, str, dict[str, str]]] = {}
     for line in lines:
         parsed = _words(line)
@@ -154,8 +165,9 @@ def check(path: Path) -> None:
 def _check_mode(path: Path, st: os.stat_result) -> None:
     if stat.S_ISLNK(st.st_mode):
         raise _refuse(path, "is a symbolic link (never followed)")
-    if not stat.S_ISREG(st.st_mode):
-        raise _refuse(path, "not a regular file")
+    problem = not_ours(st)
+    if problem:
+        raise _refuse(path, problem)
 
 
 def _check_space(path: Path, fd: int) -> None:
@@ -176,16 +188,15 @@ class ActionLog:
 
     @classmethod
     def open(cls, path: Path | None) -> ActionLog:
-        """Open for appending: a regular file, never through a symlink, never a FIFO.
+        """Open for appending: our (or root's) regular file, never through a symlink or a FIFO.
 
         ``O_NONBLOCK`` keeps a FIFO at the path from blocking the open; it is
         refused right after by the regular-file check.
         """
         if path is None:
             return cls(None, None)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
         try:
-            fd = open_nofollow(path, flags, 0o640)
+            fd = open_append(path)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise _refuse(path, "is a symbolic link (never followed)") from None

@@ -192,7 +192,7 @@ def test_a_busy_train_lock_gives_up_with_a_clear_message(tmp_path: Path) -> None
     from slurmkit.locks import LockBusy
 
     train = _train(tmp_path)
-    holder = os.open(train.path / ".lock", os.O_RDONLY | os.O_CREAT, 0o664)
+    holder = os.open(train.path / ".lock", os.O_RDWR | os.O_CREAT, 0o600)  # another command
     fcntl.flock(holder, fcntl.LOCK_EX)
     try:
         with (
