@@ -1,7 +1,9 @@
 """Email alerts over SMTP (smtplib), configured by a file or the environment, never echoed.
 
-Settings, lowest first: the ``[smtp]`` table of the slurmkit config file
-($SLURMKIT_CONFIG, else ~/.config/slurmkit/config.toml)::
+Settings, lowest first: the ``[smtp]`` table of the slurmkit config files, layered
+as every other section (:func:`slurmkit.config.load`: ``/etc/slurmkit/config.toml``,
+then $SLURMKIT_CONFIG or ~/.config/slurmkit/config.toml; issue 28: the site's file
+was shown by ``config show`` but never used, so alerts went to localhost:25)::
 
     [smtp]
     host = "smtp.example.org"
@@ -21,8 +23,8 @@ Issue 14: TLS (SMTPS or STARTTLS) verifies the server's certificate and name
 against the system's CAs, so a man in the middle gets no password; a login
 without TLS is refused unless ``insecure_plaintext = true``; a config file that
 holds the password must be the caller's (or root's) and readable and writable by
-nobody else, and one that others can write is refused whenever a password is
-used (its writer could point ``host`` at their own server).
+nobody else, and any file that sets an SMTP key and others can write is refused
+whenever a password is used (its writer could point ``host`` at their own server).
 """
 
 from __future__ import annotations
@@ -77,9 +79,9 @@ _KEYS = ("host", "port", "user", "password", "from", "starttls", "ssl", "insecur
 def load_smtp_config(
     path: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> SmtpConfig:
+    """The settings from the config files (or the one file ``path``), then the environment."""
     env = os.environ if environ is None else environ
-    source, values = _file_values(path, env)
-    file_password = bool(values.get("password"))
+    values, origins = _file_values(path, env)
     for key in _KEYS:
         name = f"SLURMKIT_SMTP_{key.upper()}"
         if env.get(name):
@@ -97,10 +99,7 @@ def load_smtp_config(
         )
     except (TypeError, ValueError):
         raise UsageError("SMTP settings: port must be a number") from None
-    if source is not None and file_password:
-        check_secret_file(source, "config file")
-    elif source is not None and (config.user or config.password):
-        check_trusted(source, what="config file")
+    _check_sources(origins, config)
     if config.user and not config.tls and not config.insecure_plaintext:
         raise UsageError(
             "SMTP settings: a login without TLS sends the password in clear: set "
@@ -109,17 +108,34 @@ def load_smtp_config(
     return config
 
 
-def _file_values(path: Path | None, env: Mapping[str, str]) -> tuple[Path | None, dict[str, Any]]:
-    """(the file, its [smtp] table); (None, {}) when no file gives SMTP settings."""
-    from slurmkit.config import ENV_VAR, default_path, load_toml
+def _check_sources(origins: Mapping[str, Path], config: SmtpConfig) -> None:
+    """A file giving the password must be private; with a login, every file giving a key
+    must be one nobody else can change (its writer could point the host elsewhere)."""
+    password_file = origins.get("password")
+    for source in dict.fromkeys(origins.values()):
+        if source == password_file:
+            check_secret_file(source, "config file")
+        elif config.user or config.password:
+            check_trusted(source, what="config file")
 
-    chosen = path or (Path(env[ENV_VAR]) if env.get(ENV_VAR) else default_path())
-    if path is None and not env.get(ENV_VAR) and not chosen.exists():
-        return None, {}
-    table = load_toml(chosen, "config file").get("smtp", {})
+
+def _file_values(
+    path: Path | None, env: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, Path]]:
+    """(the [smtp] keys of the files, the file each one came from)."""
+    from slurmkit import config
+
+    if path is not None:
+        table = config.load_toml(path, "config file").get("smtp", {})
+        if not isinstance(table, dict):
+            raise UsageError(f"config file {path}: [smtp] must be a table")
+        return dict(table), dict.fromkeys(table, path)
+    layered = config.load(env)
+    table = layered.values.get("smtp", {})
     if not isinstance(table, dict):
-        raise UsageError(f"config file {chosen}: [smtp] must be a table")
-    return (chosen if table else None), dict(table)
+        raise UsageError(f"config file {layered.origin(('smtp',)).path}: [smtp] must be a table")
+    origins = {key: layered.origin(("smtp", key)).path for key in table}
+    return dict(table), {key: where for key, where in origins.items() if where is not None}
 
 
 def _flag(value: object) -> bool:

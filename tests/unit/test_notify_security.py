@@ -27,6 +27,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult
 
+from slurmkit import config
 from slurmkit.errors import UsageError
 from slurmkit.notify import Notification, deliver, parse_target
 from slurmkit.notify.email import SmtpConfig, load_smtp_config, send_email
@@ -251,9 +252,15 @@ def test_a_private_config_with_the_password_is_fine(tmp_path: Path) -> None:
     assert load_smtp_config(environ=_config(tmp_path, SECRET, 0o600)).password == "s3cret"
 
 
-def test_a_config_others_can_write_is_refused_when_a_password_is_used(tmp_path: Path) -> None:
+def test_a_config_others_can_write_is_refused_when_a_password_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Whoever can write the host can have the password (from the environment) sent to them."""
     env = _config(tmp_path, '[smtp]\nhost = "mail.example.org"\nstarttls = true\n', 0o666)
+    if IS_ROOT:  # root refuses such a config file whatever it holds (the config reader's rule)
+        with pytest.raises(UntrustedPath, match="writable by group or others"):
+            load_smtp_config(environ=env)
+        monkeypatch.setattr(os, "geteuid", lambda: 1000)  # the rest as a user
     assert load_smtp_config(environ=env).host == "mail.example.org"  # no login: no secret at risk
     env.update(SLURMKIT_SMTP_USER="a", SLURMKIT_SMTP_PASSWORD="from-env")
     with pytest.raises(UntrustedPath, match="writable by group or others"):
@@ -268,6 +275,68 @@ def test_a_config_another_user_owns_is_refused(tmp_path: Path) -> None:
     os.chown(env["SLURMKIT_CONFIG"], nobody, nobody)
     with pytest.raises(UntrustedPath, match="owned by uid"):
         load_smtp_config(environ=env)
+
+
+# ----------------------------------------------------------------- the site's [smtp]
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The site file at a test path, no user file yet, no SLURMKIT_* variables."""
+    path = tmp_path / "etc" / "config.toml"
+    path.parent.mkdir()
+    monkeypatch.setattr(config, "SYSTEM_PATH", path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    for name in list(os.environ):
+        if name.startswith("SLURMKIT_"):
+            monkeypatch.delenv(name)
+    return path
+
+
+def test_the_site_smtp_settings_carry_the_alerts(
+    site: Path, plain_server: Server, tmp_path: Path, run_cli
+) -> None:
+    """Issue 28 item 10: ``[smtp]`` in /etc/slurmkit/config.toml was shown by ``config
+    show`` and never used: alerts went to localhost:25."""
+    site.write_text(
+        f'[smtp]\nhost = "127.0.0.1"\nport = {plain_server.port}\nfrom = "alerts@site.example"\n'
+    )
+    got = load_smtp_config()
+    assert (got.host, got.effective_port, got.sender) == (
+        "127.0.0.1", plain_server.port, "alerts@site.example"
+    )  # fmt: skip
+    watch = ["watch", "log", str(tmp_path / "missing.log"), "--stale", "1m"]
+    out = run_cli(*watch, "--notify", "email:ops@example.org", "--state", str(tmp_path / "s.json"),
+                  exit_code=1)  # fmt: skip
+    assert "failed" not in out.stderr
+    (message,) = plain_server.box.messages
+    assert b"From: alerts@site.example" in message and b"To: ops@example.org" in message
+
+
+def test_a_users_smtp_keys_layer_over_the_sites(site: Path, tmp_path: Path) -> None:
+    site.write_text('[smtp]\nhost = "relay.site.example"\nport = 2525\n')
+    user = tmp_path / "xdg" / "slurmkit" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[smtp]\nfrom = "me@example.org"\n')
+    got = load_smtp_config()
+    assert (got.host, got.port, got.sender) == ("relay.site.example", 2525, "me@example.org")
+
+
+def test_a_login_through_a_site_host_needs_every_smtp_file_trusted(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The password in a private user file, the host in a file others can write: refused."""
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)  # a user: root refuses such files anyway
+    site.write_text('[smtp]\nhost = "mail.example.org"\nstarttls = true\n')
+    site.chmod(0o666)
+    user = tmp_path / "xdg" / "slurmkit" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('[smtp]\nuser = "a"\npassword = "s3cret"\n')
+    user.chmod(0o600)
+    with pytest.raises(UntrustedPath, match=f"refusing config file {site}: writable by group"):
+        load_smtp_config()
+    site.chmod(0o644)
+    assert load_smtp_config().password == "s3cret"
 
 
 # ----------------------------------------------------------------- hostile subjects
