@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import os
 import subprocess
 from pathlib import Path
 
@@ -36,18 +37,30 @@ def _tool(folder: Path, name: str, body: str) -> None:
     path.chmod(0o755)
 
 
-def _run_node(tmp_path: Path, tools: dict[str, str], *checks: str) -> str:
-    """The task of one node with only ``tools`` (and coreutils) on PATH; its stdout."""
+def _run_node(
+    tmp_path: Path, tools: dict[str, str], *checks: str, pci_drivers: Path | None = None
+) -> str:
+    """The task of one node with only ``tools`` (and coreutils) on PATH; its stdout.
+
+    ``pci_drivers`` is mounted over ``/sys/bus/pci/drivers`` for the task alone (a mount
+    namespace of its own), so that the node seems to have the GPUs listed in it.
+    """
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for name, body in tools.items():
         _tool(bin_dir, name, body)
-    for name in ("bash", "cat", "head", "gzip", "base64", "grep", "tail", "timeout", "hostname"):
+    tools_used = ("bash", "cat", "head", "gzip", "base64", "grep", "tail", "timeout", "hostname")
+    for name in (*tools_used, "ls", "tr"):
         found = next(Path(d) / name for d in ("/usr/bin", "/bin") if (Path(d) / name).exists())
         (bin_dir / name).symlink_to(found)
     env = {"PATH": str(bin_dir), "SLURMD_NODENAME": "node-7", "HOME": str(tmp_path)}
+    argv = ["/bin/bash", "-c", _task(), "slurmkit-checks", *checks]
+    if pci_drivers is not None:
+        mount = f'/usr/bin/mount --bind {pci_drivers} /sys/bus/pci/drivers && exec "$@"'
+        unshare = ["/usr/bin/unshare", "--mount", "--propagation", "private"]
+        argv = [*unshare, "/bin/sh", "-c", mount, "-", *argv]
     out = subprocess.run(
-        ["/bin/bash", "-c", _task(), "slurmkit-checks", *checks],
+        argv,
         env=env,
         capture_output=True,
         text=True,
@@ -146,6 +159,31 @@ def test_xid_from_dmesg_counts_on_the_node_s_gpus(tmp_path: Path) -> None:
     alone = _run_node(tmp_path / "alone", {"nvidia-smi": "true", "dmesg": dmesg}, "xid")
     result, _ = _results(alone)["xid"]  # no list of the node's GPUs: never a fail
     assert result.status == "unknown" and "not checked against this node's GPUs" in result.detail
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a fake /sys/bus/pci/drivers (root)")
+def test_the_xid_check_alone_names_the_node_s_gpus_so_its_records_count(tmp_path: Path) -> None:
+    """Without gpu-health in the same scan, the capture lists the node's GPUs itself (the
+    driver's folder in sysfs): the records on one of them count, and a record that names
+    another address (a user's forged segfault line, say) does not."""
+    drivers = tmp_path / "drivers"
+    for entry in ("nvidia/0000:19:00.0", "nvidia/module", "nvidia/bind"):
+        (drivers / entry).mkdir(parents=True)
+    dmesg = f"cat {GPU / 'xid/dmesg-xid48-63-94-dbe-rowremap-contained.log'}"
+    tools = {"nvidia-smi": "true", "dmesg": dmesg}
+    log = _run_node(tmp_path, tools, "xid", pci_drivers=drivers)
+    assert "# gpus: 0000:19:00.0\n" in _capture_text(log, "xid")
+    result, verdict = _results(log)["xid"]
+    assert result.status == "fail" and "Xid 48" in {f.signal for f in verdict.findings}
+    (drivers / "nvidia" / "0000:19:00.0").rename(drivers / "nvidia" / "0000:3b:00.0")
+    (tmp_path / "other").mkdir()
+    other = _run_node(tmp_path / "other", tools, "xid", pci_drivers=drivers)
+    assert _results(other)["xid"][0].status == "pass"  # its Xids name another GPU
+
+
+def _capture_text(log: str, check: str) -> str:
+    line = next(x for x in log.splitlines() if f"check={check} " in x)
+    return gzip.decompress(base64.b64decode(line.rsplit("data=", 1)[1])).decode()
 
 
 def test_xid_falls_back_to_the_journal_and_a_closed_log_is_unknown(tmp_path: Path) -> None:
