@@ -181,6 +181,8 @@ def parse(text: str, path: Path, what: str = "config file") -> dict[str, Any]:
         named = f", key {key}" if key else ""
         reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", message).strip() or "syntax error"
         raise ConfigError(f"{what} {path} is not valid TOML{where}{named}: {reason}") from None
+    except ValueError:  # int() of a 5000-digit number: Python's digit limit, no line given
+        raise ConfigError(f"{what} {path}: a number too long to read (over 4300 digits)") from None
 
 
 def load_toml(path: Path, what: str) -> dict[str, Any]:

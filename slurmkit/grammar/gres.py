@@ -28,6 +28,8 @@ from slurmkit.errors import SlurmParseError
 _EMPTY = ("", "(null)", "N/A", "None")
 _SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 _COUNT = re.compile(r"(\d+)([KMGTP]?)", re.IGNORECASE)
+# 2^64 has 20 digits; Python refuses to read a 5000-digit number (it was a traceback).
+_MAX_DIGITS = 20
 _ITEM = re.compile(
     r"(?P<name>[A-Za-z][\w./-]*)"
     r"(?P<fields>(?::[^:()=\s,]+)*)"
@@ -89,6 +91,8 @@ def _count(text: str) -> int | None:
     match = _COUNT.fullmatch(text)
     if not match:
         return None
+    if len(match.group(1)) > _MAX_DIGITS:
+        raise SlurmParseError(f"a GRES count of {len(match.group(1))} digits: {text[:30]!r}...")
     return int(match.group(1)) * _SUFFIX[match.group(2).upper()]
 
 
@@ -159,7 +163,7 @@ def gpu_indices(text: str | None) -> str | None:
     return ",".join(x for x in found if x) or None
 
 
-_TYPED_COUNT = re.compile(r"(?:([^:,()=\s]+):)?(\d+)")
+_TYPED_COUNT = re.compile(r"(?:([^:,()=\s]+):)?(\d{1,20})")
 
 
 def typed_gpu_count(text: str) -> int:

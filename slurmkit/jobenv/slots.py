@@ -43,6 +43,9 @@ from slurmkit.slurm.records import Job
 
 AUTO = "auto"
 KINDS = ("gpus", "tasks", "cpus")
+# More processes than any node runs (Slurm caps tasks per node far lower): a larger
+# count in the environment is a broken variable, not a hostfile to write.
+MAX_PER_NODE = 65_536
 
 # Variables that exist only when the job (or step) has GPUs.
 _GPU_HINTS = (
@@ -182,6 +185,11 @@ def _try(source: Source, ctx: _Context) -> Found | None:
     if found is not None and min(found[0]) < 1:
         ctx.skipped.append(f"{found[1]}: zero slots")
         return None
+    if found is not None and max(found[0]) > MAX_PER_NODE:
+        raise UsageError(
+            f"{found[1]}: {max(found[0])} slots on one node is more than any node runs "
+            f"(at most {MAX_PER_NODE}): fix the variable, or give --slots N"
+        )
     return found
 
 
@@ -206,8 +214,8 @@ def _env_gpus_on_node(ctx: _Context) -> Found | None:
     value = ctx.env.get("SLURM_GPUS_ON_NODE", "").strip()
     if not value:
         return None
-    if not value.isdigit():
-        raise SlurmParseError(f"not a GPU count: {value!r}")
+    if not _digits(value):
+        raise SlurmParseError(f"not a GPU count: {value[:40]!r}")
     if int(value) == 0:
         raise _Skip("SLURM_GPUS_ON_NODE=0: no GPUs on this node")
     _uniform_gpus(ctx, "SLURM_GPUS_ON_NODE")
@@ -288,9 +296,15 @@ def _malformed(var: str, value: str, shape: str) -> UsageError:
     a launcher with the wrong number of processes; a broken environment is the
     caller's to fix.
     """
+    shown = value if len(value) <= 60 else value[:57] + "..."
     return UsageError(
-        f"{var}={value!r} is not {shape} as Slurm sets it: fix or unset {var}, or give --slots N"
+        f"{var}={shown!r} is not {shape} as Slurm sets it: fix or unset {var}, or give --slots N"
     )
+
+
+def _digits(value: str) -> bool:
+    """A count as Slurm writes one: ASCII digits, at most 20 (Python will not read 5000)."""
+    return value.isascii() and value.isdigit() and len(value) <= 20
 
 
 def _env_ntasks_per_node(ctx: _Context) -> Found | None:
@@ -298,7 +312,7 @@ def _env_ntasks_per_node(ctx: _Context) -> Found | None:
     value = ctx.env.get("SLURM_NTASKS_PER_NODE", "").strip()
     if not value:
         return None
-    if not (value.isascii() and value.isdigit()):
+    if not _digits(value):
         raise _malformed("SLURM_NTASKS_PER_NODE", value, "a task count")
     return [int(value)] * ctx.nodes, f"SLURM_NTASKS_PER_NODE={value}"
 

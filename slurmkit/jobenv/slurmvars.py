@@ -19,7 +19,8 @@ import re
 
 from slurmkit.errors import SlurmParseError
 
-_REPEATED = re.compile(r"(\d+)(?:\(x(\d+)\))?")
+# At most 20 digits: Python refuses to read a 5000-digit number (it was a traceback).
+_REPEATED = re.compile(r"(\d{1,20})(?:\(x(\d{1,20})\))?")
 
 
 def parse_repeated(text: str) -> list[tuple[int, int]]:
