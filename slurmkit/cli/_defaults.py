@@ -50,6 +50,7 @@ SAFETY_SWITCHES = frozenset(
         "insecure",  # accepts any ssh host key
         "sudo",  # runs the command as root on the nodes
         "keep_log",  # --no-log: no audit log to settle a killed run from
+        "none_",  # train settle --none: closes open intents as having queued nothing
     }
 )
 DRY_RUN = "dry_run"
