@@ -264,3 +264,37 @@ def test_an_undrain_log_someone_else_owns_is_refused(tmp_path: Path) -> None:
         actionlog.ActionLog.open(path)
     with pytest.raises(actionlog.LogProblem, match=f"owned by uid {NOBODY}"):
         actionlog.check(path)  # the dry run says the same
+
+
+@needs_root
+def test_a_teammates_status_and_kill_switch_work_without_the_lock(
+    run_cli,
+    cluster: TrainCluster,  # noqa: F811 - the fixture imported above
+    work: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from click.testing import CliRunner
+
+    from slurmkit.cli import cli
+
+    monkeypatch.chdir(work)
+    folder = started(run_cli, work)
+    for path in (work / ".slurmkit", folder.parent, folder):
+        path.chmod(0o777)  # the team's folder: the kill switch
+    (folder / ".lock").unlink()
+    home = work / "mate"
+    home.mkdir()
+    os.chown(home, NOBODY, NOBODY)
+
+    def teammate() -> str:
+        os.environ.update(XDG_CONFIG_HOME=str(home), XDG_STATE_HOME=str(home / "state"))
+        results = [CliRunner().invoke(cli, ["train", *args]) for args in
+                   (["status"], ["kill-switch", "on", "--yes"], ["hold", "--yes"])]  # fmt: skip
+        return "\0".join(f"{r.exit_code} {r.stderr.strip()}" for r in results)
+
+    with as_nobody(teammate) as said:
+        status, switch, hold = said.split("\0")
+    assert status.startswith("0 slurmkit: open changes not checked now: train tr belongs to root")
+    assert switch.startswith("0 ") and (folder / "kill-switch").exists()
+    assert hold.startswith("2 slurmkit: train tr belongs to root (uid 0), not to you")
+    assert not (folder / ".lock").exists()  # made by nobody but its owner
