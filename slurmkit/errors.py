@@ -62,6 +62,14 @@ class ControllerUnreachable(SlurmError):
     """slurmctld (or slurmdbd for sacct) did not answer."""
 
 
+class NoAnswer(ControllerUnreachable):
+    """A state change failed with no known refusal: it may still be carried out.
+
+    Not only "Socket timed out": 22.05's ``scontrol hold`` on a stopped slurmctld says
+    "Unexpected message received". The caller reads the state back before it answers.
+    """
+
+
 class PermissionDenied(SlurmError):
     """Slurm refused the operation for this user."""
 

@@ -16,11 +16,13 @@ from collections.abc import Mapping, Sequence
 from slurmkit import _proc
 from slurmkit.errors import (
     ControllerUnreachable,
+    NoAnswer,
     NotFound,
     PermissionDenied,
     SlurmError,
     SlurmNotInstalled,
 )
+from slurmkit.slurm import refusals
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -155,9 +157,54 @@ def classify(result: _proc.Completed) -> SlurmError:
     if _UNREACHABLE.search(text):
         what = "slurmdbd (accounting)" if cmd in ("sacct", "sacctmgr") else "slurmctld"
         return ControllerUnreachable(f"{cmd}: cannot reach {what}: {message}", *args)
+    return _unless_unanswered(_answered(cmd, text, message, result, args), text)
+
+
+def _answered(
+    cmd: str,
+    text: str,
+    message: str,
+    result: _proc.Completed,
+    args: tuple[list[str], int | None, str],
+) -> SlurmError:
     if _DENIED.search(text):
         return PermissionDenied(f"{cmd}: permission denied: {message}", *args)
     if _NOT_FOUND.search(text):
         return NotFound(f"{cmd}: {message}", *args)
     rc = f" (exit {result.returncode})" if result.returncode else ""
     return SlurmError(f"{cmd} failed{rc}: {message}", *args)
+
+
+def _unless_unanswered(error: SlurmError, text: str) -> SlurmError:
+    """A state change whose failure is no known refusal is "no answer" (:mod:`.refusals`)."""
+    cmd = os.path.basename(error.argv[0]) if error.argv else ""
+    if not changes_state(error.argv) or refusals.meaning(text, cmd) != refusals.NO_ANSWER:
+        return error
+    return NoAnswer(
+        f"{cmd}: no answer that says whether it was done ({first_message(text)}); "
+        "it may still be carried out",
+        error.argv,
+        error.returncode,
+        error.stderr,
+    )
+
+
+# scontrol's subcommands that change something; sbatch and scancel always do.
+_SCONTROL_CHANGES = frozenset(
+    {
+        "hold", "uhold", "release", "update", "reboot", "cancel_reboot", "requeue",
+        "requeuehold", "suspend", "resume", "top", "notify", "create", "delete",
+        "reconfigure", "takeover", "shutdown",
+    }
+)  # fmt: skip
+
+
+def changes_state(argv: Sequence[str]) -> bool:
+    """Does this Slurm command line ask for a change (not a query)?"""
+    if not argv:
+        return False
+    cmd = os.path.basename(argv[0])
+    if cmd in ("sbatch", "scancel"):
+        return True
+    words = [w for w in argv[1:] if not w.startswith("-")]
+    return cmd == "scontrol" and bool(words) and words[0].lower() in _SCONTROL_CHANGES

@@ -19,8 +19,17 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from slurmkit.errors import ControllerUnreachable, SlurmError, SlurmkitError
+from slurmkit.errors import (
+    ControllerUnreachable,
+    NotFound,
+    PermissionDenied,
+    SlurmError,
+    SlurmkitError,
+    SlurmNotInstalled,
+    SlurmParseError,
+)
 from slurmkit.files import read_bounded
+from slurmkit.slurm import refusals
 
 T = TypeVar("T")
 Notify = Callable[[str], None]
@@ -33,10 +42,6 @@ _CONF_PATHS = ("/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf", "/run/slur
 _CONF_MAX_BYTES = 16 << 20
 _MESSAGE_TIMEOUT = re.compile(rb"^[ \t]*MessageTimeout[ \t]*=[ \t]*([0-9]+)", re.I | re.M)
 _PAUSE = 1.0
-# The request never left this machine: no connection was made, so nothing can be done.
-_NOT_SENT = re.compile(
-    r"connect failure|connection refused|cannot locate slurmctld|no slurm\.conf", re.I
-)
 
 
 def window(env: Mapping[str, str] | None = None) -> float:
@@ -81,14 +86,27 @@ def _message_timeout_in(path: str) -> float | None:
 def no_answer(exc: BaseException) -> bool:
     """True when Slurm may have done what was asked although the client saw no answer.
 
-    A refusal (permission, unknown node or job, bad value) is an answer: nothing was
-    done. A timeout or a broken connection is not: the request may be in slurmctld's
-    backlog. A connection that could not even be made ("connect failure",
-    "Connection refused") carried no request: that is an answer too.
+    Only a known refusal (:data:`slurmkit.slurm.refusals.REFUSALS`: permission, an
+    invalid id, state or value) is an answer that nothing was done; so is a connection
+    that could not even be made ("connect failure", "Connection refused": no request
+    left). Any other failure of a state-changing call is no answer, whatever its words:
+    a timeout, a broken connection, 22.05's "Unexpected message received" from a stopped
+    slurmctld, or a text no version has shown yet. The caller reads the state back.
     """
-    if not isinstance(exc, ControllerUnreachable):
+    if not isinstance(exc, SlurmError) or isinstance(exc, (SlurmNotInstalled, SlurmParseError)):
         return False
-    return not _NOT_SENT.search(f"{exc}\n{exc.stderr}")
+    text = f"{exc}\n{exc.stderr}"
+    if isinstance(exc, ControllerUnreachable):
+        return not refusals.not_sent(text)
+    if isinstance(exc, (PermissionDenied, NotFound)):
+        return False
+    command = os.path.basename(exc.argv[0]) if exc.argv else ""
+    return refusals.meaning(text, command) == refusals.NO_ANSWER
+
+
+def _silent(exc: SlurmError) -> bool:
+    """A read that timed out or lost its connection: worth asking again within the window."""
+    return isinstance(exc, ControllerUnreachable) and not refusals.not_sent(f"{exc}\n{exc.stderr}")
 
 
 def read_again(
@@ -131,7 +149,7 @@ def read_again(
                 return answer, None
         except SlurmError as exc:
             last = exc
-            if not (retry_silence and no_answer(exc)):
+            if not (retry_silence and _silent(exc)):
                 return None, exc
         if clock() + _PAUSE >= deadline:
             return (answer, None) if answered else (None, last)
