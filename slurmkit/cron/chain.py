@@ -205,22 +205,24 @@ def stop_chains(
 
     Returns with ``left`` empty for every chain once nothing of it is pending or
     running, or with the ids still there after ``timeout`` seconds. A scancel that
-    gets no answer is followed by the same look at the queue; when the queue cannot
-    be read either, the intents stay open and ControllerUnreachable says so.
+    gets no answer is followed by one look at the queue: a controller that answers
+    it goes on as before; one that is silent too is hung, so the chains not yet asked
+    are not asked (each would cost the same timeout, and reach nothing) and
+    ControllerUnreachable says which were asked to cancel. The intents of the chains
+    asked stay open for ``cron status`` to settle.
     """
     user = current_user()
     todo = [o for o in plan if o.jobs]
-    tokens = (
-        {
-            o.chain: journal.intent("cron-stop", chain=o.chain, period=o.period, jobs=o.jobs)
-            for o in todo
-        }
-        if journal is not None
-        else {}
-    )
+    tokens: dict[str, str] = {}
     for outcome in todo:
-        _cancel(outcome.chain, user)
+        if journal is not None:
+            tokens[outcome.chain] = journal.intent(
+                "cron-stop", chain=outcome.chain, period=outcome.period, jobs=outcome.jobs
+            )
+        silent = _cancel(outcome.chain, user)
         outcome.cancelled = True
+        if silent:
+            _unless_hung(todo, user)
     faultpoint.reached("cron.after-cancel")
     deadline = time.monotonic() + timeout
     while todo:
@@ -235,7 +237,7 @@ def stop_chains(
             raise error
         if live is None:
             raise ControllerUnreachable(
-                f"cancelled {', '.join(o.chain for o in todo)}, but Slurm does not answer "
+                f"asked to cancel {', '.join(o.chain for o in todo)}, but Slurm does not answer "
                 f"({error}): whether they stopped is unknown; `slurmkit cron status` tells"
             )
         for outcome in todo:
@@ -256,10 +258,34 @@ def stop_chains(
     return list(plan)
 
 
-def _cancel(chain: str, user: str) -> None:
-    """scancel by name; no answer is no error here: the queue read after it decides."""
+def _unless_hung(todo: Sequence[StopOutcome], user: str) -> None:
+    """After a silent scancel: one read of the queue. Silent too: stop asking, say so.
+
+    A hung slurmctld costs each scancel its timeout (two MessageTimeouts: by name, scancel
+    lists the jobs first) and nothing reaches it; three chains cost 81 s and were then
+    reported "cancelled" (issue 29). One read decides between "still hung" and "awake".
+    """
+    try:
+        chain_jobs([o.chain for o in todo], user)
+    except SlurmError as exc:
+        if not recheck.no_answer(exc):
+            raise
+        asked = [o.chain for o in todo if o.cancelled]
+        unasked = [o.chain for o in todo if not o.cancelled]
+        rest = f"; not asked: {', '.join(unasked)}" if unasked else ""
+        raise ControllerUnreachable(
+            f"asked to cancel {', '.join(asked)}{rest}, but Slurm does not answer ({exc}): "
+            "whether they stopped is unknown; `slurmkit cron status` tells, and "
+            "`slurmkit cron stop` again stops the rest once Slurm answers"
+        ) from None
+
+
+def _cancel(chain: str, user: str) -> bool:
+    """scancel by name; True when it got no answer (the queue read after it decides)."""
     try:
         query.cancel_by_name(chain, user)
     except SlurmError as exc:
         if not recheck.no_answer(exc):
             raise
+        return True
+    return False
