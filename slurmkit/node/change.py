@@ -19,8 +19,9 @@ outcome line: the intent stays open and the next run with the same ``--log`` set
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from slurmkit import faultpoint, journal, locks
@@ -29,11 +30,10 @@ from slurmkit.hostlist import fold
 from slurmkit.node.outcome import DONE, FAILED, SKIPPED, UNKNOWN, WOULD, NodeReport, NodeRow
 from slurmkit.slurm import query, recheck
 from slurmkit.slurm.records import Node
-from slurmkit.undrain import actionlog
+from slurmkit.undrain import actionlog, settle
 from slurmkit.undrain.actionlog import ActionLog, LogProblem
 
 Notify = Callable[[str], None]
-Judge = Callable[[Node], bool]
 VERBS = ("drain", "resume", "reboot")
 
 
@@ -86,14 +86,16 @@ def run(
     return report
 
 
-def judge_for(verb: str) -> Judge:
-    """Did the change take, going by the node's state read back?"""
-    if verb == "drain":
-        return lambda n: "DRAIN" in n.flags
-    if verb == "resume":
-        return lambda n: "DRAIN" not in n.flags and not n.is_down
-    # A reboot was accepted when the node carries its flag, or has already come back.
-    return lambda n: bool(n.flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"}) or n.state == "IDLE"
+def verdict(
+    verb: str, node: Node | None, asked_at: datetime, row: NodeRow, fields: Mapping[str, str]
+) -> settle.Verdict:
+    """Did the change take, going by the node read back? The settle table's judge.
+
+    A reboot read back IDLE is not proof (it is also how a node looks whose request never
+    left): only a reboot flag or a boot at or after the intent is.
+    """
+    asked = settle.Asked(asked_at, {**fields, **_dated(row)})
+    return settle.judge(f"will-{verb}", node, asked)
 
 
 def change(
@@ -108,9 +110,12 @@ def change(
     rows = report.by_action(WOULD)
     names = fold([r.node for r in rows])
     token = journal.new_token()
+    asked_at = _now()
     try:
         log.write(
-            actionlog.entry(r.node, f"will-{verb}", before=r.before, token=token, **fields)
+            actionlog.entry(
+                r.node, f"will-{verb}", before=r.before, token=token, **fields, **_dated(r)
+            )
             for r in rows
         )
     except LogProblem as exc:
@@ -126,7 +131,6 @@ def change(
     faultpoint.reached(f"node-{verb}.after-change")
     found, read_error, silent = _read_back(names, error, options)
     lines: list[str] = []
-    judge = judge_for(verb)
     if found is None:
         for r in rows:
             r.after = "unknown"
@@ -147,7 +151,12 @@ def change(
         for r in rows:
             node = now.get(r.node)
             r.after = node.state_text if node else "not known to Slurm"
-            ok = node is not None and judge(node)
+            judged = verdict(verb, node, asked_at, r, fields)
+            if judged.result == settle.UNKNOWN and (error is None or silent):
+                r.action = UNKNOWN  # no outcome line: the intent stays open for the next run
+                r.why = f"read back, the state cannot tell: {judged.why}"
+                continue
+            ok = judged.result == settle.DONE
             r.action = DONE if ok else FAILED
             if silent:
                 r.why = f"no answer from Slurm; read back: {'done' if ok else 'not done'}"
@@ -199,9 +208,11 @@ def _read_back(
 def reconcile(log: ActionLog, options: ChangeOptions) -> list[str]:
     """Settle ``will-drain|resume|reboot`` lines a killed run left open in ``--log``.
 
-    The nodes are read (one call); each gets an outcome line marked ``reconciled=yes``
-    saying what is true now. Without an answer from Slurm they stay open. One line on
-    stderr says what was settled.
+    The nodes are read (one call); each intent is judged by evidence against its own
+    stamp (:mod:`slurmkit.undrain.settle`: a reboot by its flag or a later BootTime, a
+    resume by the drain's date), and gets an outcome line marked ``reconciled=yes``:
+    ``<verb>``, ``<verb>-failed`` or, when the state cannot tell, ``<verb>-undetermined``.
+    Without an answer from Slurm they stay open. One line on stderr says what was settled.
     """
     if log.path is None:
         return []
@@ -219,25 +230,40 @@ def reconcile(log: ActionLog, options: ChangeOptions) -> list[str]:
     lines, settled = [], []
     for intent in intents:
         verb = intent.action.removeprefix("will-")
-        judge = judge_for(verb)
+        asked = settle.Asked.of(intent.time, intent.fields)
         for name in intent.nodes:
             node = now.get(name)
-            ok = node is not None and judge(node)
+            verdict = settle.judge(intent.action, node, asked)
             after = node.state_text if node else "not known to Slurm"
             lines.append(
                 actionlog.entry(
                     name,
-                    verb if ok else f"{verb}-failed",
+                    verb + _SETTLED[verdict.result],
                     token=intent.token,
                     before=intent.fields.get("before", ""),
                     after=after,
+                    evidence=verdict.why,
                     reconciled="yes",
                 )
             )
-            settled.append(f"{name} {verb} {'done' if ok else 'not done'} (now {after})")
+            settled.append(f"{name} {verb} {verdict.result}: {verdict.why} (now {after})")
     log.write(lines)  # before anything else: a log that fails here changes nothing
     options.say(f"--log {log.path}: settled what an earlier run left open: {'; '.join(settled)}")
     return settled
+
+
+# The outcome word a settled intent gets after its verb; "-undetermined" closes the intent.
+_SETTLED = {settle.DONE: "", settle.NOT_DONE: "-failed", settle.UNKNOWN: "-undetermined"}
+
+
+def _now() -> datetime:
+    """The intent's stamp as the log writes it: whole seconds, local offset."""
+    return datetime.now().astimezone().replace(microsecond=0)
+
+
+def _dated(row: NodeRow) -> dict[str, str]:
+    """``drained_at=``: the date of the drain a resume clears, the settle judge's anchor."""
+    return {"drained_at": row.drained_at} if row.drained_at else {}
 
 
 def rows_for(names: Sequence[str], nodes: Sequence[Node]) -> list[NodeRow]:
@@ -251,6 +277,7 @@ def rows_for(names: Sequence[str], nodes: Sequence[Node]) -> list[NodeRow]:
             row.skip("not known to Slurm")
         else:
             row = NodeRow(name, node.state_text, node.reason or "")
+            row.drained_at = settle.drained_at(node)
         rows.append(row)
     return rows
 

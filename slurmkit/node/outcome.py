@@ -31,6 +31,7 @@ class NodeRow:
     why: str = ""
     after: str = ""
     processes: list[str] = field(default_factory=list)
+    drained_at: str = ""  # the drain's own date (reason time), "" when not drained
 
     def skip(self, why: str) -> None:
         self.action, self.why = SKIPPED, why

@@ -29,7 +29,7 @@ from slurmkit.remote import RemoteOptions
 from slurmkit.remote.command import new_token
 from slurmkit.slurm import commands, query, recheck
 from slurmkit.slurm.records import Node
-from slurmkit.undrain import actionlog, healthgate
+from slurmkit.undrain import actionlog, healthgate, settle
 from slurmkit.undrain import check as chk
 from slurmkit.undrain import select as sel
 from slurmkit.undrain.actionlog import ActionLog, Intent, LogProblem
@@ -134,9 +134,10 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
 def reconcile(log: ActionLog, options: UndrainOptions) -> list[str]:
     """Settle what a killed run left open in ``--log``: read the nodes, append the outcome.
 
-    A ``will-undrain`` with no outcome becomes ``undrain`` (the node is no longer
-    drained: the update went through) or ``undrain-failed`` (still drained), each
-    marked ``reconciled=yes``; a ``will-kill`` becomes ``kill-interrupted`` (whether
+    A ``will-undrain`` with no outcome is judged by evidence (:mod:`.settle`): ``undrain``
+    (not drained, or drained again after the intent), ``undrain-failed`` (the drain it
+    saw is still there) or ``undrain-undetermined`` (the state cannot tell), each marked
+    ``reconciled=yes`` with its ``evidence=``; a ``will-kill`` becomes ``kill-interrupted`` (whether
     the signals went out is unknown; this run checks the node afresh). When Slurm
     does not answer, the intents stay open for the next run. One line on stderr
     says what was settled. Returns the settled texts (for ``--json``).
@@ -182,27 +183,40 @@ def reconcile(log: ActionLog, options: UndrainOptions) -> list[str]:
 
 
 def _settle(intent: Intent, node: str, now: Node | None) -> tuple[str, str]:
-    before = intent.fields.get("before", "")
-    if now is None:
-        line = actionlog.entry(
-            node,
-            "undrain-failed",
-            token=intent.token,
-            before=before,
-            after="not known to Slurm",
-            reconciled="yes",
-        )
-        return line, f"{node} not known to Slurm"
-    returned = "DRAIN" not in now.flags
+    """The outcome line and the stderr text for one node of an open ``will-undrain``.
+
+    Judged by evidence (:mod:`.settle`), not by the state alone: a node drained again
+    after the intent was returned by the killed run; one Slurm cannot place is unknown.
+    """
+    verdict = settle.judge("will-undrain", now, settle.Asked.of(intent.time, intent.fields))
+    after = now.state_text if now is not None else "not known to Slurm"
     line = actionlog.entry(
         node,
-        "undrain" if returned else "undrain-failed",
+        _SETTLED[verdict.result],
         token=intent.token,
-        before=before,
-        after=now.state_text,
+        before=intent.fields.get("before", ""),
+        after=after,
+        evidence=verdict.why,
         reconciled="yes",
     )
-    return line, f"{node} {'returned' if returned else 'still drained'} (now {now.state_text})"
+    return line, f"{node} {_said(verdict)} (now {after})"
+
+
+# What a settled will-undrain becomes in the log; "undetermined" closes the intent (the
+# state could not tell), where "undrain-unknown" (no answer at all) keeps it open.
+_SETTLED = {
+    settle.DONE: "undrain",
+    settle.NOT_DONE: "undrain-failed",
+    settle.UNKNOWN: "undrain-undetermined",
+}
+
+
+def _said(verdict: settle.Verdict) -> str:
+    if verdict.result == settle.DONE:
+        return verdict.why if verdict.why.startswith("returned") else "returned"
+    if verdict.result == settle.NOT_DONE:
+        return "still drained"
+    return f"unknown: {verdict.why}"
 
 
 def make_plan(options: UndrainOptions) -> Plan:
@@ -425,7 +439,14 @@ def _return(
     token = journal.new_token()
     try:
         log.write(
-            actionlog.entry(o.node, "will-undrain", before=o.old_state, found=o.found, token=token)
+            actionlog.entry(
+                o.node,
+                "will-undrain",
+                before=o.old_state,
+                found=o.found,
+                token=token,
+                **_drain_date(o),
+            )
             for o in outcomes
         )
     except LogProblem as exc:
@@ -437,6 +458,12 @@ def _return(
         return _update_and_read_back(outcomes, names, done, token, options)
     finally:
         _record(log, done, late)
+
+
+def _drain_date(o: NodeOutcome) -> dict[str, str]:
+    """``drained_at=``: the date of the drain this undrain clears, the settle judge's anchor."""
+    seen = settle.drained_at(o.record) if o.record is not None else ""
+    return {"drained_at": seen} if seen else {}
 
 
 def _update_and_read_back(
