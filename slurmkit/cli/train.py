@@ -15,6 +15,7 @@ stderr; waits for the train's lock are bounded by --lock-wait.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 from collections.abc import Callable
@@ -91,69 +92,45 @@ def _find(
     return train
 
 
-def _settle(train: TrainDir, busy_ok: bool) -> None:
-    """Settle the open intents under the lock, one line each (see :func:`_find`)."""
+def _settle(train: TrainDir, busy_ok: bool) -> frozenset[str]:
+    """Settle the open intents under the lock, one line each (see :func:`_find`).
+
+    Returns the tokens of the intents still open: asked about, and not settled (Slurm
+    silent, or an array that cannot be proven). A change settles again under its own
+    lock, skipping these, so a hung controller costs one timeout per intent, not two.
+    """
+    from slurmkit.errors import EnvironmentProblem
     from slurmkit.locks import LockBusy
     from slurmkit.train.reconcile import reconcile
 
+    still: frozenset[str] = frozenset()
     try:
         with train.locked():
             lines = reconcile(train)
+            with contextlib.suppress(EnvironmentProblem):
+                still = frozenset(e.token for e in train.journal.open_intents())
     except LockBusy as exc:
         if not busy_ok:
             raise
         lines = [f"open changes not checked now: {exc}"]
     for line in lines:
         _notify(line)
+    return still
 
 
-def _no_unsettled_submission(train: TrainDir) -> None:
-    """Extending while an earlier submission is unsettled could queue two extensions."""
-    from slurmkit.errors import EnvironmentProblem
-
-    for entry in train.journal.open_intents():
-        if entry.action in ("start", "extend"):
-            raise EnvironmentProblem(
-                f"train {train.name}: the `train {entry.action}` of {entry.time} may have queued "
-                "an array and Slurm cannot say yet: nothing submitted. "
-                f"`slurmkit train status {train.name}` settles it once slurmctld answers"
-            )
-
-
-def _not_again(train: TrainDir, unanswered: set[str], as_json: bool) -> None:
-    """An extend retried after one that got no answer: that one's array, if settled as
-    queued just now, is the extension asked for; submitting again would add it twice.
-    Says so and exits 0 (a later extend is a new request and extends)."""
-    from slurmkit.train.control import Report
-    from slurmkit.train.reconcile import queued_by
-
-    queued = queued_by(train, unanswered) if unanswered else []
-    if not queued:
-        return
-    line = (
-        f"array {', '.join(queued)} of the earlier, unanswered `train extend` is queued: "
-        "not extending again (this extend's options were not used; extend again to add more)"
-    )
-    _print_report(Report(train.name, "extend", False, lines=[line]), as_json)
-    exit_with(0)
+def _acting(
+    directory: Path | None, name: str | None, lock_wait: float
+) -> tuple[TrainDir, frozenset[str]]:
+    """The train a change acts on, settled once; the change plans again under its lock."""
+    train = _find(directory, name, lock_wait, settle=False)
+    return train, _settle(train, busy_ok=False)
 
 
 def _must_exist(train: TrainDir) -> None:
     """A folder left by a start that queued nothing (or is not settled yet) is no train."""
-    from slurmkit.errors import UsageError
+    from slurmkit.train.reconcile import must_exist
 
-    if train.has_record():
-        return
-    open_starts = [e for e in train.journal.open_intents() if e.action == "start"]
-    if open_starts:
-        raise UsageError(
-            f"train {train.name}: its start of {open_starts[-1].time} is not settled yet "
-            "(Slurm has not answered whether the array was queued); ask again later"
-        )
-    raise UsageError(
-        f"train {train.name}: never started (its start queued nothing); start it again "
-        f"with `slurmkit train start SCRIPT --name {train.name}`"
-    )
+    must_exist(train)
 
 
 def _gated(
@@ -168,8 +145,8 @@ def _gated(
     from slurmkit.cli._confirm import declined, gate
 
     rule = gate(dry_run, yes)
-    if rule.ask:
-        preview = action(True)
+    preview = action(True) if rule.ask else None
+    if preview is not None and preview.would_change:
 
         def show_plan() -> None:
             for argv in preview.commands:
@@ -459,9 +436,8 @@ def hold_command(
     """
     from slurmkit.train.control import hold
 
-    train = _find(directory, name, lock_wait)
-    _must_exist(train)
-    _gated(lambda dry: hold(train, dry), dry_run, yes, as_json, "Hold these runs?")
+    train, settled = _acting(directory, name, lock_wait)
+    _gated(lambda dry: hold(train, dry, settled), dry_run, yes, as_json, "Hold these runs?")
 
 
 @train_group.command("release")
@@ -485,9 +461,8 @@ def release_command(
     """
     from slurmkit.train.control import release
 
-    train = _find(directory, name, lock_wait)
-    _must_exist(train)
-    _gated(lambda dry: release(train, dry), dry_run, yes, as_json, "Release these runs?")
+    train, settled = _acting(directory, name, lock_wait)
+    _gated(lambda dry: release(train, dry, settled), dry_run, yes, as_json, "Release these runs?")
 
 
 @train_group.command("switch")
@@ -519,12 +494,11 @@ def switch_command(
     """
     from slurmkit.train.control import SwitchRefused, switch
 
-    train = _find(directory, name, lock_wait)
-    _must_exist(train)
+    train, settled = _acting(directory, name, lock_wait)
 
     def action(dry: bool) -> Report:
         try:
-            return switch(train, new_script, dry, force)
+            return switch(train, new_script, dry, force, settled)
         except SwitchRefused as exc:
             for line in exc.diff:
                 stderr.line(line)
@@ -560,9 +534,14 @@ def restart_run_command(
     """
     from slurmkit.train.control import restart_run
 
-    train = _find(directory, name, lock_wait)
-    _must_exist(train)
-    _gated(lambda dry: restart_run(train, dry, force), dry_run, yes, as_json, "Cancel this run?")
+    train, settled = _acting(directory, name, lock_wait)
+    _gated(
+        lambda dry: restart_run(train, dry, force, settled),
+        dry_run,
+        yes,
+        as_json,
+        "Cancel this run?",
+    )
 
 
 @train_group.command("extend")
@@ -599,12 +578,9 @@ def extend_command(
         excluded.load(exclude_list)
     train = _find(directory, name, lock_wait, settle=False)
     unanswered = {e.token for e in train.journal.open_intents() if e.action == "extend"}
-    _settle(train, busy_ok=False)
-    _must_exist(train)
-    _no_unsettled_submission(train)
-    _not_again(train, unanswered, as_json)
+    settled = _settle(train, busy_ok=False)
     _gated(
-        lambda dry: extend(train, runs, dry, exclude_list),
+        lambda dry: extend(train, runs, dry, exclude_list, settled=settled, unanswered=unanswered),
         dry_run,
         yes,
         as_json,
@@ -636,28 +612,86 @@ def stop_command(
     from slurmkit.cli._confirm import declined, gate
     from slurmkit.train.control import plan_stop, stop
 
-    train = _find(directory, name, lock_wait)
-    _must_exist(train)
-    plan = plan_stop(train, now)
+    train, settled = _acting(directory, name, lock_wait)
     rule = gate(dry_run, yes)
-    if plan.live:
+    if rule.ask:
+        preview = plan_stop(train, now)  # shown, not acted on: stop plans again under the lock
 
         def show_plan() -> None:
-            stderr.line(f"will run: {shlex.join(plan.argv)}")
-            for line in plan.effects():
-                stderr.line(f"train {plan.state.name}: {line}")
+            stderr.line(f"will run: {shlex.join(preview.argv)}")
+            for line in preview.effects():
+                stderr.line(f"train {preview.state.name}: {line}")
 
-        if rule.ask and not rule.approve(show_plan, "Cancel these runs?"):
+        if preview.live and not rule.approve(show_plan, "Cancel these runs?"):
             exit_with(declined())
-    report = stop(plan, rule.dry_run)
+    report = stop(train, now, rule.dry_run, settled)
     _print_report(report, as_json)
     for entry in train.journal.open_intents():
         if entry.action in ("start", "extend"):
             _notify(
-                f"warning: the `train {entry.action}` of {entry.time} is not settled (Slurm did "
-                "not say whether it queued an array): run `slurmkit train stop` again later"
+                f"warning: the `train {entry.action}` of {entry.time} is not settled (whether it "
+                f"queued an array is not known): `slurmkit train status {train.name}` says "
+                "what is open; run `slurmkit train stop` again once it is settled"
             )
     exit_with(_exit_code(rule.exit_code(report.would_change), report))
+
+
+@train_group.command("settle")
+@_name_argument
+@click.option(
+    "--adopt",
+    "adopt_id",
+    metavar="ARRAY",
+    help="This array is the train's: adopt it for the open start or extend it may be of.",
+)
+@click.option(
+    "--none",
+    "none_",
+    is_flag=True,
+    help="None of the arrays that may be the train's is: close the open start/extend.",
+)
+@_dir_option
+@_lock_wait_option
+@_dry_run_option
+@_yes_option
+@_json_option
+def settle_command(
+    name: str | None,
+    adopt_id: str | None,
+    none_: bool,
+    directory: Path | None,
+    lock_wait: float,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Say by hand whether an array is the train's, when Slurm cannot prove it.
+
+    A start or extend killed before it recorded its array leaves an intent; its array is
+    adopted only when the token it was submitted with is read back (squeue's comment,
+    accounting's comment or submit line). An array of the train's name whose token
+    cannot be read back is shown as "unknown: array N may be this train's". Such an
+    array has finished (Slurm has forgotten it): --adopt N records it as the train's,
+    --none closes the intent as having queued nothing. Asks on a terminal; needs --yes
+    without one (else a dry run, exit 1).
+    """
+    from slurmkit.errors import UsageError
+    from slurmkit.train.control import Report
+    from slurmkit.train.reconcile import settle_by_hand
+
+    if (adopt_id is None) == (not none_):
+        raise UsageError("train settle: say --adopt ARRAY or --none")
+    train, _ = _acting(directory, name, lock_wait)
+
+    def action(dry: bool) -> Report:
+        if dry:
+            lines = settle_by_hand(train, adopt_id, dry_run=True)
+        else:
+            with train.locked():
+                lines = settle_by_hand(train, adopt_id, dry_run=False)
+        return Report(train.name, "settle", dry, lines=lines)
+
+    _gated(action, dry_run, yes, as_json, "Record this answer?")
 
 
 @train_group.command("kill-switch")

@@ -508,6 +508,7 @@ COMMENT_SACCT_COLUMNS: tuple[Column, ...] = (
     ("state", "State"),
     ("submit_time", "Submit"),
     ("comment", "Comment"),
+    ("submit_line", "SubmitLine"),
 )
 
 
@@ -520,6 +521,9 @@ class Commented:
     state: str
     comment: str
     submit_time: datetime | None = None
+    # sbatch's command line as accounting keeps it (every Slurm since 21.08, whatever
+    # AccountingStoreFlags): it holds the --comment=slurmkit:<token> word.
+    submit_line: str = ""
 
 
 def commented_jobs_argv(name: str, user: str) -> list[str]:
@@ -552,7 +556,9 @@ def commented_history_argv(name: str, user: str, since: datetime | str) -> list[
 def commented_history(name: str, user: str, since: datetime | str) -> list[Commented]:
     """Accounting's jobs named ``name`` of ``user`` since ``since``, with comments.
 
-    The comment is empty unless the cluster stores it (``AccountingStoreFlags=job_comment``).
+    The comment is empty unless the cluster stores it (``AccountingStoreFlags=job_comment``);
+    the submit line, with sbatch's ``--comment=`` word, is stored without it (seen on 22.05,
+    24.11 and 26.05 with the flags unset).
     """
     text = _stdout(commented_history_argv(name, user, since))
     found = []
@@ -567,6 +573,7 @@ def commented_history(name: str, user: str, since: datetime | str) -> list[Comme
                 state=row["state"].split()[0] if row["state"] else "",
                 comment=row["comment"],
                 submit_time=parse_time(row["submit_time"]),
+                submit_line=row["submit_line"],
             )
         )
     return found

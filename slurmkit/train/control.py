@@ -9,6 +9,12 @@ started, while the running task keeps running. Slurm allows that only to the
 job's owner, operators and admins (jobs have no group ownership); the refusal is
 explained with the way out that works for teammates: the kill switch.
 
+Plan under the lock (issue 29): a change takes the train's lock first, then settles what
+a command that died since left open, re-reads ``train.json`` and the queue, and plans
+from that; a dry run (the preview a terminal user is shown) plans without the lock, and
+is never what gets acted on. Two ``extend`` at once, with squeue answering 2 s late,
+planned both after the same array when the queue was read before the lock.
+
 Intent first (issue 22): under the train's lock, each change journals what it will do
 (:func:`slurmkit.train.reconcile.begin`; a journal that cannot take it means nothing is
 done), then acts, then records ``train.json`` and the outcome. A Slurm call that gets
@@ -19,7 +25,7 @@ failure of the change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
@@ -62,7 +68,7 @@ class Report:
     @property
     def would_change(self) -> bool:
         """Whether the change does something (a forced dry run that skipped it exits 1)."""
-        return bool(self.commands) or self.action == "switch"
+        return bool(self.commands) or self.action in ("switch", "settle")
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -143,19 +149,51 @@ def _explain_denied(exc: PermissionDenied, state: TrainState, queue: Queue, arra
 # ---------------------------------------------------------------- hold / release
 
 
-def _hold_or_release(train: TrainDir, dry_run: bool, action: str) -> Report:
+@dataclass(frozen=True)
+class _Live:
+    """The train as read for one plan: its record, the queue, its arrays still queued."""
+
+    state: TrainState
+    queue: Queue
+    live: list[str]
+
+
+def _read_live(train: TrainDir, what: str) -> _Live:
+    """Record and queue read afresh (under the lock when acting); a finished train is refused."""
+    reconcile.must_exist(train)
     state = train.load_trusted()
     queue = queue_of(state)
     live = queue.live(state)
     if not live:
-        raise _finished(state, action)
+        raise _finished(state, what)
+    return _Live(state, queue, live)
+
+
+def _settle_again(train: TrainDir, settled: Collection[str]) -> None:
+    """Under the lock, before planning: settle what a command that died since left open.
+
+    ``settled``: the tokens this command already asked Slurm about (and could not
+    settle) before it took the lock; asking again would cost another timeout.
+    """
+    for line in reconcile.reconcile(train, skip=settled):
+        progress(line)
+
+
+def _hold_or_release(
+    train: TrainDir, dry_run: bool, action: str, settled: Collection[str] = ()
+) -> Report:
     call: Callable[[str], query.ControlResult] = query.hold if action == "hold" else query.release
     build = query.hold_argv if action == "hold" else query.release_argv
-    report = Report(state.name, action, dry_run, [build(a) for a in live])
     if dry_run:
-        report.lines = [_effect(queue, a, action, would=True) for a in live]
+        seen = _read_live(train, action)
+        report = Report(seen.state.name, action, True, [build(a) for a in seen.live])
+        report.lines = [_effect(seen.queue, a, action, would=True) for a in seen.live]
         return report
     with train.locked():
+        _settle_again(train, settled)
+        seen = _read_live(train, action)
+        state, queue, live = seen.state, seen.queue, seen.live
+        report = Report(state.name, action, False, [build(a) for a in live])
         token = reconcile.begin(train, action, arrays=live)
         for array in live:
             try:
@@ -248,14 +286,14 @@ def _effect(
     return f"{head}: {effect}{tail}"
 
 
-def hold(train: TrainDir, dry_run: bool = False) -> Report:
+def hold(train: TrainDir, dry_run: bool = False, settled: Collection[str] = ()) -> Report:
     """Hold every pending run of the train's live arrays (idempotent)."""
-    return _hold_or_release(train, dry_run, "hold")
+    return _hold_or_release(train, dry_run, "hold", settled)
 
 
-def release(train: TrainDir, dry_run: bool = False) -> Report:
+def release(train: TrainDir, dry_run: bool = False, settled: Collection[str] = ()) -> Report:
     """Release what :func:`hold` held (idempotent)."""
-    return _hold_or_release(train, dry_run, "release")
+    return _hold_or_release(train, dry_run, "release", settled)
 
 
 # ---------------------------------------------------------------- stop
@@ -286,61 +324,147 @@ class StopPlan:
 
 
 def plan_stop(train: TrainDir, now: bool) -> StopPlan:
+    """What a stop would cancel now: the preview; :func:`stop` plans again under the lock."""
+    reconcile.must_exist(train)
     state = train.load_trusted()
     queue = queue_of(state)
     return StopPlan(train, state, queue, queue.live(state), now)
 
 
-def stop(plan: StopPlan, dry_run: bool = False) -> Report:
-    """Cancel the pending runs (and the running one with ``now``); a finished train is a no-op."""
+def stop(
+    train: TrainDir, now: bool, dry_run: bool = False, settled: Collection[str] = ()
+) -> Report:
+    """Cancel the pending runs (and the running one with ``now``); a finished train is a no-op.
+
+    Planned under the lock; after cancelling, the record is read again and an array
+    added to it meanwhile (a command that did not wait for the lock: another host on a
+    file system without working locks) is cancelled too.
+    """
+    if dry_run:
+        return _stop_report(plan_stop(train, now), dry_run=True)
+    with train.locked():
+        _settle_again(train, settled)
+        plan = plan_stop(train, now)
+        report = _stop_report(plan, dry_run=False)
+        done: list[str] = []
+        for _ in range(_STOP_ROUNDS):
+            if not plan.live:
+                break
+            _cancel(plan, report)
+            done += plan.live
+            plan = _added_meanwhile(train, done, now)
+            if plan.live:
+                report.commands.append(plan.argv)
+                report.lines += [f"{line} (added while stopping)" for line in plan.effects()]
+    return report
+
+
+# A record that keeps growing while it is being stopped is read again this many times.
+_STOP_ROUNDS = 3
+
+
+def _stop_report(plan: StopPlan, dry_run: bool) -> Report:
     report = Report(plan.state.name, "stop", dry_run)
     if not plan.live:
         report.lines.append("already finished: nothing to cancel")
         return report
     report.commands.append(plan.argv)
     report.lines = plan.effects()
-    if dry_run:
-        return report
-    train = plan.train
-    with train.locked():
-        token = reconcile.begin(train, "stop", arrays=plan.live, now=plan.now)
-        try:
-            query.cancel(plan.live, pending_only=not plan.now)
-        except PermissionDenied as exc:
-            reconcile.finish(train, token, "stop", "failed", why=str(exc))
-            _explain_denied(exc, plan.state, plan.queue, plan.live[0])
-        except ControllerUnreachable as exc:
-            _check_unanswered(train, token, "stop", plan.live, exc, report, plan.now)
-        faultpoint.reached("train.stop.cancelled")
-        detail = f"arrays {', '.join(plan.live)}{' (--now)' if plan.now else ''}"
-        _record(train, token, "stop", detail, report)
     return report
+
+
+def _cancel(plan: StopPlan, report: Report) -> None:
+    """Journal, cancel and record one stop of ``plan.live``; the caller holds the lock."""
+    train = plan.train
+    token = reconcile.begin(train, "stop", arrays=plan.live, now=plan.now)
+    try:
+        query.cancel(plan.live, pending_only=not plan.now)
+    except PermissionDenied as exc:
+        reconcile.finish(train, token, "stop", "failed", why=str(exc))
+        _explain_denied(exc, plan.state, plan.queue, plan.live[0])
+    except ControllerUnreachable as exc:
+        _check_unanswered(train, token, "stop", plan.live, exc, report, plan.now)
+    faultpoint.reached("train.stop.cancelled")
+    detail = f"arrays {', '.join(plan.live)}{' (--now)' if plan.now else ''}"
+    _record(train, token, "stop", detail, report)
+
+
+def _added_meanwhile(train: TrainDir, done: list[str], now: bool) -> StopPlan:
+    """The record read again after cancelling: its arrays not cancelled yet, still queued."""
+    state = train.load_trusted()
+    new = [a for a in state.array_ids if a not in done]
+    queue = Queue(query.jobs(job_ids=new) if new else [])
+    return StopPlan(train, state, queue, [a for a in new if queue.of(a)], now)
 
 
 # ---------------------------------------------------------------- extend
 
 
 def extend(
-    train: TrainDir, runs: int, dry_run: bool = False, exclude_list: Path | None = None
+    train: TrainDir,
+    runs: int,
+    dry_run: bool = False,
+    exclude_list: Path | None = None,
+    *,
+    settled: Collection[str] = (),
+    unanswered: Collection[str] = (),
 ) -> Report:
-    """Append ``runs`` runs as a new array that starts after the train's last live array."""
-    state = train.load_trusted()
-    live = queue_of(state).live(state)
-    if not live:
-        raise _finished(state, "extend")
-    ext = train_submit.extension(train, state, runs, live[-1], exclude_list)
-    report = Report(state.name, "extend", dry_run, [ext.argv])
+    """Append ``runs`` runs as a new array that starts after the train's last live array.
+
+    The last array is read under the lock: two extends at once must chain, one after the
+    other's array, never both after the same one. ``unanswered``: the extend intents
+    that were open when this command began; one settled as queued is the extension
+    asked for (a retry after no answer), and nothing more is submitted.
+    """
     if dry_run:
+        return _extend(train, runs, exclude_list, unanswered, act=False)
+    with train.locked():
+        _settle_again(train, settled)
+        return _extend(train, runs, exclude_list, unanswered, act=True)
+
+
+def _extend(
+    train: TrainDir,
+    runs: int,
+    exclude_list: Path | None,
+    unanswered: Collection[str],
+    *,
+    act: bool,
+) -> Report:
+    reconcile.must_exist(train)
+    _no_unsettled_submission(train)
+    queued = reconcile.queued_by(train, unanswered) if unanswered else []
+    if queued:
+        line = (
+            f"array {', '.join(queued)} of the earlier, unanswered `train extend` is queued: "
+            "not extending again (this extend's options were not used; extend again to add more)"
+        )
+        return Report(train.name, "extend", not act, lines=[line])
+    seen = _read_live(train, "extend")
+    last = seen.live[-1]
+    ext = train_submit.extension(train, seen.state, runs, last, exclude_list)
+    report = Report(seen.state.name, "extend", not act, [ext.argv])
+    if not act:
         report.lines.append(
-            f"would submit {runs} more run(s) after array {live[-1]} "
+            f"would submit {runs} more run(s) after array {last} "
             f"({train.wrapper} on sbatch's stdin)"
         )
         return report
-    with train.locked():
-        done = train_submit.run_extension(ext, train.load_trusted())
+    done = train_submit.run_extension(ext, seen.state)
     report.notices.extend(done.notices)
-    report.lines.append(f"submitted array {done.job_id}: {runs} more run(s) after array {live[-1]}")
+    report.lines.append(f"submitted array {done.job_id}: {runs} more run(s) after array {last}")
     return report
+
+
+def _no_unsettled_submission(train: TrainDir) -> None:
+    """Extending while an earlier submission is unsettled could queue two extensions."""
+    for entry in train.journal.open_intents():
+        if entry.action in ("start", "extend"):
+            raise EnvironmentProblem(
+                f"train {train.name}: the `train {entry.action}` of {entry.time} may have queued "
+                "an array and is not settled: nothing submitted. "
+                f"`slurmkit train status {train.name}` says what is open and how to settle it"
+            )
 
 
 # ---------------------------------------------------------------- switch
@@ -372,14 +496,23 @@ def check_switch(state: TrainState, new_script: Path) -> list[str]:
     ]
 
 
-def switch(train: TrainDir, new_script: Path, dry_run: bool = False, force: bool = False) -> Report:
+def switch(
+    train: TrainDir,
+    new_script: Path,
+    dry_run: bool = False,
+    force: bool = False,
+    settled: Collection[str] = (),
+) -> Report:
     """Point ``current`` at ``new_script``: the next run sources it.
 
     ``new_script`` must parse as bash and lint without errors (``force``: lint errors
-    become a notice), like at ``train start``.
+    become a notice), like at ``train start``. The script is checked before the lock
+    (the resources it is compared with are fixed at submission); whether the train
+    still runs, and where ``current`` points, are read under it.
     """
+    reconcile.must_exist(train)
     state = train.load_trusted()
-    if not queue_of(state).live(state):
+    if dry_run and not queue_of(state).live(state):
         raise _finished(state, "switch")
     notices = check_switch(state, new_script)
     error = bash_syntax_error(new_script)
@@ -387,13 +520,13 @@ def switch(train: TrainDir, new_script: Path, dry_run: bool = False, force: bool
         raise UsageError(f"switch refused: {new_script} does not parse as bash: {error}")
     notices += lint_gate(new_script, "switch", force)
     target = train_submit.trusted_script(new_script)
-    old = train.target()
-    report = Report(state.name, "switch", dry_run, notices=notices)
-    verb = "would point" if dry_run else "pointed"
-    report.lines.append(f"{verb} {train.current} -> {target} (was {old or 'missing'})")
     if dry_run:
-        return report
+        return _switch_report(train, state, target, notices, dry_run=True)
     with train.locked():
+        _settle_again(train, settled)
+        seen = _read_live(train, "switch")
+        old = train.target()
+        report = _switch_report(train, seen.state, target, notices, dry_run=False)
         token = reconcile.begin(train, "switch", old=old, new=str(target))
         try:
             train.point_to(target)
@@ -406,6 +539,15 @@ def switch(train: TrainDir, new_script: Path, dry_run: bool = False, force: bool
     return report
 
 
+def _switch_report(
+    train: TrainDir, state: TrainState, target: Path, notices: list[str], *, dry_run: bool
+) -> Report:
+    report = Report(state.name, "switch", dry_run, notices=notices)
+    verb = "would point" if dry_run else "pointed"
+    report.lines.append(f"{verb} {train.current} -> {target} (was {train.target() or 'missing'})")
+    return report
+
+
 # ---------------------------------------------------------------- restart-run
 
 
@@ -415,14 +557,46 @@ class NothingRunning(SlurmkitError):
     exit_code = EXIT_FINDINGS
 
 
-def restart_run(train: TrainDir, dry_run: bool = False, force: bool = False) -> Report:
+def restart_run(
+    train: TrainDir, dry_run: bool = False, force: bool = False, settled: Collection[str] = ()
+) -> Report:
     """Cancel only the running run (``scancel ARRAY_N``): the next one sources ``current``.
 
     Never the array id: the seed's warning is that ``scancel JOBID`` kills the whole
     train. The script the next run will source is checked first (bash syntax, lint
     errors; ``force`` skips the lint), since restarting into a broken script wastes the
     run that was going on. No running run: :class:`NothingRunning`, nothing cancelled.
+    The running run and the script are found under the lock.
     """
+    if dry_run:
+        return _restart_plan(train, force, dry_run=True).report
+    with train.locked():
+        _settle_again(train, settled)
+        plan = _restart_plan(train, force, dry_run=False)
+        report, task, array = plan.report, plan.task, plan.array
+        token = reconcile.begin(train, "restart-run", task=task, array=array)
+        try:
+            query.cancel([task])
+        except PermissionDenied as exc:
+            reconcile.finish(train, token, "restart-run", "failed", why=str(exc))
+            _explain_denied(exc, plan.seen.state, plan.seen.queue, array)
+        except ControllerUnreachable as exc:
+            _check_restart_unanswered(train, token, task, exc, report)
+        faultpoint.reached("train.restart-run.cancelled")
+        _record(train, token, "restart-run", f"cancelled {task}", report)
+    return report
+
+
+@dataclass(frozen=True)
+class _RestartPlan:
+    seen: _Live
+    task: str
+    array: str
+    report: Report
+
+
+def _restart_plan(train: TrainDir, force: bool, *, dry_run: bool) -> _RestartPlan:
+    reconcile.must_exist(train)
     state = train.load_trusted()
     queue = queue_of(state)
     live = queue.live(state)
@@ -455,20 +629,7 @@ def restart_run(train: TrainDir, dry_run: bool = False, force: bool = False) -> 
     else:
         line += f"; the next of {pending} pending run(s) sources {train.target() or 'current'}"
     report.lines.append(line)
-    if dry_run:
-        return report
-    with train.locked():
-        token = reconcile.begin(train, "restart-run", task=task, array=array)
-        try:
-            query.cancel([task])
-        except PermissionDenied as exc:
-            reconcile.finish(train, token, "restart-run", "failed", why=str(exc))
-            _explain_denied(exc, state, queue, array)
-        except ControllerUnreachable as exc:
-            _check_restart_unanswered(train, token, task, exc, report)
-        faultpoint.reached("train.restart-run.cancelled")
-        _record(train, token, "restart-run", f"cancelled {task}", report)
-    return report
+    return _RestartPlan(_Live(state, queue, live), task, array, report)
 
 
 def _next_script_checked(train: TrainDir, force: bool) -> list[str]:

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from slurmkit.errors import SlurmError, SlurmkitError
+from slurmkit.errors import SlurmError, SlurmkitError, UsageError
 from slurmkit.files import read_bounded
 from slurmkit.journal import Entry, JournalProblem, comment_for
 from slurmkit.journal import read as read_journal
@@ -88,11 +88,26 @@ def finish(train: TrainDir, token: str, action: str, result: str, **details: obj
 
 @dataclass(frozen=True)
 class Lookup:
-    """The arrays carrying a token; ``answered`` False: Slurm could not say (``why``)."""
+    """The arrays carrying a token; ``answered`` False: Slurm could not say (``why``).
+
+    ``maybe``: arrays of the train's name that may carry it, but whose token cannot be
+    read back (the controller has forgotten them, and accounting keeps neither their
+    comment nor their submit line). They are never adopted on their own: the intent stays
+    open until a person settles it (``slurmkit train settle``).
+    """
 
     job_ids: tuple[str, ...]
     answered: bool
     why: str = ""
+    maybe: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Found:
+    """One reading of the queue and accounting for a token (see :func:`_carrying`)."""
+
+    proven: tuple[str, ...] = ()
+    maybe: tuple[str, ...] = ()
 
 
 def _parse_time(text: str) -> datetime | None:
@@ -115,9 +130,10 @@ def find_submission(name: str, token: str, since: str, known: Sequence[str] = ()
     """
     progress(f"asking squeue for a job of train {name} with --comment={comment_for(token)}")
     try:
-        return Lookup(_carrying(name, token, since, known), True)
+        found = _carrying(name, token, since, known)
     except SlurmError as exc:
         return Lookup((), False, f"{exc}")
+    return Lookup(found.proven, True, maybe=found.maybe)
 
 
 def find_submission_again(
@@ -145,62 +161,98 @@ def find_submission_again(
             "(a controller that was hung may still queue it)"
         )
 
-    ids, error = recheck.read_again(
+    found, error = recheck.read_again(
         lambda: _carrying(name, token, since, known),
         what=what,
         notify=progress if silent_sbatch else None,
-        until=bool,  # absent may only mean "not processed yet": look for the whole window
+        until=_proven,  # absent may only mean "not processed yet": look for the whole window
         retry_silence=silent_sbatch,
     )
-    if ids is None:
+    if found is None:
         return Lookup((), False, f"{error}")
-    return Lookup(ids, True)
+    return Lookup(found.proven, True, maybe=found.maybe)
 
 
-def _carrying(name: str, token: str, since: str, known: Sequence[str]) -> tuple[str, ...]:
-    """Job ids carrying ``token``: squeue first (it keeps finished jobs for MinJobAge),
-    accounting when squeue has none and the intent is older than that. A cluster that does
-    not store comments in accounting (no ``AccountingStoreFlags=job_comment``): an array
-    of the train's name submitted since the intent and not yet in the record is taken for
-    it. Raises :class:`SlurmError` when Slurm does not answer.
+def _carrying(name: str, token: str, since: str, known: Sequence[str]) -> Found:
+    """The arrays of ``name`` proven to carry ``token``, else those that may.
+
+    Proof is the token read back: the comment squeue shows (it keeps finished jobs for
+    MinJobAge), then, for an intent older than that, accounting's comment (stored with
+    ``AccountingStoreFlags=job_comment``) or the ``--comment=`` word of its submit line
+    (stored by every Slurm since 21.08). A job's name proves nothing: another folder's
+    train may have the same one (issue 29: a project's `train stop` cancelled another
+    project's array, adopted by name). An array whose comment or submit line carries
+    another token is never this intent's; one whose token cannot be read back at all,
+    submitted since the intent, is only a *maybe*. Raises :class:`SlurmError` when Slurm
+    does not answer.
     """
     comment = comment_for(token)
     user = str(os.getuid())
     jobs = query.commented_jobs(name, user)
-    ids = tuple(dict.fromkeys(j.job_id for j in jobs if j.comment == comment))
+    ids = _ids(j.job_id for j in jobs if j.comment == comment)
     if ids:
-        return ids
+        return Found(ids)
     when = _parse_time(since)
     age = _age(when)
     if age is not None and age < SQUEUE_REMEMBERS:
-        return ()
+        return Found()
     start = (when - timedelta(minutes=1)) if when else since
     history = query.commented_history(name, user, start)
-    ids = tuple(dict.fromkeys(h.job_id for h in history if h.comment == comment))
-    if not ids and when is not None and not any(h.comment for h in history):
-        ids = tuple(
-            dict.fromkeys(
-                h.job_id
-                for h in history
-                if h.job_id not in known and h.submit_time and h.submit_time >= when - _SUBMIT_SLACK
-            )
-        )
-    return ids
+    ids = _ids(h.job_id for h in history if _carries(h, comment))
+    if ids:
+        return Found(ids)
+    # squeue shows the comment of every job it still knows: none of those is ours
+    ruled_out = {j.job_id for j in jobs} | {h.job_id for h in history if _foreign(h)}
+    ruled_out.update(known)
+    maybe = _ids(
+        h.job_id
+        for h in history
+        if h.job_id not in ruled_out
+        and (when is None or (h.submit_time is not None and h.submit_time >= when - _SUBMIT_SLACK))
+    )
+    return Found((), maybe)
+
+
+def _proven(found: Found | None) -> bool:
+    return found is not None and bool(found.proven)
+
+
+def _ids(job_ids: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(job_ids))
+
+
+def _comment_words(submit_line: str) -> list[str]:
+    """The ``--comment=`` words of an sbatch command line as accounting stores it."""
+    return [w for w in submit_line.split() if w.startswith("--comment=")]
+
+
+def _carries(record: query.Commented, comment: str) -> bool:
+    return record.comment == comment or f"--comment={comment}" in _comment_words(record.submit_line)
+
+
+def _foreign(record: query.Commented) -> bool:
+    """Read back, and not ours: a comment, or a submit line's ``--comment=``, of its own.
+
+    (Called only once :func:`_carries` said no: every sbatch a train makes carries its
+    token, so any other comment is another submission's.)
+    """
+    return bool(record.comment) or bool(_comment_words(record.submit_line))
 
 
 # ---------------------------------------------------------------- reconcile
 
 
-def reconcile(train: TrainDir) -> list[str]:
+def reconcile(train: TrainDir, skip: Collection[str] = ()) -> list[str]:
     """Settle every open intent of ``train`` from Slurm's answer; one line per intent.
 
     The caller holds the train's lock. An intent that cannot be settled now stays open.
+    ``skip``: tokens of intents this command has already asked Slurm about.
     """
     lines: list[str] = []
     for entry in train.journal.open_intents():
         handler = _HANDLERS.get(entry.action)
         switch = entry.action.startswith(("kill-switch", "save-switch"))
-        if handler is None or (switch and _alive(entry)):
+        if handler is None or entry.token in skip or (switch and _alive(entry)):
             continue
         what = f"`train {entry.action}` of {entry.time} (killed or unanswered)"
         try:
@@ -232,6 +284,8 @@ def _submission(train: TrainDir, entry: Entry, what: str) -> str:
             f"the {what} may have queued an array (--comment={comment}), and Slurm does not "
             f"answer ({found.why}); run `slurmkit train status {train.name}` again once it does"
         )
+    if not found.job_ids and found.maybe:
+        return unproven(train, found.maybe, what)
     if not found.job_ids:
         _close(train, entry, "failed", why="no job carries its token")
         return f"the {what} queued nothing (no job carries --comment={comment}): nothing to adopt"
@@ -244,6 +298,19 @@ def _submission(train: TrainDir, entry: Entry, what: str) -> str:
     return (
         f"array {', '.join(new)} of the {what} was queued: adopted into {train.state_file} "
         f"(`slurmkit train stop {train.name}` stops it like the rest)"
+    )
+
+
+def unproven(train: TrainDir, maybe: Sequence[str], what: str) -> str:
+    """The line for arrays that may be the train's: the intent stays open, a person decides."""
+    arrays = ", ".join(maybe)
+    return (
+        f"unknown: array {arrays} may be this train's: the {what} may have queued it, and "
+        "its token cannot be read back (Slurm has forgotten the job, and accounting keeps "
+        f"neither its comment nor its submit line). Look with `sacct -X -j {maybe[0]} "
+        "--format=JobID,Submit,WorkDir,SubmitLine`, then `slurmkit train settle "
+        f"{train.name} --adopt {maybe[0]}` if it is, or `--none` if it is not; until then "
+        "the intent stays open (no `extend`, no second `start`)"
     )
 
 
@@ -397,6 +464,91 @@ def _restart_run(train: TrainDir, entry: Entry, what: str) -> str:
     _note(train, "restart-run", f"cancelled {task} (recorded after an interruption)")
     _close(train, entry, "done")
     return f"the {what} was done: {task} is no longer running; now recorded"
+
+
+def must_exist(train: TrainDir) -> None:
+    """A folder left by a start that queued nothing (or is not settled yet) is no train."""
+    if train.has_record():
+        return
+    open_starts = [e for e in train.journal.open_intents() if e.action == "start"]
+    if open_starts:
+        raise UsageError(
+            f"train {train.name}: its start of {open_starts[-1].time} is not settled yet "
+            "(whether it queued an array is not known); "
+            f"`slurmkit train status {train.name}` says why"
+        )
+    raise UsageError(
+        f"train {train.name}: never started (its start queued nothing); start it again "
+        f"with `slurmkit train start SCRIPT --name {train.name}`"
+    )
+
+
+# ---------------------------------------------------------------- settled by a person
+
+
+def settle_by_hand(train: TrainDir, adopt_id: str | None, dry_run: bool) -> list[str]:
+    """A person's answer for open start/extend intents whose array cannot be proven.
+
+    ``adopt_id``: this array is the train's (adopted for the intent it may belong to);
+    None: none of the arrays that may be is (the intents are closed as having queued
+    nothing). Such arrays are ones Slurm has forgotten, so finished: the answer changes
+    the train's history, never what runs. An intent Slurm can now prove is settled by
+    the proof, whatever the answer; one Slurm does not answer for is left open. The
+    caller holds the lock (``dry_run``: only says what it would do).
+    """
+    state = train.load_trusted() if train.has_record() else None
+    known = state.array_ids if state else []
+    intents = [e for e in train.journal.open_intents() if e.action in ("start", "extend")]
+    if not intents:
+        raise UsageError(f"train {train.name}: no open start or extend: nothing to settle")
+    lines = []
+    matched = False
+    for entry in intents:
+        what = f"`train {entry.action}` of {entry.time}"
+        found = find_submission(train.name, entry.token, entry.time, known)
+        if not found.answered:
+            lines.append(f"the {what} is left open: Slurm does not answer ({found.why})")
+        elif found.job_ids and dry_run:
+            lines.append(f"the {what} is proven by its token: array {found.job_ids[0]}")
+        elif found.job_ids:
+            lines.append(_submission(train, entry, what))
+        elif adopt_id is not None and adopt_id in found.maybe:
+            matched = True
+            lines.append(_adopt_by_hand(train, entry, what, adopt_id, dry_run))
+            state = train.load_trusted() if not dry_run else state
+            known = state.array_ids if state else known
+        elif adopt_id is None:
+            lines.append(_none_by_hand(train, entry, what, found.maybe, dry_run))
+        else:
+            lines.append(
+                f"the {what} is left open: array {adopt_id} is not one that may be its "
+                f"({', '.join(found.maybe) or 'none may be'})"
+            )
+    if adopt_id is not None and not matched:
+        raise UsageError(
+            f"train {train.name}: array {adopt_id} is not an array an open start or extend "
+            f"may have queued; nothing adopted ({'; '.join(lines)})"
+        )
+    return lines
+
+
+def _adopt_by_hand(train: TrainDir, entry: Entry, what: str, job_id: str, dry_run: bool) -> str:
+    if dry_run:
+        return f"would adopt array {job_id} for the {what} (said by hand)"
+    state = train.load_trusted() if train.has_record() else None
+    adopt(train, state, entry, [job_id])
+    _close(train, entry, "done", job_id=job_id, adopted=True, by_hand=True)
+    return f"array {job_id} adopted for the {what} (said by hand): now in {train.state_file}"
+
+
+def _none_by_hand(
+    train: TrainDir, entry: Entry, what: str, maybe: Sequence[str], dry_run: bool
+) -> str:
+    others = f" (not array {', '.join(maybe)})" if maybe else ""
+    if dry_run:
+        return f"would close the {what} as having queued nothing{others}"
+    _close(train, entry, "failed", why=f"queued nothing{others}, said by hand", by_hand=True)
+    return f"the {what} closed as having queued nothing{others} (said by hand)"
 
 
 _HANDLERS: dict[str, Callable[[TrainDir, Entry, str], str]] = {

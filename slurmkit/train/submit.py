@@ -312,10 +312,12 @@ def _existing(plan: _StartPlan) -> Started:
         had_record = train.has_record()
         lines = reconcile.reconcile(train)
         if _open_start(train):
+            for line in lines:
+                progress(line)
             raise EnvironmentProblem(
                 f"train {train.name}: an earlier `train start` may have queued its array, and "
-                "Slurm cannot say yet: nothing submitted again. "
-                f"`slurmkit train status {train.name}` settles it once slurmctld answers"
+                "that is not settled: nothing submitted again. "
+                f"`slurmkit train status {train.name}` settles it once Slurm can tell"
             )
         if had_record:
             raise _clash(train, train.path.parent)
@@ -354,6 +356,7 @@ def _submit_new(plan: _StartPlan, *, created: bool) -> Started:
         reconcile.finish(train, token, "start", "failed", why=str(exc))
         raise
     notices = list(plan.notices)
+    faultpoint.reached("train.start.before-sbatch")  # intent journaled, nothing queued yet
     try:
         job_id = submit_text(text, [*plan.sbatch_extra, f"--comment={comment_for(token)}"])
     except SlurmError as exc:
@@ -412,6 +415,11 @@ def _checked_submission(
         found = reconcile.find_submission(train.name, token, since, known)
     if found.job_ids:
         return found.job_ids[0]
+    if found.maybe:  # only an old intent's lookup reaches accounting; kept open, never adopted
+        raise EnvironmentProblem(
+            f"train {train.name}: sbatch failed ({exc}); "
+            + reconcile.unproven(train, found.maybe, f"`train {action}` just made")
+        )
     what = "the train's array" if action == "start" else "the extension"
     if found.answered:
         reconcile.finish(train, token, action, "failed", why=str(exc))

@@ -53,6 +53,7 @@ CONFIRMED: dict[str, str] = {
     "train kill-switch": "",
     "train save-switch": "",
     "train restart-run": "",
+    "train settle": "",  # a person's answer: adopt an unprovable array, or none
     "cron stop": "",
     "cron cleanup": "",
     "node drain": "",
@@ -287,11 +288,17 @@ def _snapshot(folder: Path) -> Callable[[], None]:
     return unchanged
 
 
-def _train_command(*args: str, held: bool = False, switch_on: bool = False):
+def _train_command(
+    *args: str, held: bool = False, switch_on: bool = False, unprovable: bool = False
+):
     def make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
         fake, folder = _train(tmp_path, monkeypatch, held)
         if switch_on:
             (folder / "kill-switch").write_text("set by a test\n")
+        if unprovable:  # an open extend whose array cannot be proven: settle has work
+            from test_train_adoption import open_unprovable_extend
+
+            open_unprovable_extend(folder, monkeypatch)
         return Scenario(["train", *args], fake.slurm, unchanged=_snapshot(folder))
 
     return make
@@ -369,6 +376,7 @@ SCENARIOS: dict[str, Callable[[Path, pytest.MonkeyPatch], Scenario]] = {
     "train kill-switch": _train_command("kill-switch", "on"),
     "train save-switch": _train_command("save-switch", "on"),
     "train restart-run": _train_command("restart-run"),
+    "train settle": _train_command("settle", "--none", unprovable=True),
     "cron stop": _cron_stop,
     "cron cleanup": _cron_cleanup,
     "node drain": _node("drain", "node-1", "--reason", "fan"),
