@@ -69,6 +69,7 @@ def test_other_malformed_count_variables_are_errors(var: str) -> None:
         slots.resolve_slots(_alloc({**JOB, var: "x4"}), wanted)
 
 
-def test_a_well_formed_list_for_other_nodes_is_still_skipped() -> None:
-    found = slots.resolve_slots(_alloc({**JOB, "SLURM_TASKS_PER_NODE": "3"}))
-    assert found.per_host == (1, 1) and found.kind == "default"
+def test_a_well_formed_list_for_other_nodes_is_an_error_too() -> None:
+    """Issue 28: skipping it ended in 1 slot per node, exit 0 (the wrong process count)."""
+    with pytest.raises(UsageError, match="describes 1 nodes, the allocation has 2"):
+        slots.resolve_slots(_alloc({**JOB, "SLURM_TASKS_PER_NODE": "3"}))
