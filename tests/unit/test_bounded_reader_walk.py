@@ -37,6 +37,8 @@ CONVERTING = {
 ALLOWED: dict[tuple[str, str], str] = {
     ("pyspy/node_script.py", "_read"): "runs alone on the node under /usr/bin/python3, which "
     "cannot import slurmkit; it reads /proc/<pid>/environ, maps and the like, which never block",
+    ("health/kernlog.py", "read_kmsg"): "/dev/kmsg is a character device read one record "
+    "per read() (O_NONBLOCK|O_NOFOLLOW, checked S_ISCHR, at most MAX_RECORDS): no file to bound",
     ("pyspy/nodecmd.py", "node_script_source"): "package data through importlib.resources (a "
     "Traversable, possibly inside a zip), not a path anyone else can replace",
 }
