@@ -38,6 +38,8 @@ Runner = Callable[..., Completed]
 
 # After a timeout's kill: how long the dead group's last output may take to arrive.
 _DRAIN_SECONDS = 2.0
+# After passing a Ctrl-C on: how long the group may take to stop by itself.
+_INTERRUPT_GRACE = 2.0
 
 _verbose = bool(os.environ.get("SLURMKIT_VERBOSE"))
 
@@ -100,6 +102,9 @@ def _run_subprocess(
             time.monotonic() - start,
             timed_out=True,
         )
+    except KeyboardInterrupt:
+        _interrupt_group(proc)
+        raise
     except BaseException:
         _kill_group(proc)
         proc.wait()
@@ -115,6 +120,19 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass  # the group is gone already
     except PermissionError:  # a setuid member of the group: at least the child
         proc.kill()
+
+
+def _interrupt_group(proc: subprocess.Popen[str]) -> None:
+    """Pass a Ctrl-C on, as the terminal did before the group had a session of its own
+    (srun cancels its step on SIGINT), then end whatever is left of the group."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=_INTERRUPT_GRACE)
+    except (OSError, subprocess.TimeoutExpired, KeyboardInterrupt):
+        pass  # gone already, deaf to SIGINT, or a second Ctrl-C: no more waiting
+    finally:
+        _kill_group(proc)
+        proc.wait()
 
 
 def _leftovers(proc: subprocess.Popen[str]) -> tuple[str, str]:

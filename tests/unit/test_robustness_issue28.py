@@ -214,6 +214,32 @@ def test_a_timeout_ends_what_the_command_put_in_the_background(tmp_path: Path) -
             os.kill(pid, signal.SIGKILL)
 
 
+def test_ctrl_c_is_passed_on_to_the_command_and_then_its_group_ends(tmp_path: Path) -> None:
+    """In a session of its own the command no longer gets the terminal's Ctrl-C: we pass
+    it on (srun cancels its step on SIGINT), then end what is left."""
+    said, pidfile = tmp_path / "said", tmp_path / "background"
+    script = 'trap "echo INT > \\"$0\\"; exit 130" INT; sleep 300 & echo $! > "$1"; wait'
+
+    def ctrl_c(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, ctrl_c)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _proc.run(["sh", "-c", script, str(said), str(pidfile)], timeout=HANG_SECONDS)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert said.read_text() == "INT\n"  # the shell got the Ctrl-C itself
+    pid = int(pidfile.read_text())
+    try:
+        assert _poll(lambda: _gone(pid)), f"the background sleep {pid} is still running"
+    finally:
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_command_that_ends_in_time_still_gives_its_output_and_code() -> None:
     done = _proc.run(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=30)
     assert (done.returncode, done.stdout, done.stderr, done.timed_out) == (
