@@ -343,7 +343,11 @@ def apply_extend(
             _refused(plan, exc)
             raise
         job, error = recheck.read_again(
-            lambda: query.job(plan.job_id), what=f"job {plan.job_id}", notify=notify
+            lambda: query.job(plan.job_id),
+            what=f"job {plan.job_id}",
+            notify=notify,
+            # a woken slurmctld may answer before it runs the update still in its backlog
+            until=lambda now: now.time_limit != plan.before,
         )
         if job is None:
             raise ControllerUnreachable(
