@@ -92,7 +92,19 @@ def make_jobs() -> Jobs:
     finished = _sbatch("--time=30", "--wrap", "true")
     others = _sbatch("--hold", "--time=30", "--wrap", "sleep 600", user=True)
     others_running = _sbatch("--time=10", "--wrap", "sleep 600", user=True)
+    _wait_running(running, others_running)  # a user may raise a pending job's limit
     return Jobs(held, running, finished, others, others_running)
+
+
+def _wait_running(*jobs: str, within: float = 120.0) -> None:
+    deadline = time.monotonic() + within
+    while True:
+        out = _run(["squeue", "--noheader", "--format=%T", f"--jobs={','.join(jobs)}"]).stdout
+        if out.split() == ["RUNNING"] * len(jobs):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"jobs {', '.join(jobs)} not running after {within:g} s: {out!r}")
+        time.sleep(0.5)
 
 
 def cases(jobs: Jobs, *, node: str = "node-2", reboot_node: str = "node-3") -> list[Case]:
