@@ -9,7 +9,7 @@ than the small text file it expects: a FIFO (``open`` blocks for ever, so a cron
 run hangs), a link to ``/dev/zero`` (read without end), a 10 GB log, bytes that
 are not UTF-8 (a traceback), or, for root, a file another user planted. One
 reader, :func:`read_bounded`, handles all of them the same way, so a new caller
-cannot forget one; ``tests/unit/test_bounded_reader.py`` fails on any
+cannot forget one; ``tests/unit/test_bounded_reader_walk.py`` fails on any
 ``read_text``/``read_bytes``/``open(`` outside it.
 """
 

@@ -21,17 +21,7 @@ import slurmkit
 
 PACKAGE = Path(slurmkit.__file__).parent
 READER = "files.py"
-BEING_CONVERTED = "being converted (issue 28)"
 
-# Files other engineers are converting right now: the lead removes these at the end.
-CONVERTING = {
-    "gpu/": BEING_CONVERTED,
-    "health/": BEING_CONVERTED,
-    "journal.py": BEING_CONVERTED,
-    "locks.py": BEING_CONVERTED,
-    "undrain/actionlog.py": BEING_CONVERTED,
-    "train/state.py": BEING_CONVERTED,
-}
 
 # (file, function holding the call) -> why it cannot use read_bounded.
 ALLOWED: dict[tuple[str, str], str] = {
@@ -159,12 +149,8 @@ def all_reads() -> Iterator[Read]:
             yield from reads_in(file.read_text(encoding="utf-8"), relative)
 
 
-def _converting(read: Read) -> bool:
-    return any(read.path == p or (p.endswith("/") and read.path.startswith(p)) for p in CONVERTING)
-
-
 def test_every_file_read_goes_through_the_bounded_reader() -> None:
-    reads = [r for r in all_reads() if not _converting(r)]
+    reads = all_reads()
     unexplained = [r for r in reads if (r.path, r.function) not in ALLOWED]
     assert not unexplained, (
         "read these through slurmkit.files.read_bounded / read_text_bounded "
@@ -180,7 +166,7 @@ def test_no_allowance_outlives_its_read() -> None:
 
 
 def test_every_allowance_says_why() -> None:
-    reasons = [*ALLOWED.values(), *CONVERTING.values()]
+    reasons = list(ALLOWED.values())
     assert all(len(reason.split()) >= 3 for reason in reasons)
 
 
