@@ -102,6 +102,9 @@ def test_an_undrain_killed_after_returning_a_node_drained_again_is_settled_retur
         assert first.reason_time is not None
         first_second = int(first.reason_time.timestamp())
         poll(lambda: int(time.time()) > first_second, 5, "a second after the first drain")
+        # back in service (a returned node is idle* until slurmctld's next ping) before
+        # Slurm's own drain comes again; the next run then finds it clean and returns it
+        poll(lambda: not query.nodes(node)[0].is_not_responding, 60, f"{node} responding")
         run_slurm(["scontrol", "update", f"nodename={node}", "state=drain", f"reason={KTF}"])
         (again_drained,) = query.nodes(node, exact_reasons=True)
         again = slurmkit("undrain", *common)
