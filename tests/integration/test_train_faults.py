@@ -18,6 +18,9 @@ import contextlib
 import errno
 import json
 import os
+import re
+import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -492,3 +495,89 @@ def test_switch_and_hold_on_a_full_or_read_only_folder_change_nothing(
             assert _held(train)
         finally:
             train.stop_everything()
+
+
+# ------------------------------------------------------- another project's train (issue 29)
+
+
+def test_another_folders_train_of_the_same_name_is_never_adopted_nor_stopped(make_train) -> None:
+    """Issue 29, item 1: project A's `train start` is killed after its intent, before
+    sbatch; project B, in another folder, starts a train of the same name. A minute later
+    (past squeue-only settling: accounting is asked too, and the sandbox, like Slurm's
+    default, stores no job comments) A's `status` adopted B's array by its name, and A's
+    `stop --now --yes` cancelled it. B's array carries B's token (squeue's comment,
+    accounting's submit line): A must leave it alone."""
+    a = make_train("twin")
+    b = Train(a.name, a.work / "b-project", a.work / "b-project" / "trains")
+    b.work.mkdir()
+    (b.work / "a.slurm").write_text(training_script(a.work))
+    killed = a.cli(
+        "start", str(a.work / "a.slurm"), "--runs", "2", "--name", a.name,
+        point="train.start.before-sbatch",
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    intent_at = time.monotonic()
+    assert a.journal_open() == ["start"] and not a.in_queue()  # nothing was queued
+    theirs = started(b, runs=2)
+    remembered = 60.0  # reconcile.SQUEUE_REMEMBERS: younger intents ask squeue only
+    time.sleep(max(0.0, intent_at + remembered + 2 - time.monotonic()))
+    before = {array: state for array, state, _ in b.in_queue()}
+
+    status = a.cli("status", a.name)
+    assert "adopted" not in status.stderr, status.stderr
+    assert "queued nothing" in status.stderr and "Traceback" not in status.stderr
+    assert not (a.folder / "train.json").exists() and a.journal_open() == []
+    stop = a.cli("stop", a.name, "--now", "--yes")
+    assert stop.returncode == 2 and "never started" in stop.stderr, stop.stderr
+    assert b.arrays == [theirs]
+    after = {array: state for array, state, _ in b.in_queue()}
+    assert theirs in after and after[theirs] in ("PENDING", "RUNNING"), (before, after)
+    b.stop_everything()
+
+
+# ------------------------------------------------------- two commands racing (issue 29)
+
+
+def _slow_squeue(folder: Path, seconds: float = 2.0) -> dict[str, str]:
+    """The environment of a client whose squeue answers ``seconds`` late, as on a busy
+    controller: a script on PATH that sleeps, then runs the real squeue."""
+    real = shutil.which("squeue")
+    assert real, "no squeue on PATH"
+    folder.mkdir()
+    shim = folder / "squeue"
+    shim.write_text(f'#!/bin/sh\nsleep {seconds}\nexec {shlex.quote(real)} "$@"\n')
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURMKIT_FAULT")}
+    env["PATH"] = f"{folder}:{env.get('PATH', '')}"
+    return env
+
+
+def test_two_extends_at_once_with_a_slow_squeue_chain_their_arrays(make_train) -> None:
+    """Issue 29, item 2: with squeue answering 2 s late, two `train extend --runs 1` at
+    once both read the queue before taking the train's lock and queued two arrays waiting
+    on the same one (both ran the training at the same second). Planned under the lock,
+    the second waits for the first and queues its array after the first one's.
+    (--lock-wait 30: the first holds the lock for one slow squeue and its sbatch.)"""
+    train = make_train("race")
+    first = started(train, runs=1)
+    env = _slow_squeue(train.work / "slow-bin")
+    argv = [str(SLURMKIT), "train", "extend", train.name, "--runs", "1", "--yes",
+            "--lock-wait", "30", "--dir", str(train.trains)]  # fmt: skip
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    procs = [subprocess.Popen(argv, cwd=train.work, env=env, text=True, **pipes) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    for proc, (_, err) in zip(procs, outs, strict=True):
+        assert proc.returncode == 0, err
+    arrays = train.record()["arrays"]
+    assert arrays[0]["job_id"] == first and len(arrays) == 3
+    afters = [a["after"] for a in arrays[1:]]
+    assert afters == [first, arrays[1]["job_id"]], arrays  # chained, not both after `first`
+    out = run_slurm(
+        ["squeue", "-h", "-j", ",".join(a["job_id"] for a in arrays[1:]), "-o", "%F|%E"]
+    ).stdout
+    waits = {
+        array: re.findall(r"afterany:(\d+)", dependency)
+        for array, _, dependency in (line.partition("|") for line in out.splitlines())
+    }
+    assert waits == {arrays[1]["job_id"]: [first], arrays[2]["job_id"]: [arrays[1]["job_id"]]}
+    train.stop_everything()
