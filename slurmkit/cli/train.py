@@ -10,7 +10,8 @@ sbatch: it needs no --yes.
 
 Faults (issue 22): every command first settles what a killed or unanswered command left
 open in the train's journal (:mod:`slurmkit.train.reconcile`), saying so in one line on
-stderr; waits for the train's lock are bounded by --lock-wait.
+stderr; waits for the train's lock are bounded by --lock-wait. A change settles again and
+plans under its own lock (issue 29); the preview shown before it is not what is acted on.
 """
 
 from __future__ import annotations
@@ -193,16 +194,17 @@ def train_group() -> None:
     restart-run         cancel only the running run: the next one sources the script now
     extend --runs N     append N runs as a new array after the current one
     stop [--now]        cancel the pending runs (and the running one)
+    settle              say whether an array Slurm cannot prove is the train's
     kill-switch on|off  stop a train anyone started: remaining runs exit at once
     save-switch on|off  ask the running training for a checkpoint (it goes on training)
     should-stop         exit 0 when the kill switch is on (for training loops)
 
     start, switch and restart-run lint the script first and refuse errors (--force).
-    Changes (hold, release, switch, restart-run, extend, stop, kill-switch, save-switch)
-    ask on a terminal and
-    need --yes without one (else a dry run, exit 1). A train folder teammates can write
-    lets them use the kill switch; the script every run executes must still be yours
-    (or root's) and writable by nobody else: the runs refuse anything else.
+    Changes (hold, release, switch, restart-run, extend, stop, settle, kill-switch,
+    save-switch) ask on a terminal and need --yes without one (else a dry run, exit 1).
+    A train folder teammates can write lets them use the kill switch; the script every
+    run executes must still be yours (or root's) and writable by nobody else: the runs
+    refuse anything else.
     """
 
 
