@@ -322,6 +322,9 @@ def status_command(
     train = _find(directory, name, lock_wait, busy_ok=True)
     _must_exist(train)
     status = gather(train)
+    torn = train.torn_journal()  # issue 29: a torn line may have been an intent
+    if torn:
+        status.notices.append(torn)
     for notice in status.notices:
         _notify(f"note: {notice}")
     if as_json:

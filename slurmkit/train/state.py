@@ -46,6 +46,7 @@ from typing import Any
 from slurmkit.errors import EnvironmentProblem, UsageError
 from slurmkit.files import read_bounded, write_atomic
 from slurmkit.journal import Journal
+from slurmkit.journal import read as read_journal
 from slurmkit.locks import LockBusy, hold
 from slurmkit.trust import UntrustedPath
 
@@ -218,8 +219,30 @@ class TrainDir:
 
     @property
     def journal(self) -> Journal:
-        """The train's intent/outcome journal (``journal`` in its folder)."""
-        return Journal(self.path / JOURNAL_FILE)
+        """The train's intent/outcome journal (``journal`` in its folder); a change's space
+        check counts the record it rewrites (``train.json``)."""
+        return Journal(self.path / JOURNAL_FILE, record=self.state_file)
+
+    def torn_journal(self) -> str | None:
+        """A warning when the journal has torn lines: one may have been an intent.
+
+        A torn record is skipped (each is named on stderr as it is read); if it was the
+        intent of a start or an extend killed after sbatch, the array it queued is not
+        adopted, and ``stop`` would not cancel it.
+        """
+        try:
+            torn = read_journal(self.journal.path).torn
+        except EnvironmentProblem:
+            return None
+        if not torn:
+            return None
+        lines = ", ".join(map(str, torn[:5])) + (", ..." if len(torn) > 5 else "")
+        return (
+            f"{len(torn)} torn line(s) in {self.journal.path} (line {lines}): an intent may "
+            "be missing, so an array a killed start or extend queued may not be in this "
+            f"train's record; `squeue --me --name={self.name}` shows every job of its name "
+            "(another folder's train may share the name)"
+        )
 
     def has_record(self) -> bool:
         return os.path.lexists(self.state_file)
