@@ -21,6 +21,7 @@ shared name such as ``/tmp/slurmkit-<uid>`` can be made first by anyone.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import secrets
@@ -130,8 +131,21 @@ def _open(path: Path) -> int:
     try:
         return open_nofollow(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, LOCK_MODE)
     except OSError as exc:
+        if exc.errno == errno.EROFS:
+            with suppress(OSError):
+                return _open_read_only(path)
         hint = " (a symbolic link is never followed)" if exc.errno == 40 else ""
         raise EnvironmentProblem(f"cannot open lock file {path}: {exc.strerror}{hint}") from None
+
+
+def _open_read_only(path: Path) -> int:
+    """The lock file of a read-only file system, opened for reading.
+
+    ``flock`` needs no write access, and nobody can replace or change the file, so the
+    same checks hold; a train folder remounted read-only must not keep ``train stop``
+    from acting (issue 29: stopping always works).
+    """
+    return open_nofollow(path, os.O_RDONLY | os.O_NONBLOCK, LOCK_MODE)
 
 
 def _not_private(fd: int) -> str | None:

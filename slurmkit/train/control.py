@@ -17,10 +17,10 @@ planned both after the same array when the queue was read before the lock.
 
 Intent first (issue 22): under the train's lock, each change journals what it will do
 (:func:`slurmkit.train.reconcile.begin`; a journal that cannot take it means nothing is
-done), then acts, then records ``train.json`` and the outcome. A Slurm call that gets
-no answer is checked against the queue before the answer is given; a record that
-cannot be written after the change was made is reported as such (exit 1), never as a
-failure of the change.
+done, except for a hold or a stop: stopping always works, "not journaled"), then acts,
+then records ``train.json`` and the outcome. A Slurm call that gets no answer is checked
+against the queue before the answer is given; a record that cannot be written after the
+change was made is reported as such (exit 1), never as a failure of the change.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from slurmkit.errors import (
     ControllerUnreachable,
     EnvironmentProblem,
     PermissionDenied,
+    SlurmError,
     SlurmkitError,
     SlurmParseError,
     UsageError,
@@ -194,7 +195,7 @@ def _hold_or_release(
         seen = _read_live(train, action)
         state, queue, live = seen.state, seen.queue, seen.live
         report = Report(state.name, action, False, [build(a) for a in live])
-        token = reconcile.begin(train, action, arrays=live)
+        token, unjournaled = _begin(train, action, arrays=live)
         for array in live:
             try:
                 result = call(array)
@@ -207,12 +208,22 @@ def _hold_or_release(
             report.lines.append(_effect(queue, array, action, would=False, result=result))
         faultpoint.reached(f"train.{action}.done")
         _record(train, token, action, f"arrays {', '.join(live)}", report)
+        if token is None:
+            report.unrecorded.append(f"the {action} was done, but not journaled ({unjournaled})")
     return report
+
+
+def _begin(train: TrainDir, action: str, **details: object) -> tuple[str | None, str]:
+    """The intent; a hold acts even when it cannot be journaled (stopping always works,
+    issue 29), a release does not (nothing was done, exit 2)."""
+    if action == "hold":
+        return reconcile.begin_anyway(train, action, **details)
+    return reconcile.begin(train, action, None, **details), ""
 
 
 def _check_unanswered(
     train: TrainDir,
-    token: str,
+    token: str | None,
     action: str,
     arrays: list[str],
     exc: ControllerUnreachable,
@@ -248,16 +259,23 @@ def _check_unanswered(
     )
 
 
-def _record(train: TrainDir, token: str, action: str, detail: str, report: Report) -> None:
-    """Record a change that was made; failures become notices (the change stands, exit 1)."""
+def _record(train: TrainDir, token: str | None, action: str, detail: str, report: Report) -> None:
+    """Record a change that was made; failures become notices (the change stands, exit 1).
+
+    The intent is closed only once the record is written (issue 29: a disk filling after
+    restart-run's scancel closed it, and ``train.json`` never got the event): left open,
+    the next command settles it from Slurm and writes the event then.
+    """
     try:
         state = train.load_trusted()
         state.note(action, detail)
         train.save(state)
     except (OSError, SlurmkitError) as exc:
+        kept = "; the next train command records it" if token else ""
         report.unrecorded.append(
-            f"the {action} was done, but not recorded in {train.state_file} ({exc})"
+            f"the {action} was done, but not recorded in {train.state_file} ({exc}){kept}"
         )
+        return
     note = reconcile.finish(train, token, action, "done")
     if note:
         report.unrecorded.append(f"the {action} was done, but {note}")
@@ -376,7 +394,7 @@ def _stop_report(plan: StopPlan, dry_run: bool) -> Report:
 def _cancel(plan: StopPlan, report: Report) -> None:
     """Journal, cancel and record one stop of ``plan.live``; the caller holds the lock."""
     train = plan.train
-    token = reconcile.begin(train, "stop", arrays=plan.live, now=plan.now)
+    token, unjournaled = reconcile.begin_anyway(train, "stop", arrays=plan.live, now=plan.now)
     try:
         query.cancel(plan.live, pending_only=not plan.now)
     except PermissionDenied as exc:
@@ -387,6 +405,25 @@ def _cancel(plan: StopPlan, report: Report) -> None:
     faultpoint.reached("train.stop.cancelled")
     detail = f"arrays {', '.join(plan.live)}{' (--now)' if plan.now else ''}"
     _record(train, token, "stop", detail, report)
+    if token is None:
+        report.unrecorded.append(_read_back(plan, unjournaled))
+
+
+def _read_back(plan: StopPlan, why: str) -> str:
+    """A stop that could not be journaled: the queue is its record, read back once."""
+    arrays = ", ".join(plan.live)
+    try:
+        done = reconcile.queue_state(plan.live, "stop")
+    except SlurmError as exc:
+        seen = f"the queue could not be read back ({exc})"
+    else:
+        seen = (
+            f"the queue shows no pending run of array {arrays}"
+            if done
+            else f"the queue still shows pending runs of array {arrays}: "
+            f"`slurmkit train stop {plan.state.name}` again"
+        )
+    return f"the stop was done, but not journaled ({why}); {seen}"
 
 
 def _added_meanwhile(train: TrainDir, done: list[str], now: bool) -> StopPlan:

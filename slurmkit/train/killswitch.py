@@ -12,6 +12,11 @@ training loop that finds it saves a checkpoint, removes it and trains on.
 Turning either on or off never waits for the train's lock (a suspended command holding
 it must not delay an emergency stop): the change is journaled (intent, file, outcome)
 without it, and only the note in ``train.json`` waits, boundedly.
+
+Nor does it need the journal (issue 29: a disk a training filled refused the emergency
+switch): the switch file is its own record, so a switch whose intent cannot be written
+(no space, a read-only or foreign journal) is flipped all the same, and says "not
+journaled".
 """
 
 from __future__ import annotations
@@ -87,29 +92,40 @@ def _create(train: TrainDir, path: Path, switch: str, effect: str, dry_run: bool
     except OSError as exc:
         _finish(train, token, action, "failed")
         raise EnvironmentProblem(f"cannot create the {label} {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(f"set by {current_user()} at {now_text()}\n")
+    _note_who(fd)
     faultpoint.reached(f"train.{switch}.on.done")
     _finish(train, token, action, "done")
     return f"created {path}: {effect}"
 
 
-def _begin(train: TrainDir, action: str) -> str | None:
-    """The intent, or None for a teammate who may create the switch but not write the journal.
+def _note_who(fd: int) -> None:
+    """Say in the switch who set it; on a full disk the (empty) file is the switch all the same."""
+    try:
+        os.write(fd, f"set by {current_user()} at {now_text()}\n".encode())
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
-    A journal that cannot take the intent for lack of space, a read-only file system or
-    a missing folder stops the change (exit 2); a journal that is the owner's and not
-    writable by a teammate does not stop their emergency switch: the switch file itself
-    says who set it.
+
+def _begin(train: TrainDir, action: str) -> str | None:
+    """The intent, or None when it cannot be journaled: the switch is flipped all the same.
+
+    A teammate may flip the switch but not write the owner's journal; a full disk, a
+    read-only folder or a journal that is not the caller's cannot take the intent. The
+    switch file is its own record (it says who set it), so none of these stops the
+    change; each is said in one line ("not journaled").
     """
     from slurmkit.train import reconcile  # the Slurm layer: not for should-stop's imports
 
     journal = train.journal.path
     if os.path.exists(journal) and not os.access(journal, os.W_OK):
-        train.journal.check_writable()  # space and a writable folder are still required
         progress(f"note: {journal} is not yours to write; the switch file says who set it")
         return None
-    return reconcile.begin(train, action)
+    token, why = reconcile.begin_anyway(train, action)
+    if token is None:
+        progress(f"note: {action}, not journaled ({why}): the switch file is its own record")
+    return token
 
 
 def _finish(train: TrainDir, token: str | None, action: str, result: str) -> None:

@@ -61,7 +61,11 @@ def begin(train: TrainDir, action: str, token: str | None = None, **details: obj
     """
     journal = train.journal
     journal.check_writable()
-    return journal.intent(
+    return _intent(train, action, token, details)
+
+
+def _intent(train: TrainDir, action: str, token: str | None, details: dict[str, object]) -> str:
+    return train.journal.intent(
         action,
         token,
         user=current_user(),
@@ -71,11 +75,31 @@ def begin(train: TrainDir, action: str, token: str | None = None, **details: obj
     )
 
 
-def finish(train: TrainDir, token: str, action: str, result: str, **details: object) -> str | None:
+def begin_anyway(train: TrainDir, action: str, **details: object) -> tuple[str | None, str]:
+    """(token, "") when the intent was journaled, else (None, why): the caller acts anyway.
+
+    Stopping always works (issue 29): a stop, a hold and the kill switch act even when
+    the journal cannot take their intent (a training filling the disk, a read-only
+    folder), and say "not journaled". Nothing is lost: the switch file is its own record,
+    and a stop or a hold is read back from the queue. So no space check first: the
+    write itself is the check (a short one is cut back).
+    """
+    try:
+        return _intent(train, action, None, details), ""
+    except JournalProblem as exc:
+        return None, str(exc)
+
+
+def finish(
+    train: TrainDir, token: str | None, action: str, result: str, **details: object
+) -> str | None:
     """Journal the outcome; a notice (not an error) if that fails, since the change is made.
 
     The intent stays open then, and the next command reconciles it from Slurm's answer.
+    ``token`` None: the intent was not journaled (:func:`begin_anyway`), nothing to close.
     """
+    if token is None:
+        return None
     try:
         train.journal.outcome(token, action, result, **details)
     except JournalProblem as exc:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -234,16 +234,31 @@ def start(
         raise _clash(train, root) from None
     except OSError as exc:
         raise EnvironmentProblem(f"cannot create {train.path}: {exc.strerror}") from None
+    locked = False
     try:
         with train.locked():
-            return _submit_new(plan, created=True)
+            locked = True
+            try:
+                return _submit_new(plan, created=True)
+            except BaseException:
+                _forget(train, made)  # under the lock: a start waiting for it finds no folder
+                raise
     except BaseException:
-        # Only reached before sbatch was asked (or when Slurm said nothing was queued):
-        # _submit_new turns every later failure into a kept folder and a clear line.
-        if not train.has_record() and not _open_start(train):
-            shutil.rmtree(train.path, ignore_errors=True)
-            _remove_empty(made)
+        if not locked:
+            _forget(train, made)
         raise
+
+
+def _forget(train: TrainDir, made: Sequence[Path]) -> None:
+    """Remove the folder of a start that queued nothing.
+
+    Only reached before sbatch was asked (or when Slurm said nothing was queued):
+    _submit_new turns every later failure into a kept folder and a clear line. Done under
+    the lock, so a second start waiting for it never finds half a folder.
+    """
+    if not train.has_record() and not _open_start(train):
+        shutil.rmtree(train.path, ignore_errors=True)
+        _remove_empty(made)
 
 
 def _missing_folders(path: Path) -> list[Path]:
@@ -308,7 +323,7 @@ def _existing(plan: _StartPlan) -> Started:
     train that exists for real is a name clash.
     """
     train = plan.train
-    with train.locked():
+    with _waited_lock(train):
         had_record = train.has_record()
         lines = reconcile.reconcile(train)
         if _open_start(train):
@@ -331,6 +346,32 @@ def _existing(plan: _StartPlan) -> Started:
             return Started(train, state, [*plan.notices, *lines, note], adopted=True)
         started = _submit_new(plan, created=False)
         return Started(train, started.state, [*lines, *started.notices])
+
+
+@contextlib.contextmanager
+def _waited_lock(train: TrainDir) -> Iterator[None]:
+    """The lock of an existing folder, or a clear line when the start that held it removed it.
+
+    A start refused by sbatch (or that queued nothing) removes its folder under its lock;
+    a second start that waited for that lock found no folder and said "cannot write
+    journal …: No such file or directory" (issue 29).
+    """
+    try:
+        with train.locked():
+            if not os.path.lexists(train.journal.path) and not train.has_record():
+                raise _gone(train)
+            yield
+    except EnvironmentProblem:
+        if os.path.lexists(train.path):
+            raise
+        raise _gone(train) from None
+
+
+def _gone(train: TrainDir) -> EnvironmentProblem:
+    return EnvironmentProblem(
+        f"train {train.name}: the `train start` this one waited for queued nothing and "
+        f"removed {train.path}; nothing was done: start again"
+    )
 
 
 def _submit_new(plan: _StartPlan, *, created: bool) -> Started:
