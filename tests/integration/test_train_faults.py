@@ -431,6 +431,29 @@ def small_tmpfs(where: Path, inodes: int = 200) -> Iterator[Path]:
         _proc.run(["umount", "-l", str(where)], timeout=30)
 
 
+@contextlib.contextmanager
+def train_folder_on_tmpfs(train: Train, inodes: int = 200) -> Iterator[Path]:
+    """The started train's folder moved onto a 1 MiB tmpfs at the same path, for this
+    test's processes only; unmounted (lazily) at the end.
+
+    The nodes' mount namespaces are private: a tmpfs mounted once the sandbox is up is
+    not seen there, so a train started on one has runs that find no ``current`` and fail
+    at once. Mounted over a started train's folder (its files copied in), the nodes keep
+    seeing the folder as it was and the runs go on, while slurmkit here writes to a file
+    system the test can fill.
+    """
+    saved = train.work / f"{train.name}.saved"
+    shutil.copytree(train.folder, saved, symlinks=True)
+    options = f"size=1m,nr_inodes={inodes},mode=0755"
+    _proc.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(train.folder)], timeout=30)
+    try:
+        assert os.path.ismount(train.folder)
+        _proc.run(["cp", "-a", f"{saved}/.", str(train.folder)], timeout=30)
+        yield train.folder
+    finally:
+        _proc.run(["umount", "-l", str(train.folder)], timeout=30)
+
+
 def _fill_bytes(folder: Path) -> Path:
     filler = folder / "filler"
     with filler.open("wb") as handle, contextlib.suppress(OSError):
@@ -458,14 +481,16 @@ def _held(train: Train) -> bool:
 
 
 @pytest.mark.parametrize("fault", ["full", "no-inodes", "read-only"])
-def test_switch_and_hold_on_a_full_or_read_only_folder_change_nothing(
-    make_train, tmp_path: Path, fault: str
+def test_on_a_full_or_read_only_folder_switch_changes_nothing_and_hold_and_stop_act(
+    make_train, fault: str
 ) -> None:
-    with small_tmpfs(tmp_path / "mnt") as mnt:
-        train = make_train(fault, mnt / "trains")
+    """A switch refuses before changing anything. A hold and a stop act all the same
+    (issue 29: stopping always works), exit 1 and say what could not be written."""
+    train = make_train(fault)
+    started(train)
+    poll(lambda: [s for _, s, _ in train.in_queue() if s == "PENDING"], 30, "pending runs")
+    with train_folder_on_tmpfs(train) as mnt:
         try:
-            started(train)
-            poll(lambda: [s for _, s, _ in train.in_queue() if s == "PENDING"], 30, "pending runs")
             before = (train.folder / "current").readlink()
             record = (train.folder / "train.json").read_bytes()
             filled: list[Path] = []
@@ -478,21 +503,27 @@ def test_switch_and_hold_on_a_full_or_read_only_folder_change_nothing(
             try:
                 switch = train.cli("switch", str(train.work / "b.slurm"), train.name, "--yes")
                 hold = train.cli("hold", train.name, "--yes")
+                held = _held(train)
+                stop = train.cli("stop", train.name, "--now", "--yes")
             finally:
                 if fault == "read-only":
                     _proc.run(["mount", "-o", "remount,rw", str(mnt)], timeout=30)
                 for path in filled:
                     path.unlink()
-            for result in (switch, hold):
-                assert result.returncode == 2, result.stderr
-                assert "nothing was done" in result.stderr and "Traceback" not in result.stderr
-                assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+            assert switch.returncode == 2, switch.stderr
+            assert "nothing was done" in switch.stderr and "Traceback" not in switch.stderr
+            assert len(switch.stderr.strip().splitlines()) == 1, switch.stderr
             assert (train.folder / "current").readlink() == before  # not repointed
-            assert not _held(train)  # not held
+            for result in (hold, stop):
+                assert result.returncode == 1, result.stderr
+                assert "not recorded" in result.stderr and "Traceback" not in result.stderr
+            assert held
+            poll(lambda: not train.in_queue(), 60, f"nothing of {train.name} in the queue")
             assert (train.folder / "train.json").read_bytes() == record
-            # with room again, the same commands work and say so
-            train.ok("hold", train.name, "--yes")
-            assert _held(train)
+            # with room again, the next command settles what could not be recorded
+            status = train.cli("status", train.name)
+            assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr
+            assert train.journal_open() == []
         finally:
             train.stop_everything()
 
@@ -581,3 +612,153 @@ def test_two_extends_at_once_with_a_slow_squeue_chain_their_arrays(make_train) -
     }
     assert waits == {arrays[1]["job_id"]: [first], arrays[2]["job_id"]: [arrays[1]["job_id"]]}
     train.stop_everything()
+
+
+# ------------------------------------------------------- a torn journal, a full disk (issue 29)
+
+
+def _leave_in_last_page(journal: Path, room: int) -> None:
+    """Pad the journal with blank lines (readers skip them) so ``room`` bytes remain in its
+    last page: a longer record needs a page a full tmpfs no longer has (a short write)."""
+    page = os.statvfs(journal.parent).f_frsize
+    with journal.open("ab") as handle:
+        handle.write(b"\n" * ((-journal.stat().st_size - room) % page))
+
+
+def _leave_free(mnt: Path, free: int) -> Path:
+    """Fill the tmpfs at ``mnt`` but ``free`` bytes (0: to the last page); the filler."""
+    filler = mnt / "filler"
+    st = os.statvfs(mnt)
+    size = max(0, st.f_bavail * st.f_frsize - free)
+    with filler.open("wb", buffering=0) as handle, contextlib.suppress(OSError):
+        handle.write(b"\0" * size)
+        while not free:  # to the very last page
+            handle.write(b"\0" * 4096)
+    return filler
+
+
+def _open_intents(train: Train) -> list[str]:
+    """The train's open intents, as slurmkit reads them (torn lines skipped)."""
+    from slurmkit.journal import Journal
+
+    return [e.action for e in Journal(train.folder / "journal").open_intents()]
+
+
+def _filling(program: str, folder: Path, mnt: Path) -> tuple[dict[str, str], Path]:
+    """(environment, marker): ``program`` on PATH fills the tmpfs at ``mnt`` to the last
+    page, then runs the real client, once (while the marker exists): the disk fills between
+    the command's Slurm call and its record, as under a training writing checkpoints."""
+    real = shutil.which(program)
+    assert real, f"no {program} on PATH"
+    folder.mkdir()
+    marker = folder / "fill-once"
+    marker.touch()
+    shim = folder / program
+    shim.write_text(
+        "#!/bin/sh\n"
+        f"if rm {shlex.quote(str(marker))} 2>/dev/null && mountpoint -q {shlex.quote(str(mnt))}"
+        f"; then dd if=/dev/zero of={shlex.quote(str(mnt / 'filler'))} bs=4096 2>/dev/null; fi\n"
+        f'exec {shlex.quote(real)} "$@"\n'
+    )
+    shim.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURMKIT_FAULT")}
+    env["PATH"] = f"{folder}:{env.get('PATH', '')}"
+    return env, marker
+
+
+def test_a_torn_line_never_swallows_the_next_intent_and_a_short_write_is_cut_back(
+    make_train,
+) -> None:
+    """Issue 29, item 3. A crash mid-append leaves a fragment without a newline (the
+    issue's `action=resum`); the next record, the intent of a `train extend` killed after
+    its sbatch, was glued to it and lost: the extension's array was never adopted. Then a
+    real short write: the kill switch's intent on a tmpfs full but 40 bytes of the
+    journal's last page, cut back (the switch goes on, "not journaled")."""
+    train = make_train("torn")
+    started(train)
+    with train_folder_on_tmpfs(train) as mnt:
+        try:
+            journal = train.folder / "journal"
+            with journal.open("ab") as handle:
+                handle.write(b'{"action":"resum')  # what a crash mid-append leaves
+            killed = train.cli(
+                "extend", train.name, "--runs", "1", "--yes", point="train.extend.submitted"
+            )
+            assert killed.returncode == -signal.SIGKILL, killed.stderr
+            status = train.cli("status", train.name)
+            assert status.returncode == 0, status.stderr
+            assert "adopted" in status.stderr, status.stderr  # the extension's array
+            assert len(train.arrays) == 2 and _open_intents(train) == []
+            assert f"{journal}:3:" in status.stderr  # the fragment, named by file and line
+            assert "intent may be missing" in status.stderr
+
+            _leave_in_last_page(journal, 40)
+            before = journal.read_bytes()
+            filler = _leave_free(mnt, 0)
+            switch = train.cli("kill-switch", "on", train.name, "--yes")
+            filler.unlink()
+            assert switch.returncode == 0, switch.stderr
+            assert (train.folder / "kill-switch").exists()
+            assert "not journaled" in switch.stderr and "Traceback" not in switch.stderr
+            assert journal.read_bytes() == before  # the 40 bytes written were cut back
+        finally:
+            train.stop_everything()
+
+
+def test_with_40_kb_free_the_kill_switch_and_stop_act(make_train) -> None:
+    """Issue 29, item 6: the journal's check asked for 64 KB free; with 40 KB left on the
+    train folder's file system (a training filling it with checkpoints) the kill switch
+    and `stop --now --yes` said "no space left; nothing was done", and the runs went on."""
+    train = make_train("room")
+    started(train)
+    poll(lambda: [s for _, s, _ in train.in_queue() if s == "PENDING"], 30, "pending runs")
+    with train_folder_on_tmpfs(train) as mnt:
+        try:
+            filler = _leave_free(mnt, 40 * 1024)
+            try:
+                switch = train.cli("kill-switch", "on", train.name, "--yes")
+                stop = train.cli("stop", train.name, "--now", "--yes")
+            finally:
+                filler.unlink()
+            assert switch.returncode == 0, switch.stderr
+            assert (train.folder / "kill-switch").exists()
+            assert stop.returncode == 0, stop.stderr
+            poll(lambda: not train.in_queue(), 60, f"nothing of {train.name} in the queue")
+            assert train.journal_open() == []  # journaled: there was room for it
+            assert train.record()["events"][-1]["what"] == "stop"
+        finally:
+            train.stop_everything()
+
+
+def test_a_restart_whose_record_fails_is_recorded_by_the_next_command(
+    make_train, tmp_path: Path
+) -> None:
+    """Issue 29, a lesser one: the disk fills between restart-run's scancel and its
+    record. The intent was closed all the same (the journal's last page had room), so
+    `train.json` never got the event. It stays open now, and `status` records it."""
+    train = make_train("restart")
+    started(train)
+    poll(lambda: _running_task(train), 60, "run 1 to run")
+    running = _running_task(train)
+    with train_folder_on_tmpfs(train) as mnt:
+        try:
+            env, marker = _filling("scancel", tmp_path / "filling-bin", mnt)
+            argv = [str(SLURMKIT), "train", "restart-run", train.name, "--yes",
+                    "--dir", str(train.trains)]  # fmt: skip
+            restart = subprocess.run(
+                argv, cwd=train.work, env=env, capture_output=True, text=True, timeout=120
+            )
+            assert not marker.exists(), restart.stderr  # the shim filled the disk
+            with contextlib.suppress(FileNotFoundError):
+                (mnt / "filler").unlink()
+            assert restart.returncode == 1, restart.stderr
+            assert "not recorded" in restart.stderr and "Traceback" not in restart.stderr
+            assert train.journal_open() == ["restart-run"]
+            poll(lambda: _running_task(train) != running, 60, f"{running} to end")
+            status = train.cli("status", train.name)
+            assert status.returncode == 0, status.stderr
+            assert "now recorded" in status.stderr, status.stderr
+            assert train.record()["events"][-1]["what"] == "restart-run"
+            assert train.journal_open() == []
+        finally:
+            train.stop_everything()
