@@ -347,7 +347,7 @@ def apply_extend(
             what=f"job {plan.job_id}",
             notify=notify,
             # a woken slurmctld may answer before it runs the update still in its backlog
-            until=lambda now: now.time_limit != plan.before,
+            until=lambda now: now is not None and now.time_limit != plan.before,
         )
         if job is None:
             raise ControllerUnreachable(
