@@ -498,8 +498,9 @@ def must_exist(train: TrainDir) -> None:
     if open_starts:
         raise UsageError(
             f"train {train.name}: its start of {open_starts[-1].time} is not settled yet "
-            "(whether it queued an array is not known); "
-            f"`slurmkit train status {train.name}` says why"
+            "(whether it queued an array is not known): `slurmkit train status "
+            f"{train.name}` asks Slurm again; `slurmkit train settle {train.name}` answers "
+            "for an array Slurm cannot prove"
         )
     raise UsageError(
         f"train {train.name}: never started (its start queued nothing); start it again "
