@@ -364,7 +364,9 @@ def test_a_run_requeued_by_a_real_node_failure_is_counted_once(
     try:
 
         def node_failed() -> bool:
-            argv = ["sacct", "-n", "-X", "-P", "-j", run1, "-o", "State"]
+            # -D: every attempt. The latest record alone shows NODE_FAIL only until the
+            # requeued attempt's record arrives (1-2 s on 22.05; never seen on 24.11, 26.05).
+            argv = ["sacct", "-D", "-n", "-X", "-P", "-j", run1, "-o", "State"]
             if "NODE_FAIL" not in run_slurm(argv, check=False).stdout:
                 return False
             seen.append(_status(train))
