@@ -53,14 +53,24 @@ class ChangeOptions:
             self.notify(message)
 
 
+Moved = Callable[[NodeRow, Node], str]  # why a planned row no longer holds, or ""
+
+
 def run(
     verb: str,
     options: ChangeOptions,
     plan: Callable[[], NodeReport],
     act: Callable[[NodeReport, ActionLog], None],
     confirm: Callable[[NodeReport], bool],
+    moved: Moved | None = None,
 ) -> NodeReport:
-    """Plan; on a dry run stop there; else lock, settle old intents, plan, ask, act."""
+    """Plan; on a dry run stop there; else lock, settle old intents, plan, ask, read again, act.
+
+    The plan is made under the lock, but the question (a person may take minutes) and
+    resume's leftover check take time, and the node lock does not hold off undrain,
+    Slurm or an admin's scontrol. So the planned nodes are read again right before the
+    change, and only those still as planned (``moved``) are changed (issue 29, item 2).
+    """
     if options.dry_run:
         if options.log is not None:
             actionlog.check(options.log)  # would the real run be able to log?
@@ -82,8 +92,35 @@ def run(
             for row in report.by_action(WOULD):
                 row.skip("not confirmed")
             return report
-        act(report, log)
+        if moved is not None:
+            _still_as_planned(report, moved, options)
+        if report.would_change:
+            act(report, log)
     return report
+
+
+def _still_as_planned(report: NodeReport, moved: Moved, options: ChangeOptions) -> None:
+    """Read the planned nodes again (one call); skip, and say so, each one that moved.
+
+    A node returned meanwhile by another run is not resumed again; one drained meanwhile
+    keeps that drain's reason. When the read fails nothing is changed.
+    """
+    rows = report.by_action(WOULD)
+    names = fold([r.node for r in rows])
+    try:
+        now = {n.name: n for n in query.nodes(names, exact_reasons=True)}
+    except SlurmError as exc:
+        for r in rows:
+            r.action, r.why = FAILED, "could not be read again before the change"
+        report.error = f"could not read {names} again before the change: {exc}; nothing changed"
+        return
+    for r in rows:
+        node = now.get(r.node)
+        why = "no longer known to Slurm" if node is None else moved(r, node)
+        if why:
+            r.skip(f"changed since the plan: {why}; left alone")
+            r.after = node.state_text if node is not None else "unknown"
+            options.say(f"{r.node}: changed since the plan ({why}): left alone")
 
 
 def verdict(

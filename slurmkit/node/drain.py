@@ -15,9 +15,10 @@ from slurmkit.errors import UsageError
 from slurmkit.hostlist import expand, targets
 from slurmkit.node import change
 from slurmkit.node.change import ChangeOptions
-from slurmkit.node.outcome import DONE, WOULD, NodeReport
+from slurmkit.node.outcome import DONE, WOULD, NodeReport, NodeRow
 from slurmkit.printable import printable
 from slurmkit.slurm import query
+from slurmkit.slurm.records import Node
 from slurmkit.undrain.actionlog import ActionLog
 
 REASON_LIMIT = 256
@@ -53,6 +54,13 @@ def plan(nodes: str, reason: str) -> NodeReport:
     return report
 
 
+def moved(row: NodeRow, node: Node) -> str:
+    """A node drained since the plan keeps that drain's reason: it is not drained over."""
+    if "DRAIN" in node.flags:
+        return f"drained meanwhile ({node.reason or 'no reason shown'}): its reason is kept"
+    return ""
+
+
 def drain(
     nodes: str, reason: str, options: ChangeOptions, confirm: Callable[[NodeReport], bool]
 ) -> NodeReport:
@@ -69,4 +77,4 @@ def drain(
             reason=reason,
         )
 
-    return change.run("drain", options, lambda: plan(nodes, reason), act, confirm)
+    return change.run("drain", options, lambda: plan(nodes, reason), act, confirm, moved)

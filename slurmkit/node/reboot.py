@@ -152,6 +152,15 @@ def follow(
     return done, {n: last.get(n, "unknown") for n in waiting}
 
 
+def moved(row: NodeRow, node: Node) -> str:
+    """A node down or with a reboot pending since the plan: a second request does nothing."""
+    if node.is_down:
+        return f"now {node.state_text}: Slurm ignores a reboot request for a down node"
+    if node.flags & REBOOT_FLAGS:
+        return f"a reboot was asked meanwhile (now {node.state_text})"
+    return ""
+
+
 def reboot(
     nodes: str,
     options: ChangeOptions,
@@ -183,7 +192,7 @@ def reboot(
         if reboot_options.validate and came_back and validate is not None:
             validate(came_back, report)
 
-    return change.run("reboot", options, lambda: plan(nodes, reboot_options), act, confirm)
+    return change.run("reboot", options, lambda: plan(nodes, reboot_options), act, confirm, moved)
 
 
 def _follow(

@@ -25,6 +25,7 @@ from slurmkit.remote.command import new_token
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Node
 from slurmkit.undrain import check as chk
+from slurmkit.undrain import settle
 from slurmkit.undrain.actionlog import ActionLog
 from slurmkit.undrain.flow import DEFAULT_CHECK_TIMEOUT, HOLDING_STATES
 from slurmkit.undrain.select import jobs_by_node
@@ -102,6 +103,16 @@ def _check(rows: list[NodeRow], resume: ResumeOptions) -> None:
                 row.found += f"; {checked.gpu_note}"
 
 
+def moved(row: NodeRow, node: Node) -> str:
+    """A node returned since the plan is not resumed again; one drained again (another
+    reason, or a newer drain) is left with that drain, which nobody checked."""
+    if "DRAIN" not in node.flags and not node.is_down:
+        return f"returned meanwhile (now {node.state_text}): not resumed again"
+    if (node.reason or "", settle.drained_at(node)) != (row.reason, row.drained_at):
+        return f"drained again meanwhile ({node.reason or 'no reason shown'})"
+    return _state_skip(node)
+
+
 def resume(
     nodes: str,
     options: ChangeOptions,
@@ -119,4 +130,4 @@ def resume(
             options,
         )
 
-    return change.run("resume", options, lambda: plan(nodes, resume_options), act, confirm)
+    return change.run("resume", options, lambda: plan(nodes, resume_options), act, confirm, moved)
