@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
+
+# CI's runner may start the suite in the background, where a non-interactive shell leaves
+# SIGINT ignored, and every child inherits that: a command a test interrupts with Ctrl-C
+# (SIGINT) would never see it. Handled here, it is the default again in each child.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
