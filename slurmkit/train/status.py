@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from slurmkit.errors import SlurmError, SlurmParseError
-from slurmkit.grammar import idrange
+from slurmkit.errors import SlurmError
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Job
 from slurmkit.train import killswitch
@@ -166,30 +165,11 @@ def _finished_runs(state: TrainState, queue: Queue, notices: list[str]) -> list[
             f"accounting unavailable: finished runs unknown ({exc}); showing what squeue knows"
         )
         return None
-    queued = _queued_ids(queue)
+    queued = queue.ids()
     runs = [Run.of(j) for j in jobs if j.is_finished and j.array_task_id]
     runs = [r for r in runs if r.task is not None and r.array in state.array_ids]
     runs = [r for r in runs if r.id not in queued]
     return sorted(runs, key=lambda r: (state.array_ids.index(r.array), r.task or 0))
-
-
-def _queued_ids(queue: Queue) -> set[str]:
-    """Every id the queue holds, each task of a pending range ``115_[2-3%1]`` named alone.
-
-    Slurm 22.05 lists a run requeued after NODE_FAIL inside its array's pending record,
-    not as a record of its own; matched by record id only, that run also counted as a
-    failed finished one.
-    """
-    ids: set[str] = set()
-    for job in queue.jobs:
-        ids |= {job.display_id, job.job_id}
-        task = job.array_task_id
-        if job.array_job_id and task and not task.isdigit():
-            try:
-                ids |= {f"{job.array_job_id}_{n}" for n in idrange.task_ids(task)}
-            except SlurmParseError:
-                continue
-    return ids
 
 
 def _next_start(
