@@ -32,7 +32,7 @@ from slurmkit.gpu.findings import FAIL, UNKNOWN
 from slurmkit.health.checks import Result
 from slurmkit.printable import printable
 from slurmkit.slurm import commands, query
-from slurmkit.slurm.parse_text import parse_scontrol_nodes
+from slurmkit.slurm.parse_records import parse_scontrol_nodes
 from slurmkit.slurm.records import Node
 
 REASON_PREFIX = "slurmkit health:"

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from slurmkit.errors import NotFound, SlurmError, UsageError
 from slurmkit.slurm import _exec, query
-from slurmkit.slurm.parse_text import parse_kv, parse_names
+from slurmkit.slurm.parse_records import parse_kv
+from slurmkit.slurm.parse_text import parse_names
 
 _NO_VALUE = "(null)"
 

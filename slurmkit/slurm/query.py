@@ -1,9 +1,9 @@
 """The Slurm queries commands use: one Slurm call each, answered with records.
 
 Each query is a pure argv builder (``*_argv``) plus a parser from
-:mod:`.parse_text`, glued by :func:`slurmkit.slurm._exec.run_slurm`; queries
-take lists or hostlists and never loop over nodes, so a command touching
-1000 nodes still costs slurmctld one RPC.
+:mod:`.parse_text` or :mod:`.parse_records`, glued by
+:func:`slurmkit.slurm._exec.run_slurm`; queries take lists or hostlists and never
+loop over nodes, so a command touching 1000 nodes still costs slurmctld one RPC.
 
 Text rather than ``--json`` everywhere: the text forms work on every version,
 honour filters (22.05's ``squeue --json`` ignores them and its ``sacct --json``
@@ -29,6 +29,11 @@ from slurmkit import _proc
 from slurmkit.errors import NotFound, SlurmkitError, SlurmParseError
 from slurmkit.grammar import idrange
 from slurmkit.slurm import _exec, backend
+from slurmkit.slurm.parse_records import (
+    parse_scontrol_jobs,
+    parse_scontrol_nodes,
+    parse_scontrol_partitions,
+)
 from slurmkit.slurm.parse_text import (
     DELIMITER,
     REASON_COLUMNS,
@@ -41,9 +46,6 @@ from slurmkit.slurm.parse_text import (
     parse_listpids,
     parse_names,
     parse_sacct,
-    parse_scontrol_jobs,
-    parse_scontrol_nodes,
-    parse_scontrol_partitions,
     parse_sinfo_reasons,
     parse_squeue,
     parse_time,

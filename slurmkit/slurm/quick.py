@@ -14,7 +14,8 @@ from collections.abc import Mapping
 
 from slurmkit.errors import SlurmkitError
 from slurmkit.slurm import _exec, nodegroups, query
-from slurmkit.slurm.parse_text import Column, parse_scontrol_partitions, parse_squeue
+from slurmkit.slurm.parse_records import parse_scontrol_partitions
+from slurmkit.slurm.parse_text import Column, parse_squeue
 
 TIMEOUT = 1.0
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from slurmkit.errors import SlurmParseError
 from slurmkit.grammar import gres
 from slurmkit.grammar.gres import GresItem
-from slurmkit.slurm import parse_text as pt
+from slurmkit.slurm import parse_records as pr
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,7 @@ def test_recorded_gpu_jobs_count_the_same_on_both_versions() -> None:
     counts = []
     for version in ("22.05", "24.11"):
         text = read(version, "03_jobs", "scontrol_show_job_d_running_gpu_2node.txt")
-        (job,) = pt.parse_scontrol_jobs(text)
+        (job,) = pr.parse_scontrol_jobs(text)
         per_node = gres.gpu_count(job.gres_per_node)
         allocated = gres.gpu_count(job.alloc_tres)
         details = [gres.gpu_count(d.gres) for d in job.gres_detail]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from slurmkit.errors import SlurmParseError, UsageError
 from slurmkit.grammar import timelimit
-from slurmkit.slurm import parse_text as pt
+from slurmkit.slurm import parse_records as pr
 
 
 @pytest.mark.parametrize(
@@ -96,7 +96,7 @@ def test_squeue_spellings_read_back(seconds: int) -> None:
 @pytest.mark.parametrize("version", ["22.05", "24.11"])
 def test_recorded_time_limits_read_the_same_on_both_versions(version: str) -> None:
     """Recorded ``scontrol show job -d``: TimeLimit UNLIMITED/NONE is no limit, RunTime parses."""
-    jobs = pt.parse_scontrol_jobs(read(version, "03_jobs", "scontrol_show_job_all_d.txt"))
+    jobs = pr.parse_scontrol_jobs(read(version, "03_jobs", "scontrol_show_job_all_d.txt"))
     assert jobs and all(j.time_limit is None for j in jobs)
     assert all(j.time_used is None or j.time_used >= 0 for j in jobs)
 

@@ -7,7 +7,7 @@ from fixtures_path import read
 
 from slurmkit.errors import NotFound, PermissionDenied, SlurmkitError, UsageError
 from slurmkit.jobenv import timelimit
-from slurmkit.slurm.parse_text import parse_scontrol_jobs
+from slurmkit.slurm.parse_records import parse_scontrol_jobs
 from slurmkit.slurm.records import Job
 from tests.fakes import FakeSlurm
 

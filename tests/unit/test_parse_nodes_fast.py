@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurmkit.slurm.parse_text import (
+from slurmkit.slurm.parse_records import (
     _merge_node_lines,
     _merge_node_lines_by_line,
     _merge_plain_node_lines,

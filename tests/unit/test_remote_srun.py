@@ -16,7 +16,7 @@ from slurmkit.errors import NotFound, UsageError
 from slurmkit.remote.base import RemoteOptions
 from slurmkit.remote.srun import SrunTransport, holds_gpus
 from slurmkit.slurm import _exec
-from slurmkit.slurm.parse_text import parse_scontrol_jobs
+from slurmkit.slurm.parse_records import parse_scontrol_jobs
 from slurmkit.slurm.records import GresAlloc, Job
 from tests.fakes import Call, FakeSlurm
 

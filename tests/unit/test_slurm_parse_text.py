@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from slurmkit.errors import SlurmParseError
+from slurmkit.slurm import parse_records as pr
 from slurmkit.slurm import parse_text as pt
 from slurmkit.slurm.records import SlurmVersion
 
@@ -59,7 +60,7 @@ def at(clock: str) -> datetime:
 def test_node_states_and_reasons(version: str, scenario: str) -> None:
     nodes = {
         n.name: n
-        for n in pt.parse_scontrol_nodes(read(version, scenario, "scontrol_show_node_oneliner.txt"))
+        for n in pr.parse_scontrol_nodes(read(version, scenario, "scontrol_show_node_oneliner.txt"))
     }
     assert {name: n.state_text for name, n in nodes.items()} == NODE_STATES[scenario]
     for name, node in nodes.items():
@@ -75,7 +76,7 @@ def test_node_states_and_reasons(version: str, scenario: str) -> None:
 def test_drain_flags_follow_the_jobs_on_the_node(version: str) -> None:
     def by_name(scenario: str) -> dict:
         text = read(version, scenario, "scontrol_show_node_oneliner.txt")
-        return {n.name: n for n in pt.parse_scontrol_nodes(text)}
+        return {n.name: n for n in pr.parse_scontrol_nodes(text)}
 
     idle_drained, busy_drained = by_name("02_nodes_degraded"), by_name("05_node_not_responding")
     assert idle_drained["node-2"].is_drained and not idle_drained["node-2"].is_draining
@@ -89,15 +90,15 @@ def test_drain_flags_follow_the_jobs_on_the_node(version: str) -> None:
 @pytest.mark.parametrize(("version", "scenario"), list(REASON_TIMES))
 def test_reason_time_is_split_off_the_reason(version: str, scenario: str) -> None:
     text = read(version, scenario, "scontrol_show_node_oneliner.txt")
-    node = {n.name: n for n in pt.parse_scontrol_nodes(text)}["node-4"]
+    node = {n.name: n for n in pr.parse_scontrol_nodes(text)}["node-4"]
     assert (node.reason, node.reason_user) == ("gpu ECC error", "root")
     assert node.reason_time == at(REASON_TIMES[version, scenario])
 
 
 @pytest.mark.parametrize(("version", "scenario"), all_cases())
 def test_multiline_show_node_equals_oneliner(version: str, scenario: str) -> None:
-    (single,) = pt.parse_scontrol_nodes(read(version, scenario, "scontrol_show_node_node-2.txt"))
-    oneliner = pt.parse_scontrol_nodes(read(version, scenario, "scontrol_show_node_oneliner.txt"))
+    (single,) = pr.parse_scontrol_nodes(read(version, scenario, "scontrol_show_node_node-2.txt"))
+    oneliner = pr.parse_scontrol_nodes(read(version, scenario, "scontrol_show_node_oneliner.txt"))
     assert single == next(n for n in oneliner if n.name == "node-2")
     assert single.state_text == NODE_STATES[scenario]["node-2"]
 
@@ -107,7 +108,7 @@ def test_reason_with_equals_and_following_comment_is_kept_whole() -> None:
         "NodeName=n1 State=IDLE+DRAIN Partitions=a,b "
         "Reason=bad dimm slot=3 [admin@2026-11-21T00:00:00] Comment=ticket 42"
     )
-    (node,) = pt.parse_scontrol_nodes(line)
+    (node,) = pr.parse_scontrol_nodes(line)
     assert node.reason == "bad dimm slot=3"
     assert node.reason_user == "admin"
     assert node.raw["Comment"] == "ticket 42"
@@ -120,26 +121,26 @@ def test_multiline_reason_continues_on_indented_lines() -> None:
         "   Reason=first line [root@2026-11-21T00:00:00]\n"
         "       second line\n"
     )
-    (node,) = pt.parse_scontrol_nodes(text)
+    (node,) = pr.parse_scontrol_nodes(text)
     assert node.reason == "first line\nsecond line"
     assert node.reason_time == at("00:00:00")
 
 
 def test_unexpected_line_in_show_node_is_an_error() -> None:
     with pytest.raises(SlurmParseError, match="unexpected line"):
-        pt.parse_scontrol_nodes("Node node-9 not found\n")
+        pr.parse_scontrol_nodes("Node node-9 not found\n")
 
 
 def test_no_records_messages_mean_empty() -> None:
-    assert pt.parse_scontrol_jobs(read("24.11", "01_idle", "scontrol_show_job_all_d.txt")) == []
-    assert pt.parse_scontrol_nodes("No nodes in the system\n") == []
+    assert pr.parse_scontrol_jobs(read("24.11", "01_idle", "scontrol_show_job_all_d.txt")) == []
+    assert pr.parse_scontrol_nodes("No nodes in the system\n") == []
 
 
 # ---------------------------------------------------------------- scontrol show job -d
 
 
 def show_job(version: str, scenario: str, role: str) -> list:
-    return pt.parse_scontrol_jobs(read(version, scenario, f"scontrol_show_job_d_{role}.txt"))
+    return pr.parse_scontrol_jobs(read(version, scenario, f"scontrol_show_job_d_{role}.txt"))
 
 
 @pytest.mark.parametrize(("version", "scenario"), all_cases(JOB_SCENARIOS))
@@ -230,7 +231,7 @@ def test_finished_jobs_carry_exit_codes(version: str, scenario: str) -> None:
 
 @pytest.mark.parametrize(("version", "scenario"), all_cases(JOB_SCENARIOS))
 def test_show_job_all_holds_every_role(version: str, scenario: str) -> None:
-    jobs = pt.parse_scontrol_jobs(read(version, scenario, "scontrol_show_job_all_d.txt"))
+    jobs = pr.parse_scontrol_jobs(read(version, scenario, "scontrol_show_job_all_d.txt"))
     assert {j.job_id for j in jobs} == {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}
 
 
@@ -241,7 +242,7 @@ def test_show_job_all_holds_every_role(version: str, scenario: str) -> None:
 def test_partitions(version: str, scenario: str) -> None:
     parts = {
         p.name: p
-        for p in pt.parse_scontrol_partitions(
+        for p in pr.parse_scontrol_partitions(
             read(version, scenario, "scontrol_show_partition.txt")
         )
     }
@@ -406,7 +407,7 @@ def test_bad_time_is_a_parse_error() -> None:
 
 
 def test_kv_keys_with_colons_and_slashes() -> None:
-    kv = pt.parse_kv("AllocNode:Sid=localhost:8713 CPUs/Task=4 TRES=cpu=8,gres/gpu=8 Power=")
+    kv = pr.parse_kv("AllocNode:Sid=localhost:8713 CPUs/Task=4 TRES=cpu=8,gres/gpu=8 Power=")
     assert kv == {
         "AllocNode:Sid": "localhost:8713",
         "CPUs/Task": "4",
@@ -421,7 +422,7 @@ def test_versions_agree_on_node_model(scenario: str) -> None:
     states = [
         {
             n.name: (n.state_text, n.reason)
-            for n in pt.parse_scontrol_nodes(read(v, scenario, "scontrol_show_node_oneliner.txt"))
+            for n in pr.parse_scontrol_nodes(read(v, scenario, "scontrol_show_node_oneliner.txt"))
         }
         for v in VERSIONS
     ]
@@ -438,11 +439,11 @@ PLAIN_VALUES = st.from_regex(r"[A-Za-z0-9_.:,()/@\[\]-]{0,20}", fullmatch=True)
 @given(st.dictionaries(KEYS, PLAIN_VALUES, min_size=1, max_size=8))
 def test_kv_round_trip(pairs: dict[str, str]) -> None:
     line = " ".join(f"{key}={value}" for key, value in pairs.items())
-    assert pt.parse_kv(line) == pairs
+    assert pr.parse_kv(line) == pairs
 
 
 @given(PLAIN_VALUES, st.lists(PLAIN_VALUES, max_size=4))
 def test_glued_key_keeps_spaces_and_equals(first: str, words: list[str]) -> None:
     value = " ".join([first, *(f"x{i}={w}" for i, w in enumerate(words))]).strip()
     line = f"JobId=1 JobName={value}"
-    assert pt.parse_kv(line, {"JobName": frozenset()}) == {"JobId": "1", "JobName": value}
+    assert pr.parse_kv(line, {"JobName": frozenset()}) == {"JobId": "1", "JobName": value}

@@ -20,7 +20,8 @@ import pytest
 
 from slurmkit.drained import drained
 from slurmkit.slurm import query
-from slurmkit.slurm.parse_text import DELIMITER, parse_scontrol_nodes, parse_sinfo_reasons
+from slurmkit.slurm.parse_records import parse_scontrol_nodes
+from slurmkit.slurm.parse_text import DELIMITER, parse_sinfo_reasons
 from slurmkit.undrain import undrain
 from tests.fakes import FakeSlurm
 from tests.unit.test_undrain_flow import Cluster, _drained, _opts, _yes

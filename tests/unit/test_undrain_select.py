@@ -6,7 +6,7 @@ import pytest
 from fixtures_path import VERSIONS, read
 
 from slurmkit.errors import UsageError
-from slurmkit.slurm.parse_text import parse_scontrol_nodes
+from slurmkit.slurm.parse_records import parse_scontrol_nodes
 from slurmkit.slurm.records import Job, Node
 from slurmkit.undrain import select as sel
 

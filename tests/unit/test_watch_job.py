@@ -15,7 +15,8 @@ from fixtures_path import VERSIONS, read
 
 from slurmkit.slurm import query
 from slurmkit.slurm.liveness import can_run, stuck_reason
-from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS, parse_scontrol_jobs
+from slurmkit.slurm.parse_records import parse_scontrol_jobs
+from slurmkit.slurm.parse_text import DELIMITER, SQUEUE_COLUMNS
 from slurmkit.slurm.records import Job
 from slurmkit.watch.job import OwnJob, assess_jobs, check_job
 from tests.fakes import FakeSlurm
