@@ -11,21 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from slurmkit.lint.shell import Parsed
-
-
-@dataclass(frozen=True)
-class SyntaxProblem:
-    """What bash would refuse (or warn about): line and column are 1-based."""
-
-    line: int
-    column: int
-    message: str
-    severity: str = "error"
+from slurmkit.lint.parsed import Parsed, SyntaxProblem
 
 
 def find_problems(
