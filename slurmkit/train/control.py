@@ -26,7 +26,7 @@ change was made is reported as such (exit 1), never as a failure of the change.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -38,49 +38,18 @@ from slurmkit.errors import (
     PermissionDenied,
     SlurmError,
     SlurmkitError,
-    SlurmParseError,
     UsageError,
 )
-from slurmkit.grammar import idrange
 from slurmkit.sbatch.header import SbatchHeader, merged, parse_words, read_header
 from slurmkit.slurm import query, recheck
-from slurmkit.slurm.records import Job
-from slurmkit.train import reconcile
+from slurmkit.train import reconcile, rules
 from slurmkit.train import submit as train_submit
 from slurmkit.train.bashcheck import bash_syntax_error
 from slurmkit.train.compare import Difference, compare, unified
 from slurmkit.train.lintgate import lint_gate
+from slurmkit.train.queue import Queue, queue_of
+from slurmkit.train.report import Report
 from slurmkit.train.state import TrainDir, TrainState, progress
-
-
-@dataclass
-class Report:
-    """What a change did (or, in a dry run, would do): commands run and one line per effect."""
-
-    train: str
-    action: str
-    dry_run: bool
-    commands: list[list[str]] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-    # The change was made, but train.json or the journal could not say so (exit 1).
-    unrecorded: list[str] = field(default_factory=list)
-
-    @property
-    def would_change(self) -> bool:
-        """Whether the change does something (a forced dry run that skipped it exits 1)."""
-        return bool(self.commands) or self.action in ("switch", "settle")
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "train": self.train,
-            "action": self.action,
-            "dry_run": self.dry_run,
-            "commands": self.commands,
-            "effects": self.lines,
-            "notices": self.notices,
-            "unrecorded": self.unrecorded,
-        }
 
 
 class SwitchRefused(UsageError):
@@ -90,56 +59,6 @@ class SwitchRefused(UsageError):
         super().__init__(message)
         self.differences = differences
         self.diff = diff
-
-
-@dataclass(frozen=True)
-class Queue:
-    """The train's records in the queue right now (one squeue), by array."""
-
-    jobs: list[Job]
-
-    def of(self, array_id: str) -> list[Job]:
-        return [j for j in self.jobs if (j.array_job_id or j.job_id) == array_id]
-
-    def live(self, state: TrainState) -> list[str]:
-        """Arrays of the train that still have runs running or pending, in order."""
-        return [a for a in state.array_ids if self.of(a)]
-
-    def pending_runs(self, array_id: str) -> int:
-        return sum(_task_count(j) for j in self.of(array_id) if j.is_pending)
-
-    def running(self, array_id: str) -> list[Job]:
-        return [j for j in self.of(array_id) if j.is_running or j.state == "COMPLETING"]
-
-    def ids(self) -> set[str]:
-        """Every id the queue holds, each task of a pending range ``115_[2-3%1]`` named alone.
-
-        Slurm 22.05 lists a run requeued after NODE_FAIL inside its array's pending
-        record, not as a record of its own; matched by record id only, that run also
-        counted as a failed finished one.
-        """
-        ids: set[str] = set()
-        for job in self.jobs:
-            ids |= {job.display_id, job.job_id}
-            if job.array_job_id and job.array_task_id and not job.array_task_id.isdigit():
-                ids |= {f"{job.array_job_id}_{n}" for n in _task_ids(job)}
-        return ids
-
-
-def _task_ids(job: Job) -> list[int]:
-    """The task indices a record stands for; none when Slurm's text does not parse."""
-    try:
-        return idrange.task_ids(job.array_task_id) if job.array_task_id is not None else []
-    except SlurmParseError:
-        return []
-
-
-def _task_count(job: Job) -> int:
-    return len(_task_ids(job)) or 1
-
-
-def queue_of(state: TrainState) -> Queue:
-    return Queue(query.jobs(job_ids=state.array_ids) if state.array_ids else [])
 
 
 def _finished(state: TrainState, what: str) -> UsageError:
@@ -178,7 +97,7 @@ class _Live:
 
 def _read_live(train: TrainDir, what: str) -> _Live:
     """Record and queue read afresh (under the lock when acting); a finished train is refused."""
-    reconcile.must_exist(train)
+    rules.must_exist(train)
     state = train.load_trusted()
     queue = queue_of(state)
     live = queue.live(state)
@@ -360,7 +279,7 @@ class StopPlan:
 
 def plan_stop(train: TrainDir, now: bool) -> StopPlan:
     """What a stop would cancel now: the preview; :func:`stop` plans again under the lock."""
-    reconcile.must_exist(train)
+    rules.must_exist(train)
     state = train.load_trusted()
     queue = queue_of(state)
     return StopPlan(train, state, queue, queue.live(state), now)
@@ -485,8 +404,8 @@ def _extend(
     *,
     act: bool,
 ) -> Report:
-    reconcile.must_exist(train)
-    _no_unsettled_submission(train)
+    rules.must_exist(train)
+    rules.no_unsettled_submission(train)
     queued = reconcile.queued_by(train, unanswered) if unanswered else []
     if queued:
         line = (
@@ -508,17 +427,6 @@ def _extend(
     report.notices.extend(done.notices)
     report.lines.append(f"submitted array {done.job_id}: {runs} more run(s) after array {last}")
     return report
-
-
-def _no_unsettled_submission(train: TrainDir) -> None:
-    """Extending while an earlier submission is unsettled could queue two extensions."""
-    for entry in train.journal.open_intents():
-        if entry.action in ("start", "extend"):
-            raise EnvironmentProblem(
-                f"train {train.name}: the `train {entry.action}` of {entry.time} may have queued "
-                "an array and is not settled: nothing submitted. "
-                f"`slurmkit train status {train.name}` says what is open and how to settle it"
-            )
 
 
 # ---------------------------------------------------------------- switch
@@ -564,7 +472,7 @@ def switch(
     (the resources it is compared with are fixed at submission); whether the train
     still runs, and where ``current`` points, are read under it.
     """
-    reconcile.must_exist(train)
+    rules.must_exist(train)
     state = train.load_trusted()
     if dry_run and not queue_of(state).live(state):
         raise _finished(state, "switch")
@@ -650,7 +558,7 @@ class _RestartPlan:
 
 
 def _restart_plan(train: TrainDir, force: bool, *, dry_run: bool) -> _RestartPlan:
-    reconcile.must_exist(train)
+    rules.must_exist(train)
     state = train.load_trusted()
     queue = queue_of(state)
     live = queue.live(state)
@@ -727,3 +635,21 @@ def _check_restart_unanswered(
         reconcile.finish(train, token, "restart-run", "failed", why=str(exc))
         raise exc
     report.notices.append(f"no answer from Slurm ({exc}), but {task} is no longer running")
+
+
+# ---------------------------------------------------------------- settle by hand
+
+
+def settle(train: TrainDir, adopt_id: str | None, dry_run: bool = False) -> Report:
+    """Record a person's answer for an array Slurm cannot prove is the train's.
+
+    ``adopt_id``: the array is the train's; None: none of them is. Acted on under the
+    lock (a dry run only says what it would record).
+    """
+    if dry_run:
+        return Report(
+            train.name, "settle", True, lines=reconcile.settle_by_hand(train, adopt_id, True)
+        )
+    with train.locked():
+        lines = reconcile.settle_by_hand(train, adopt_id, dry_run=False)
+    return Report(train.name, "settle", False, lines=lines)

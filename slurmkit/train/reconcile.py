@@ -490,24 +490,6 @@ def _restart_run(train: TrainDir, entry: Entry, what: str) -> str:
     return f"the {what} was done: {task} is no longer running; now recorded"
 
 
-def must_exist(train: TrainDir) -> None:
-    """A folder left by a start that queued nothing (or is not settled yet) is no train."""
-    if train.has_record():
-        return
-    open_starts = [e for e in train.journal.open_intents() if e.action == "start"]
-    if open_starts:
-        raise UsageError(
-            f"train {train.name}: its start of {open_starts[-1].time} is not settled yet "
-            "(whether it queued an array is not known): `slurmkit train status "
-            f"{train.name}` asks Slurm again; `slurmkit train settle {train.name}` answers "
-            "for an array Slurm cannot prove"
-        )
-    raise UsageError(
-        f"train {train.name}: never started (its start queued nothing); start it again "
-        f"with `slurmkit train start SCRIPT --name {train.name}`"
-    )
-
-
 # ---------------------------------------------------------------- settled by a person
 
 

@@ -21,7 +21,7 @@ from slurmkit.slurm import query
 from slurmkit.slurm.records import Job
 from slurmkit.train import killswitch
 from slurmkit.train.bashcheck import bash_syntax_error
-from slurmkit.train.control import Queue, queue_of
+from slurmkit.train.queue import Queue, queue_of
 from slurmkit.train.state import TrainDir, TrainState, user_name
 from slurmkit.trust import UntrustedPath, check_trusted
 
