@@ -40,7 +40,12 @@ if TYPE_CHECKING:
 )
 @click.option("--explain", "explain", metavar="RULE", help="Why RULE exists, an example, the fix.")
 @click.option(
-    "--info", "show_info", is_flag=True, help="Also show info findings (rules below 90% precision)."
+    "--info", "show_info", is_flag=True, help="Also show info findings (style, site policy)."
+)
+@click.option(
+    "--submit-dir",
+    metavar="DIR",
+    help="The directory sbatch will be run from: log directories are looked up there.",
 )
 def lint_command(
     scripts: tuple[str, ...],
@@ -49,6 +54,7 @@ def lint_command(
     list_rules: bool,
     explain: str | None,
     show_info: bool,
+    submit_dir: str | None,
 ) -> None:
     """Check sbatch scripts for the mistakes that silently cost a training (SCRIPT - is stdin).
 
@@ -56,8 +62,11 @@ def lint_command(
     a script breaks it on purpose with `# slurmkit-lint: disable=RULE` on the line or
     the line above.
 
-    Errors mean the job will do the wrong thing, warnings that it very likely will; rules
-    right less than 90% of the time on published scripts are info, shown with --info.
+    Errors fail or misbehave on every cluster; warnings depend on the cluster or on
+    intent; info is style (and rules right less than 90% of the time on published
+    scripts), shown with --info. Log directories are judged from the script's own
+    directory (a directory its git checkout ships) or from --submit-dir, never from
+    where lint runs.
 
     Exit 0 no errors (warnings alone are fine), 1 errors found, 2 a script is missing or
     not text.
@@ -70,9 +79,9 @@ def lint_command(
         return
     if not scripts:
         raise UsageError("lint: give at least one SCRIPT (or - for stdin), or --list-rules")
+    directory = _submit_dir(submit_dir)
     texts = _read_all(scripts)
-    # sbatch run here opens the job's logs relative to here: output-dir-missing looks.
-    context = dataclasses.replace(_context(slurm_version), submit_dir=os.getcwd())
+    context = dataclasses.replace(_context(slurm_version), submit_dir=directory)
     findings = _lint(texts, context)
     hidden = sum(f.severity == "info" for f in findings)
     if not show_info:
@@ -109,6 +118,15 @@ def lint_command(
             f"{_count(len(texts), 'script')} (Slurm {_version_label(context)})"
         )
     exit_with(EXIT_FINDINGS if errors else EXIT_OK)
+
+
+def _submit_dir(submit_dir: str | None) -> str | None:
+    """--submit-dir as an absolute path, or a usage error when it is no directory."""
+    if submit_dir is None:
+        return None
+    if not os.path.isdir(submit_dir):
+        raise UsageError(f"--submit-dir {submit_dir!r}: no such directory")
+    return os.path.abspath(submit_dir)
 
 
 def _read_all(scripts: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -154,9 +172,14 @@ def _context(slurm_version: str | None) -> LintContext:
 
 
 def _lint(texts: list[tuple[str, str]], context: LintContext) -> list[Finding]:
-    from slurmkit.lint import lint_text
+    """Each script in its own context (:func:`slurmkit.lint.context_for`), stdin in none."""
+    from slurmkit.lint import context_for, lint_text
 
-    return [f for name, text in texts for f in lint_text(text, name, context)]
+    return [
+        f
+        for name, text in texts
+        for f in lint_text(text, name, context if name == "-" else context_for(Path(name), context))
+    ]
 
 
 def _print_rules(as_json: bool) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "LintContext",
     "Rule",
     "SlurmVersion",
+    "context_for",
     "lint_path",
     "lint_text",
     "read_script",
@@ -111,8 +112,22 @@ def _placed(script: Script, findings: list[Finding]) -> list[Finding]:
     ]
 
 
-def lint_path(path: Path, context: LintContext | None = None) -> list[Finding]:
-    return lint_text(read_script(path), str(path), context)
+def lint_path(
+    path: Path, context: LintContext | None = None, name: str | None = None
+) -> list[Finding]:
+    """Findings for a script file, judged in the file's own context (its directory).
+
+    The one way the CLI and the corpus harness lint a file (issue 32 item 3): a log
+    directory that the file's git work tree ships is known to exist, whatever
+    directory lint runs from. ``name`` is what findings call the file (its path).
+    """
+    return lint_text(read_script(path), name or str(path), context_for(path, context))
+
+
+def context_for(path: Path, context: LintContext | None = None) -> LintContext:
+    """``context`` with the script's own directory filled in."""
+    context = context or LintContext()
+    return replace(context, script_dir=str(path.resolve().parent))
 
 
 def read_script(path: Path) -> str:

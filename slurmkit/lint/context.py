@@ -31,14 +31,20 @@ def srun_inherits_cpus_per_task(version: SlurmVersion) -> bool:
 class LintContext:
     """``version`` None: unknown, lint for every version from 22.05 on.
 
-    ``submit_dir``: the directory sbatch will run in, when lint runs there (the CLI's
-    current directory), so paths the job opens before its script runs (its logs) can
-    be looked up; None (the default, and the corpus): nothing is looked up.
+    ``submit_dir``: the directory sbatch will be run from, when the user names it
+    (``lint --submit-dir``), so paths the job opens before its script runs (its logs)
+    can be looked up there; None: not known. The linter's own working directory is
+    not it: lint is run from anywhere, and judging logs from there was the rule most
+    often wrong on published scripts (issue 32).
+    ``script_dir``: the directory of the script file (None for stdin and bare text):
+    a log directory that the script's git work tree ships exists wherever the
+    repository is checked out (:mod:`slurmkit.lint.rules.paths`).
     """
 
     version: SlurmVersion | None = None
     version_source: str = "option"
     submit_dir: str | None = None
+    script_dir: str | None = None
 
     @property
     def version_text(self) -> str:

@@ -43,14 +43,23 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH --time=HH:MM:SS where the site asks for it (shorter jobs backfill sooner).",
     ),
     "output-without-jobid": (
-        "a fixed --output/--error name is overwritten (or interleaved) by every later run, "
-        "so the log of the failed run is gone.",
+        "a fixed --output/--error name is overwritten by the next run of the script. Info "
+        "(issue 32's severity policy): where runs do not collide, a later run replacing an "
+        "old log is style; the 4 corpus findings, all in scripts submitted one at a time, "
+        "were re-judged so.",
         "#SBATCH --output=out.log",
-        "#SBATCH --output=%x-%j.out (arrays: %x-%A_%a.out)",
+        "#SBATCH --output=%x-%j.out",
+    ),
+    "output-collides": (
+        "a fixed --output/--error name where runs collide: the tasks of an array run at "
+        'once and write one file, and a script that submits itself again (sbatch "$0") '
+        "truncates the last run's log when the next one starts.",
+        "#SBATCH --array=1-8\n#SBATCH --output=out.log",
+        "#SBATCH --output=%x-%A_%a.out (arrays), %x-%j.out (chains)",
     ),
     "output-per-node": (
         "the batch step runs on the first node only, so %N in #SBATCH --output names one "
-        "file after the first node, not one per node.",
+        "file after the first node. Info: harmless, only the name misleads.",
         "#SBATCH --output=log-%N.out",
         "srun --output=%x-%j-%N.out for per-node logs.",
     ),
@@ -165,10 +174,14 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     ),
     "output-dir-missing": (
         "Slurm opens --output/--error before the script runs and does not create their "
-        "directory: the job fails at once and leaves no log. Found where the script makes "
-        "the directory itself (too late) and, when lint runs where sbatch will, by looking.",
-        "#SBATCH --output=logs/%x-%j.out\nmkdir -p logs",
-        "mkdir -p logs before sbatch.",
+        "directory: the job fails at once and leaves no log. Error where the directory "
+        "names the job (%j, %J, %A, %a: it cannot exist before the job) or is missing under "
+        "the submit directory (--chdir, or lint --submit-dir DIR); warning where the script "
+        "makes it itself (too late). Without a submit directory lint never looks where it "
+        "runs: a directory the script's git checkout ships (a tracked file, a .gitkeep) "
+        "exists, anything else is unknown, and so is an absolute path missing on this host.",
+        "#SBATCH --output=logs/%j/out.txt",
+        "mkdir -p logs before sbatch, and keep %j in the file name.",
     ),
     "unknown-rule": (
         "a slurmkit-lint comment names no rule, so it silences nothing.",

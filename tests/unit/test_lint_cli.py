@@ -12,7 +12,7 @@ from tests.fakes import FakeSlurm
 SAMPLES = Path(__file__).parent / "lint_samples"
 BAD = str(SAMPLES / "test-nodes.slurm")  # srun without -c: an error on 22.05 only
 CLEAN = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -c 4\nsrun -c 4 hostname\n"
-WARN_ONLY = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --output=out.log\nhostname\n"
+WARN_ONLY = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --array=1-2\n#SBATCH --output=out.log\nhostname\n"
 
 
 @pytest.fixture
@@ -74,9 +74,7 @@ def test_without_slurm_the_rules_of_every_version_apply(run_cli, sinfo, tmp_path
 
 def test_warnings_alone_exit_0(run_cli, sinfo, tmp_path) -> None:
     result = run_cli("lint", write(tmp_path, "w.slurm", WARN_ONLY), exit_code=0)
-    assert (
-        "warning: --output=out.log" in result.stdout and "[output-without-jobid]" in result.stdout
-    )
+    assert "warning: --output=out.log" in result.stdout and "[output-collides]" in result.stdout
     # missing-time is info (0 of 45 right on published scripts): hidden, and counted
     assert "[missing-time]" not in result.stdout
     assert "1 info (--info shows them)" in result.stderr
@@ -162,16 +160,24 @@ def test_list_rules(run_cli, sinfo) -> None:
     assert sinfo.calls == []
 
 
-def test_lint_looks_the_log_directory_up_from_where_it_runs(
+def test_lint_looks_the_log_directory_up_in_the_submit_dir(
     run_cli, sinfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """sbatch run here opens --output relative to here, before the script runs."""
+    """Issue 32 item 3: --submit-dir is where sbatch will run; lint's own directory is not."""
     script = write(
         tmp_path, "job.slurm", "#!/bin/bash\n#SBATCH -t 5\n#SBATCH -o logs/%j.out\nhostname\n"
     )
     monkeypatch.chdir(tmp_path)
-    result = run_cli("lint", script, exit_code=1)
+    run_cli("lint", script, exit_code=0)  # from here: unknown, not an error
+    result = run_cli("lint", "--submit-dir", str(tmp_path), script, exit_code=1)
     assert f"the directory {tmp_path}/logs does not exist" in result.stdout
     assert "[output-dir-missing]" in result.stdout
     (tmp_path / "logs").mkdir()
-    run_cli("lint", script, exit_code=0)
+    run_cli("lint", "--submit-dir", str(tmp_path), script, exit_code=0)
+
+
+def test_a_submit_dir_that_does_not_exist_is_one_line(run_cli, sinfo, tmp_path: Path) -> None:
+    script = write(tmp_path, "job.slurm", "#!/bin/bash\n#SBATCH -t 5\nhostname\n")
+    result = run_cli("lint", "--submit-dir", str(tmp_path / "nope"), script, exit_code=2)
+    assert "--submit-dir" in result.stderr and "no such directory" in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from slurmkit.lint import LintContext, lint_text
+from slurmkit.lint import LintContext, lint_path, lint_text
 from slurmkit.lint.explain import EXPLAIN
 from slurmkit.lint.rules import RULES
 from slurmkit.slurm.records import SlurmVersion
@@ -174,14 +174,50 @@ def test_statically_unknown_directories_stay_quiet() -> None:
     ]
 
 
-def test_live_check_looks_the_directory_up(tmp_path: Path) -> None:
+def test_the_submit_directory_is_looked_up(tmp_path: Path) -> None:
     text = LOGS.replace("mkdir -p logs\n", "")
     assert found(text, submit_dir=str(tmp_path)) == [(4, "error", "output-dir-missing")]
     (tmp_path / "logs").mkdir()
     assert found(text, submit_dir=str(tmp_path)) == []
-    absolute = text.replace("logs/", f"{tmp_path}/missing/")
-    assert found(absolute, submit_dir="/") == [(4, "error", "output-dir-missing")]
-    chdir = text.replace("#SBATCH --nodes=1\n", f"#SBATCH --chdir={tmp_path}/run\n")
-    assert found(chdir, submit_dir="/") == [(4, "error", "output-dir-missing")]
+    chdir = text.replace("#SBATCH --nodes=1\n", "#SBATCH --chdir=run\n")
+    assert found(chdir, submit_dir=str(tmp_path)) == [(4, "error", "output-dir-missing")]
     (tmp_path / "run" / "logs").mkdir(parents=True)
+    assert found(chdir, submit_dir=str(tmp_path)) == []
+
+
+def test_absolute_paths_missing_here_are_another_host_s(tmp_path: Path) -> None:
+    """Issue 32 item 3: a path missing where lint runs is unknown, not an error."""
+    text = LOGS.replace("mkdir -p logs\n", "")
+    absolute = text.replace("logs/", f"{tmp_path}/missing/")
+    assert found(absolute, submit_dir="/") == []
+    chdir = text.replace("#SBATCH --nodes=1\n", f"#SBATCH --chdir={tmp_path}/run\n")
     assert found(chdir, submit_dir="/") == []
+    assert found(chdir) == []
+
+
+def test_a_directory_named_after_the_job_never_exists_before_it() -> None:
+    """Issue 32 item 3: %j/%J/%A/%a in the directory: error on every cluster."""
+    for pattern in ("%j", "%J", "%A", "%a"):
+        text = LOGS.replace("logs/%x-%j.out", f"logs/{pattern}/out.txt").replace(
+            "mkdir -p logs\n", ""
+        )
+        dirs = [f for f in found(text) if f[2] == "output-dir-missing"]
+        assert dirs == [(4, "error", "output-dir-missing")], pattern
+    named = found(LOGS.replace("logs/%x-%j.out", "logs/%x/%j.txt"))
+    assert named == [(5, "warning", "output-dir-missing")]  # %x: unknown; logs/ made late
+
+
+def test_a_directory_the_git_checkout_ships_exists(tmp_path: Path) -> None:
+    """The script's own directory, in a git work tree that ships logs/, is the default."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "logs").mkdir()
+    script = tmp_path / "job.slurm"
+    script.write_text(LOGS)
+    context = LintContext(SlurmVersion.parse("24.11.5"))
+    rules = [f.rule for f in lint_path(script, context)]
+    assert rules == ["output-dir-missing"]  # logs/ exists here, but git does not ship it
+    (tmp_path / "logs" / ".gitkeep").write_text("")
+    assert [f.rule for f in lint_path(script, context)] == []
+    (tmp_path / "logs" / ".gitkeep").unlink()
+    (tmp_path / ".git" / "index").write_bytes(b"DIRC\0\0\0\2...logs/README.md\0")
+    assert [f.rule for f in lint_path(script, context)] == []

@@ -275,14 +275,19 @@ def test_missing_time_and_shebang() -> None:
 @pytest.mark.parametrize(
     ("directives", "expected"),
     [
-        ("#SBATCH --output=train.log\n", [(3, "warning", "output-without-jobid")]),
-        ("#SBATCH -o %x.out -e %x.err\n", [(3, "warning", "output-without-jobid")] * 2),
+        # issue 32 item 2: a fixed name is a defect only where runs collide
+        ("#SBATCH --output=train.log\n", [(3, "info", "output-without-jobid")]),
+        ("#SBATCH -o %x.out -e %x.err\n", [(3, "info", "output-without-jobid")] * 2),
+        (
+            "#SBATCH --array=1-4\n#SBATCH --output=train.log\n",
+            [(4, "warning", "output-collides")],
+        ),
         ("#SBATCH --output=%x-%j.out\n", []),
         ("#SBATCH --output=%x-%A.out\n", []),
         ("#SBATCH --output=/dev/null\n", []),
         (
             "#SBATCH --array=1-4\n#SBATCH --output=%x-%A.out\n",
-            [(4, "warning", "output-without-jobid")],
+            [(4, "warning", "output-collides")],
         ),
         ("#SBATCH --array=1-4\n#SBATCH --output=%x-%A_%a.out\n", []),
     ],

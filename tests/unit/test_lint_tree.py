@@ -186,7 +186,18 @@ def test_template_and_default_values_are_unknown_not_wrong(text: str) -> None:
 
 def test_a_literal_output_without_job_id_is_still_found() -> None:
     assert found("#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=logs/run.out\nhostname\n") == [
-        (3, "warning", "output-without-jobid")
+        (3, "info", "output-without-jobid")
+    ]
+
+
+def test_a_fixed_log_name_is_a_warning_where_runs_collide() -> None:
+    """Issue 32 item 2: arrays and a script that submits itself again truncate the log."""
+    chain = '#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=run.out\npython t.py\nsbatch "$0"\n'
+    (finding,) = lint(chain)
+    assert (finding.severity, finding.rule) == ("warning", "output-collides")
+    assert "submits itself again (line 5)" in finding.message
+    assert found(chain.replace('sbatch "$0"', "sbatch other.sh")) == [
+        (3, "info", "output-without-jobid")
     ]
 
 
@@ -325,8 +336,8 @@ def test_the_seed_s_launch_in_double_quotes_gives_every_node_rank_0() -> None:
     assert (finding.line, finding.severity) == (11, "error")
     assert "$SLURM_PROCID inside double quotes" in finding.message
     assert "single quotes" in finding.fix and "\\$SLURM_PROCID" in finding.fix
-    text = HEAD + SEED_NCCL.replace("bash -c '", 'bash -c "').replace("SCRIPT'", 'SCRIPT"')
-    assert found(text) == [(6, "error", "srun-rank-expanded-early")]
+    nccl = SEED_NCCL.replace("bash -c '", 'bash -c "').replace("SCRIPT'", 'SCRIPT"')
+    assert found(HEAD + "#SBATCH -N 2\n" + nccl) == [(7, "error", "srun-rank-expanded-early")]
 
 
 @pytest.mark.parametrize(
@@ -345,14 +356,26 @@ def test_the_seed_s_launch_in_double_quotes_gives_every_node_rank_0() -> None:
     ],
 )
 def test_per_task_values_expanded_by_the_batch_shell(line: str, expected: bool) -> None:
-    rules = {rule for _, _, rule in found(HEAD + line + "\n")}
+    rules = {rule for _, _, rule in found(HEAD + "#SBATCH -N 2\n" + line + "\n")}
     assert ("srun-rank-expanded-early" in rules) is expected
 
 
+def test_a_job_of_slurm_s_default_one_task_gets_rank_0_right() -> None:
+    """Issue 32 item 2: a header with no node or task count is one task on one node."""
+    line = 'srun bash -c "echo $(hostname) $SLURM_PROCID"\n'
+    assert found(HEAD + line) == []
+    assert found(HEAD + "#SBATCH -n 4\n" + line) == [(5, "error", "srun-rank-expanded-early")]
+    # without any #SBATCH line the counts come from sbatch's command line: unknown
+    assert found("#!/bin/bash\n" + line) == [(2, "error", "srun-rank-expanded-early")]
+
+
 def test_a_per_task_value_through_a_variable() -> None:
-    text = HEAD + 'CMD="torchrun --node_rank=$SLURM_NODEID t.py"\nsrun -c 1 bash -c "$CMD"\n'
+    text = (
+        HEAD + '#SBATCH -N 2\nCMD="torchrun --node_rank=$SLURM_NODEID t.py"\n'
+        'srun -c 1 bash -c "$CMD"\n'
+    )
     (finding,) = [f for f in lint(text) if f.rule == "srun-rank-expanded-early"]
-    assert finding.line == 5 and "assigned on line 4" in finding.message
+    assert finding.line == 6 and "assigned on line 5" in finding.message
     quiet = HEAD + "CMD='torchrun --node_rank=$SLURM_NODEID t.py'\nsrun -c 1 bash -c \"$CMD\"\n"
     assert [f for f in lint(quiet) if f.rule == "srun-rank-expanded-early"] == []
 
@@ -360,7 +383,7 @@ def test_a_per_task_value_through_a_variable() -> None:
 def test_percent_n_in_the_batch_output_names_the_first_node_only() -> None:
     # ml-engineering-slurm.md, "Logging": the seed's own advice
     text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=%x-%j-%N.out\nhostname\n"
-    assert found(text) == [(3, "warning", "output-per-node")]
+    assert found(text) == [(3, "info", "output-per-node")]  # issue 32 item 2: harmless
     (finding,) = lint(text)
     assert "first node only" in finding.message and "srun --output=%x-%j-%N.out" in finding.fix
     # the seed's srun --output=trace-%N.out is per node, and right

@@ -99,7 +99,14 @@ def _time(script: Script, context: LintContext) -> Iterator[Finding]:
 
 
 def _output(script: Script, context: LintContext) -> Iterator[Finding]:
+    """A fixed log name: a defect only where runs collide (issue 32 item 2), else style.
+
+    Runs collide in an array (tasks at once) and in a chain that submits this same
+    script again (each run truncates the last one's log). A script submitted once at
+    a time overwrites only an old log: info.
+    """
     array = script.job.get("array") is not None
+    resubmits = resubmits_itself(script)
     for name in ("output", "error"):
         setting = script.job.get(name)
         if setting is None or setting.value is None or setting.value.startswith("/dev/"):
@@ -112,20 +119,50 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
         )
         if unique:
             continue
-        why = (
-            "the tasks of this array write the same file"
-            if array and "%A" in value
-            else "every run writes the same file and overwrites (or interleaves with) the "
-            "previous run's log"
-        )
+        if array:
+            rule, severity = "output-collides", WARNING
+            why = (
+                "the tasks of this array run at once and write the same file"
+                if "%A" in value or "%" not in value
+                else "the tasks of this array write the same file"
+            )
+        elif resubmits is not None:
+            rule, severity = "output-collides", WARNING
+            why = (
+                f"this script submits itself again (line {resubmits}), and each run of the "
+                "chain truncates the previous run's log"
+            )
+        else:
+            rule, severity = "output-without-jobid", INFO
+            why = "a later run of this script overwrites this run's log"
         yield script.finding(
             setting.line,
-            WARNING,
-            RULE_OUTPUT.id,
+            severity,
+            rule,
             f"--{name}={value} has no job id in it: {why}",
             f"--{name}=" + ("%x-%A_%a.out" if array else "%x-%j.out") + " (%j: job id, "
             "%A_%a: array job and task)",
         )
+
+
+def _fixed_names(script: Script, context: LintContext, rule: str) -> Iterator[Finding]:
+    return (f for f in _output(script, context) if f.rule == rule)
+
+
+_SELF = frozenset({"$0", "${0}", "$BASH_SOURCE", "${BASH_SOURCE}", "${BASH_SOURCE[0]}"})
+
+
+def resubmits_itself(script: Script) -> int | None:
+    """The line of an ``sbatch`` that submits this script again (``sbatch "$0"``), or None."""
+    own = script.path.rsplit("/", 1)[-1]
+    for command in script.commands:
+        if command.name != "sbatch":
+            continue
+        for word in command.argv[1:]:
+            text = word.raw.strip("\"'")
+            if text in _SELF or (own not in ("", "-") and text.rsplit("/", 1)[-1] == own):
+                return script.line_of(command.start)
+    return None
 
 
 def _per_node(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -135,7 +172,7 @@ def _per_node(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         yield script.finding(
             setting.line,
-            WARNING,
+            INFO,
             RULE_PER_NODE.id,
             f"#SBATCH --{name}={setting.value}: the batch step runs on the first node only, so "
             "%N is that node's name and every node's output still goes into this one file",
@@ -197,13 +234,21 @@ RULE_TIME = Rule(
 )
 RULE_OUTPUT = Rule(
     "output-without-jobid",
+    INFO,
+    "--output/--error without %j: a later run overwrites the log (style where runs do not collide)",
+    lambda script, context: _fixed_names(script, context, "output-without-jobid"),
+)
+# Found by the same check: the fixed name where runs do collide (issue 32 item 2).
+RULE_COLLIDES = Rule(
+    "output-collides",
     WARNING,
-    "--output/--error without %j (or %A_%a for arrays): runs overwrite each other's logs",
-    _output,
+    "--output/--error without %j (%A_%a) in an array or a script that resubmits itself: "
+    "runs at once or in a chain truncate each other's logs",
+    lambda script, context: _fixed_names(script, context, "output-collides"),
 )
 RULE_PER_NODE = Rule(
     "output-per-node",
-    WARNING,
+    INFO,
     "%N in #SBATCH --output/--error: the batch step runs on the first node only",
     _per_node,
 )
@@ -220,6 +265,7 @@ RULES = (
     RULE_CONTINUED,
     RULE_TIME,
     RULE_OUTPUT,
+    RULE_COLLIDES,
     RULE_PER_NODE,
     RULE_ARRAY,
 )

@@ -2,15 +2,24 @@
 
 Slurm opens the job's log before the script's first line runs and never creates
 its directory: the job fails at once with no log at all (nothing to read, and the
-error is only in slurmd's log). Known in two cases only:
+error is only in slurmd's log). The directory is judged from the script's context,
+never from wherever lint happens to run (issue 32 item 3):
 
+- a directory containing ``%j``, ``%J``, ``%A`` or ``%a`` names the job itself, so it
+  cannot exist before the job starts: error on every cluster;
+- a relative directory is looked up under the submit directory when it is known:
+  ``lint --submit-dir DIR`` (joined with a relative ``--chdir``), or an absolute
+  ``--chdir``; missing there: error (an absolute ``--chdir`` missing on this host is
+  another host's path: unknown);
+- without one, a directory that the script's git work tree ships (a tracked file in
+  it, or a ``.gitkeep``) exists wherever the repository is checked out: quiet;
+- an absolute directory missing on the host where lint runs is unknown (the cluster
+  is another host), never an error;
 - the script makes the directory itself (``mkdir -p logs`` after the header): too
-  late for the file Slurm has already failed to open, so the first run of this script
-  in a fresh checkout leaves no log (warning: the directory may exist from earlier).
-- lint runs where the job will be submitted (``LintContext.submit_dir``, the CLI's
-  current directory): the directory is looked up (error when it is missing).
+  late for the file Slurm has already failed to open (warning: it may exist from
+  an earlier run).
 
-A directory with a Slurm pattern (``%x``), a variable or a template in it is unknown
+A directory with another pattern (``%x``), a variable or a template in it is unknown
 until the job is submitted, never wrong.
 """
 
@@ -18,23 +27,36 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Iterator
 
+from slurmkit.errors import UsageError
+from slurmkit.files import read_bounded
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.script import Script
+from slurmkit.sbatch.directives import Setting
 
 _UNKNOWN = ("%", "$", "{", "`", "~", "*", "?")
+_PER_JOB = re.compile(r"%[jJAa]")
+# Files that keep an otherwise empty directory in a git checkout.
+_KEEPERS = (".gitkeep", ".keep", ".gitignore")
+# How far up from the script a work tree's .git is looked for, and the largest
+# index read (a checkout of a monorepo has an index of tens of MB: then unknown).
+_MAX_UP = 40
+_MAX_INDEX = 32 * 1024 * 1024
 
 
 def _directory(value: str) -> str | None:
-    """The directory part of a log path, when it has one that can be known."""
+    """The directory part of a log path, when it has one (patterns and all)."""
     if "/" not in value:
         return None
     directory = posixpath.dirname(value)
-    if not directory or any(mark in directory for mark in _UNKNOWN):
-        return None
-    return posixpath.normpath(directory)
+    return posixpath.normpath(directory) if directory else None
+
+
+def _known(path: str) -> bool:
+    return not any(mark in path for mark in _UNKNOWN)
 
 
 def _made_by_script(script: Script) -> dict[str, int]:
@@ -51,67 +73,141 @@ def _made_by_script(script: Script) -> dict[str, int]:
 
 
 def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
-    settings = [script.job.get(name) for name in ("output", "error")]
-    wanted = [
-        (s, d)
-        for s in settings
-        if s is not None and s.value and (d := _directory(s.value)) is not None
-    ]
-    if not wanted:
-        return
-    chdir = script.job.value("chdir")
-    made = _made_by_script(script)
     seen: set[str] = set()
-    for setting, directory in wanted:
-        if directory in seen:
+    made: dict[str, int] | None = None
+    for name in ("output", "error"):
+        setting = script.job.get(name)
+        if setting is None or not setting.value:
+            continue
+        directory = _directory(setting.value)
+        if directory is None or directory in seen:
             continue
         seen.add(directory)
-        where = _resolve(directory, chdir, context.submit_dir)
-        if where is not None and os.path.isdir(where):
+        if _PER_JOB.search(directory):
+            yield _per_job(script, setting, directory)
             continue
-        if where is not None:
-            yield script.finding(
-                setting.line,
-                ERROR,
-                RULE_LOG_DIR.id,
-                f"#SBATCH {setting.written}: the directory {where} does not exist, and Slurm "
-                "does not create it: the job fails at once and leaves no log",
-                f"mkdir -p {where} before sbatch (the script's own mkdir comes too late)",
-            )
+        if not _known(directory):
             continue
+        state = _lookup(directory, script.job.value("chdir"), context)
+        if state is True:
+            continue
+        if isinstance(state, str):
+            yield _missing(script, setting, state)
+            continue
+        if made is None:
+            made = _made_by_script(script)
         line = made.get(directory)
-        if line is None:
-            continue
-        yield script.finding(
-            setting.line,
-            WARNING,
-            RULE_LOG_DIR.id,
-            f"#SBATCH {setting.written} writes into {directory}/, which this script creates "
-            f"only on line {line}: Slurm opens the log before the script runs and does not "
-            "create the directory, so where it does not exist yet the job fails at once with "
-            "no log",
-            f"mkdir -p {directory} before sbatch (or keep the log in the submit directory)",
-        )
+        if line is not None:
+            yield _made_too_late(script, setting, directory, line)
 
 
-def _resolve(directory: str, chdir: str | None, submit_dir: str | None) -> str | None:
-    """Where the directory is for a job submitted from ``submit_dir`` (None: not known)."""
+def _per_job(script: Script, setting: Setting, directory: str) -> Finding:
+    return script.finding(
+        setting.line,
+        ERROR,
+        RULE_LOG_DIR.id,
+        f"#SBATCH {setting.written}: the directory {directory} names the job itself (%j, %J, "
+        "%A, %a), so it cannot exist before the job starts, and Slurm does not create it: "
+        "the job fails at once and leaves no log",
+        "keep the job id in the file name (logs/%x-%j.out) and the directory fixed "
+        "(mkdir -p logs before sbatch)",
+    )
+
+
+def _missing(script: Script, setting: Setting, where: str) -> Finding:
+    return script.finding(
+        setting.line,
+        ERROR,
+        RULE_LOG_DIR.id,
+        f"#SBATCH {setting.written}: the directory {where} does not exist, and Slurm "
+        "does not create it: the job fails at once and leaves no log",
+        f"mkdir -p {where} before sbatch (the script's own mkdir comes too late)",
+    )
+
+
+def _made_too_late(script: Script, setting: Setting, directory: str, line: int) -> Finding:
+    return script.finding(
+        setting.line,
+        WARNING,
+        RULE_LOG_DIR.id,
+        f"#SBATCH {setting.written} writes into {directory}/, which this script creates "
+        f"only on line {line}: Slurm opens the log before the script runs and does not "
+        "create the directory, so where it does not exist yet the job fails at once with "
+        "no log",
+        f"mkdir -p {directory} before sbatch (or keep the log in the submit directory)",
+    )
+
+
+def _lookup(directory: str, chdir: str | None, context: LintContext) -> bool | str | None:
+    """True: it exists; a path: it is missing there; None: unknown from here.
+
+    Absolute paths (the directory's, or an absolute ``--chdir``'s) are another host's
+    when missing here, so only their existence says anything.
+    """
     if posixpath.isabs(directory):
-        return directory if submit_dir is not None else None
-    if chdir is not None:
-        if any(mark in chdir for mark in _UNKNOWN):
-            return None
-        if posixpath.isabs(chdir):
-            return posixpath.normpath(posixpath.join(chdir, directory)) if submit_dir else None
-    if submit_dir is None:
+        return True if os.path.isdir(directory) else None
+    if chdir is not None and not _known(chdir):
         return None
-    return posixpath.normpath(posixpath.join(submit_dir, chdir or "", directory))
+    if chdir is not None and posixpath.isabs(chdir):
+        where = posixpath.normpath(posixpath.join(chdir, directory))
+        return True if os.path.isdir(where) else None
+    if context.submit_dir is not None:
+        where = posixpath.normpath(posixpath.join(context.submit_dir, chdir or "", directory))
+        return True if os.path.isdir(where) else where
+    if context.script_dir is not None and shipped(context.script_dir, chdir or "", directory):
+        return True
+    return None
+
+
+def shipped(script_dir: str, *parts: str) -> bool:
+    """Whether the git work tree holding ``script_dir`` ships the directory ``parts``.
+
+    Git keeps no empty directory: it ships one through a file in it. Read without
+    running git (a clone's config can make git run its commands): a keeper file
+    (``.gitkeep``) there, or the path in the work tree's index.
+    """
+    where = posixpath.normpath(posixpath.join(script_dir, *parts))
+    if not os.path.isdir(where):
+        return False
+    top = _work_tree(script_dir)
+    if top is None:
+        return False
+    if any(os.path.isfile(posixpath.join(where, keeper)) for keeper in _KEEPERS):
+        return True
+    relative = posixpath.relpath(where, top)
+    if relative.startswith(".."):
+        return False
+    return _indexed(top, relative)
+
+
+def _work_tree(start: str) -> str | None:
+    current = os.path.abspath(start)
+    for _ in range(_MAX_UP):
+        if os.path.exists(posixpath.join(current, ".git")):
+            return current
+        parent = posixpath.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return None
+
+
+def _indexed(top: str, relative: str) -> bool:
+    """Whether a path under ``relative/`` is in the index (v2/v3 store whole names)."""
+    try:
+        data = read_bounded(
+            posixpath.join(top, ".git", "index"), what="git index", max_bytes=_MAX_INDEX
+        )
+    except (FileNotFoundError, UsageError):
+        return False
+    return (relative.encode() + b"/") in data
 
 
 RULE_LOG_DIR = Rule(
     "output-dir-missing",
-    WARNING,
-    "--output/--error into a directory that does not exist (Slurm does not create it)",
+    ERROR,
+    "--output/--error into a directory that cannot exist or does not exist (Slurm does not "
+    "create it)",
     _log_dir,
 )
 RULES = (RULE_LOG_DIR,)

@@ -93,11 +93,34 @@ def _right_anyway(script: Script, srun: Srun) -> frozenset[str]:
     return frozenset()
 
 
+_COUNTS = (
+    "nodes",
+    "ntasks",
+    "ntasks-per-node",
+    "ntasks-per-gpu",
+    "ntasks-per-socket",
+    "ntasks-per-core",
+    "gpus-per-task",
+    "distribution",
+)
+
+
+def _header_asks_no_count(script: Script) -> bool:
+    """A header that sets options but no node or task count: the job is one task.
+
+    Without any #SBATCH line the counts come from sbatch's command line: unknown.
+    """
+    read = [d for d in script.directives if d.ignored is None]
+    return bool(read) and all(script.job.get(name) is None for name in _COUNTS)
+
+
 def _one_task_job(script: Script) -> bool:
     """A job of one task in all (one node, one task on it): each step has that one task."""
     job = script.job
     if job.integer("ntasks") == 1:
         return True
+    if _header_asks_no_count(script):
+        return True  # Slurm's default: one task on one node
     return (
         job.nodes == (1, 1) and job.integer("ntasks-per-node") == 1 and job.value("ntasks") is None
     )
