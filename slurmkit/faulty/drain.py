@@ -22,7 +22,7 @@ from pathlib import Path
 from slurmkit import faultpoint, stderr
 from slurmkit.errors import ControllerUnreachable, SlurmError
 from slurmkit.faulty.report import DrainOutcome, ScanReport
-from slurmkit.hostlist import expand, fold
+from slurmkit.hostlist import HostSet, expand, fold
 from slurmkit.journal import Journal
 from slurmkit.slurm import query, recheck
 
@@ -51,7 +51,7 @@ def plan(report: ScanReport, dry_run: bool) -> DrainOutcome:
     failing = {n.node: n for n in report.nodes if n.failed_checks}
     if not failing:
         return outcome
-    for node in query.nodes(fold(list(failing))):
+    for node in query.nodes(HostSet(failing)):
         if "DRAIN" in node.flags or node.is_down:
             why = f"already {node.state_text}" + (f": {node.reason}" if node.reason else "")
             outcome.left_alone.append((node.name, why))
@@ -81,7 +81,7 @@ def reconcile(journal: Journal, notify: Notify = stderr.say) -> list[str]:
         if not names:
             continue
         try:
-            found = {n.name: n for n in query.nodes(names)}
+            found = {n.name: n for n in query.nodes(HostSet(names))}
         except SlurmError as exc:
             texts.append(f"{names}: the earlier drain is still unknown ({exc})")
             continue
@@ -131,7 +131,7 @@ def execute(
     silent: SlurmError | None = None
     for reason, nodes in outcome.groups.items():
         try:
-            query.update_node_state(fold(nodes), "drain", reason)
+            query.update_node_state(HostSet(nodes), "drain", reason)
         except SlurmError as exc:
             if not recheck.no_answer(exc):
                 journal.outcome(token, DRAIN, "failed", error=str(exc))
@@ -139,12 +139,13 @@ def execute(
             silent = exc
     faultpoint.reached("faulty-drain.after-update")
     outcome.done = True
-    names = fold(outcome.nodes)
+    hosts = HostSet(outcome.nodes)
+    names = str(hosts)
     if silent is None:
-        found = query.nodes(names)
+        found = query.nodes(hosts)
     else:
         answer, error = recheck.read_again(
-            lambda: query.nodes(names), what=f"the state of {names}", notify=notify
+            lambda: query.nodes(hosts), what=f"the state of {names}", notify=notify
         )
         if answer is None:
             outcome.states = {n: "unknown" for n in outcome.nodes}

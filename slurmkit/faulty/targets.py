@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from slurmkit.errors import SlurmkitError, UsageError
 from slurmkit.grammar.gres import gpu_count
-from slurmkit.hostlist import expand, fold
+from slurmkit.hostlist import HostSet, expand, fold
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Node
 
@@ -66,7 +66,7 @@ def choose(partition: str | None, nodes: int | None, nodelist: str | None) -> Ta
         names = expand(nodelist)  # our parser's errors, before Slurm is asked
         if not names:
             raise UsageError("-w/--nodelist names no node")
-        records = query.nodes(fold(names))
+        records = query.nodes(HostSet(names))
     else:
         records = _partition_nodes(partition)
     usable = [n for n in records if can_run_jobs(n)]
@@ -91,8 +91,8 @@ def choose(partition: str | None, nodes: int | None, nodelist: str | None) -> Ta
 
 def _partition_nodes(partition: str | None) -> list[Node]:
     if partition is not None:
-        return query.nodes(query.partition_nodelist(partition))
+        return query.nodes(HostSet(query.partition_nodelist(partition)))
     default = next((p for p in query.partitions() if p.default), None)
     if default is None or not default.nodes:
         return query.nodes()
-    return query.nodes(default.nodes)
+    return query.nodes(HostSet(default.nodes))

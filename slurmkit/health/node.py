@@ -127,7 +127,7 @@ def is_ours(node: Node) -> bool:
 
 def read(name: str, timeout: float) -> Node:
     """This node's record (multi-line form: the reason read whole)."""
-    done = commands.run_slurm(query.nodes_argv(name, oneliner=False), timeout=timeout)
+    done = commands.run_slurm(query.nodes_argv([name], oneliner=False), timeout=timeout)
     found = [n for n in parse_scontrol_nodes(done.stdout) if n.name == name]
     if not found:
         from slurmkit.errors import NotFound
@@ -137,8 +137,8 @@ def read(name: str, timeout: float) -> Node:
 
 
 def drain(name: str, reason: str, timeout: float) -> None:
-    commands.run_slurm(query.update_node_state_argv(name, "drain", reason), timeout=timeout)
+    commands.run_slurm(query.update_node_state_argv([name], "drain", reason), timeout=timeout)
 
 
 def resume(name: str, timeout: float) -> None:
-    commands.run_slurm(query.update_node_state_argv(name, "undrain"), timeout=timeout)
+    commands.run_slurm(query.update_node_state_argv([name], "undrain"), timeout=timeout)

@@ -18,18 +18,72 @@ read from its package metadata, not by importing it.
 ``--backend pyslurm`` where pyslurm is not installed is an error (exit 2) that says
 how to install it; where it is installed but the versions differ it says so on one
 line and the command runs on the commands (a wrong backend must never answer).
+
+What a backend answers is one protocol, :class:`QueryBackend`: the commands'
+implementation is :class:`slurmkit.slurm.query.CommandsBackend`, pyslurm's is
+:class:`slurmkit.slurm.backend_pyslurm.PyslurmBackend`; each module assigns an
+instance to a ``QueryBackend`` variable, so mypy checks that both implement it.
+:mod:`.query` stays the entry point callers use: each of its read-only queries
+asks :func:`current` once, and no caller knows which backend answered.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import util
 from pathlib import Path
-from types import ModuleType
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from slurmkit import stderr
 from slurmkit.errors import EnvironmentProblem, SlurmkitError, UsageError
+
+if TYPE_CHECKING:
+    from slurmkit.hostlist import HostSet
+    from slurmkit.slurm.records import DrainReason, Job, Node, Partition
+
+# Nodes as the library takes them: a HostSet, or names (each may be a hostlist such as
+# node-[1-4]); never one string, which is parsed once at the edge (CLI, config).
+NodeNames: TypeAlias = "HostSet | Sequence[str]"
+# Job ids, or state words: one word (``"all"``, ``"123_4"``) or several.
+Words: TypeAlias = "str | Sequence[str]"
+
+
+class QueryBackend(Protocol):
+    """The read-only queries both backends answer, with the same records."""
+
+    def nodes(self, names: NodeNames | None = None, *, exact_reasons: bool = False) -> list[Node]:
+        """All nodes, or those named; NotFound names the first unknown one."""
+        ...
+
+    def jobs(
+        self,
+        job_ids: Words | None = None,
+        user: str | None = None,
+        name: str | None = None,
+        states: Words | None = None,
+        nodelist: NodeNames | None = None,
+    ) -> list[Job]:
+        """squeue's answer: the jobs matching every filter, in squeue's order."""
+        ...
+
+    def job(self, job_id: str) -> Job:
+        """One job with scontrol's ``-d`` detail; NotFound for an unknown id."""
+        ...
+
+    def partitions(self) -> list[Partition]: ...
+
+    def drain_reasons(self) -> list[DrainReason]:
+        """sinfo -R: nodes down, drained, draining or failing, grouped by reason."""
+        ...
+
+    def job_nodelist(self, jobid: str) -> str:
+        """The compact nodelist of a job; an error for one with no nodes yet."""
+        ...
+
+    def partition_nodelist(self, name: str) -> str: ...
+
 
 ENV = "SLURMKIT_BACKEND"
 CHOICES = ("auto", "pyslurm", "commands")
@@ -46,7 +100,7 @@ class Selected:
 
     name: str
     detail: str  # e.g. "pyslurm 25.11.2 for Slurm 25.11.7", or why pyslurm is not used
-    module: ModuleType | None = None
+    implementation: QueryBackend
 
 
 _choice: str | None = None
@@ -129,7 +183,7 @@ def selected() -> Selected:
 
 def _select(want: str) -> Selected:
     if want == "commands":
-        return Selected("commands", "chosen")
+        return Selected("commands", "chosen", _commands())
     version = pyslurm_version()
     if version is None:
         if want == "pyslurm":
@@ -153,10 +207,23 @@ def _select(want: str) -> Selected:
             want,
         )
     try:
-        from slurmkit.slurm import backend_pyslurm
+        chosen = _pyslurm()
     except Exception as exc:  # a broken build: ImportError, or libslurm missing symbols
         return _fallback(f"pyslurm {version} does not import: {type(exc).__name__}: {exc}", want)
-    return Selected("pyslurm", f"pyslurm {version} for Slurm {cluster}", backend_pyslurm)
+    return Selected("pyslurm", f"pyslurm {version} for Slurm {cluster}", chosen)
+
+
+def _commands() -> QueryBackend:
+    from slurmkit.slurm.query import CommandsBackend
+
+    return CommandsBackend()
+
+
+def _pyslurm() -> QueryBackend:
+    """Imports pyslurm: only once the configuration and the versions were checked."""
+    from slurmkit.slurm.backend_pyslurm import PyslurmBackend
+
+    return PyslurmBackend()
 
 
 def _fallback(why: str, want: str = "auto") -> Selected:
@@ -166,12 +233,12 @@ def _fallback(why: str, want: str = "auto") -> Selected:
         stderr.say(line)
     else:
         _say(line)
-    return Selected("commands", why)
+    return Selected("commands", why, _commands())
 
 
-def module() -> ModuleType | None:
-    """The pyslurm backend module when it is the one in use, else None (the commands)."""
-    return selected().module
+def current() -> QueryBackend:
+    """The backend answering this process's read-only queries (decided once, then kept)."""
+    return selected().implementation
 
 
 def describe() -> str:

@@ -1,6 +1,6 @@
 """The read-only queries answered through pyslurm (Slurm's C API), record for record.
 
-Every function here returns exactly the records :mod:`.query`'s command backend
+:class:`PyslurmBackend` returns exactly the records :mod:`.query`'s command backend
 parses from ``scontrol``/``squeue``/``sinfo`` text, so no caller can tell which
 backend answered: the parity test on the 25.11 sandbox compares both in every
 scenario the integration suite builds. Where Slurm's clients format a value
@@ -36,6 +36,7 @@ import pyslurm
 from slurmkit.errors import ControllerUnreachable, NotFound, SlurmError, SlurmkitError
 from slurmkit.grammar import gres as gres_grammar
 from slurmkit.slurm import _exec
+from slurmkit.slurm.backend import NodeNames, QueryBackend, Words
 from slurmkit.slurm.records import (
     FINISHED_JOB_STATES,
     HELD_REASONS,
@@ -48,8 +49,6 @@ from slurmkit.slurm.records import (
     node_state,
     plausible_end,
 )
-
-Names = str | Sequence[str]
 
 # What squeue is given by the command backend: array task lists in full, not cut at 64.
 os.environ["SLURM_BITSTR_LEN"] = "0"
@@ -121,9 +120,12 @@ def _text(value: Any) -> str | None:
     return None if text in ("", "(null)", "N/A", "None", "Unknown") else text
 
 
-def _names(values: Names | None) -> list[str]:
+def _names(values: NodeNames | None) -> list[str]:
+    """Each name once expanded: a HostSet's as they come, names (or hostlists) expanded."""
     if not values:
         return []
+    if not isinstance(values, (str, Sequence)):
+        return list(values)  # a HostSet
     from slurmkit.hostlist import expand
 
     joined = values if isinstance(values, str) else ",".join(values)
@@ -225,23 +227,6 @@ def _load_nodes(command: str = "scontrol") -> list[Any]:
     return list(loaded.values())
 
 
-def nodes(names: Names | None = None, *, exact_reasons: bool = False) -> list[Node]:
-    """All nodes, or those of a hostlist, in Slurm's node order (one RPC).
-
-    ``exact_reasons`` is accepted for the command backend's signature: the C API
-    always gives reasons whole. An unknown name raises NotFound, as scontrol does.
-    """
-    everything = [_node(n) for n in _load_nodes()]
-    if not names:
-        return everything
-    wanted = _names(names)
-    by_name = {n.name: n for n in everything}
-    missing = [w for w in wanted if w not in by_name]
-    if missing:
-        raise NotFound(f"pyslurm: Node {missing[0]} not found", ["load nodes"])
-    return [by_name[w] for w in dict.fromkeys(wanted)]
-
-
 # ---------------------------------------------------------------- drain reasons (sinfo -R)
 
 _BITS = {  # slurm.h NODE_STATE_* flags, for sinfo's sort by the raw state value
@@ -291,45 +276,6 @@ def state_word(node: Node) -> str:
     return word + suffix
 
 
-def drain_reasons() -> list[DrainReason]:
-    """``sinfo -R``: down, drained, draining and failing nodes grouped per reason.
-
-    sinfo groups nodes whose reason, author, time and state agree (partitions
-    ignored), keeps them in the order they are met going through the partitions'
-    nodes, and sorts the groups by partition order, then by raw state, highest first.
-    """
-    loaded = _load_nodes("sinfo")
-    records = {n.name: _node(n) for n in loaded}
-    partitions = _load_partitions("sinfo")
-    order: list[tuple[int, str]] = []
-    for index, p in enumerate(partitions):
-        order.extend((index, name) for name in (_names(p.nodes) if p.nodes else []))
-    # dicts as ordered sets: a group's members and the partition it was first met in,
-    # linear in the node count (10,000 nodes under one reason)
-    groups: dict[tuple[Any, ...], dict[str, None]] = {}
-    first_partition: dict[tuple[Any, ...], int] = {}
-    for part_index, name in order:
-        node = records.get(name)
-        if node is None or not node.reason:
-            continue
-        if not (node.state == "DOWN" or "DRAIN" in node.flags or "FAIL" in node.flags):
-            continue
-        key = (node.reason, node.reason_user, node.reason_time, _state_value(node))
-        groups.setdefault(key, {})[name] = None
-        first_partition.setdefault(key, part_index)
-    keys = sorted(groups, key=lambda k: (first_partition[k], -k[3]))
-    return [
-        DrainReason(
-            reason=key[0],
-            nodelist=_fold(groups[key]),
-            user=key[1],
-            time=key[2],
-            state=state_word(records[next(iter(groups[key]))]),
-        )
-        for key in keys
-    ]
-
-
 # ---------------------------------------------------------------- partitions
 
 
@@ -349,17 +295,6 @@ def _partition(p: Any) -> Partition:
         total_cpus=p.total_cpus,
         hidden=bool(p.is_hidden),
     )
-
-
-def partitions() -> list[Partition]:
-    return [_partition(p) for p in _load_partitions()]
-
-
-def partition_nodelist(name: str) -> str:
-    match = next((p for p in partitions() if p.name == name), None)
-    if match is None:
-        raise NotFound(f"unknown partition {name}", ["load partitions"])
-    return match.nodes
 
 
 # ---------------------------------------------------------------- jobs
@@ -463,46 +398,6 @@ _SHORT_STATES = {
 }
 
 
-def jobs(
-    job_ids: Names | None = None,
-    user: str | None = None,
-    name: str | None = None,
-    states: Names | None = None,
-    nodelist: Names | None = None,
-) -> list[Job]:
-    """squeue's answer: the jobs matching every filter, in squeue's order.
-
-    ``states`` as squeue takes them (``all``, or state words); squeue's default is
-    pending, running and completing (plus the states between). An array id matches
-    the array's every task, as ``squeue --jobs`` does.
-    """
-    found = [_squeue_job(j) for j in _load_jobs()]
-    ids = set(_split(job_ids))
-    if len(ids) == 1:
-        found = _one_job_order(found, next(iter(ids)).split("_", 1)[0])
-    wanted_states = {_SHORT_STATES.get(s.upper(), s.upper()) for s in _split(states)}
-    nodes_wanted = set(_names(nodelist)) if nodelist else set()
-    out = []
-    for job in found:
-        if ids and not ({job.job_id, job.array_job_id, job.display_id} & ids):
-            continue
-        if user and job.user != user:
-            continue
-        if name and job.name not in name.split(","):
-            continue
-        if not wanted_states:  # squeue's default: every job not finished, and completing ones
-            if job.state in FINISHED_JOB_STATES and "COMPLETING" not in job.state_flags:
-                continue
-        elif "ALL" not in wanted_states and not (
-            job.state in wanted_states or job.state_flags & wanted_states
-        ):
-            continue
-        if nodes_wanted and not (set(_names(job.nodelist)) & nodes_wanted):
-            continue
-        out.append(job)
-    return sorted(out, key=_squeue_order)
-
-
 def _one_job_order(found: list[Job], head: str) -> list[Job]:
     """The order slurmctld answers squeue's one-id request in (``pack_one_job``): the
     job itself, then its array's records from the array hash chain, newest first."""
@@ -512,7 +407,7 @@ def _one_job_order(found: list[Job], head: str) -> list[Job]:
     return first + sorted(tasks, key=lambda j: -int(j.job_id)) + rest
 
 
-def _split(values: Names | None) -> list[str]:
+def _split(values: Words | None) -> list[str]:
     if not values:
         return []
     joined = values if isinstance(values, str) else ",".join(values)
@@ -523,17 +418,6 @@ def _squeue_order(job: Job) -> tuple[str, str, int]:
     """squeue's default sort (``P,t,-p``): partition name, state word, priority highest
     first; its sort is stable, so ties keep slurmctld's order, which pyslurm keeps too."""
     return (job.partition or "", job.state, -(job.priority or 0))
-
-
-def job_nodelist(jobid: str) -> str:
-    rows = jobs(job_ids=jobid)
-    if not rows:
-        raise NotFound(f"unknown job {jobid} (no longer in the queue?)", ["load jobs"])
-    lists = list(dict.fromkeys(r.nodelist for r in rows if r.nodelist))
-    if not lists:
-        states = ", ".join(sorted({r.state for r in rows}))
-        raise SlurmkitError(f"job {jobid} has no nodes allocated yet (state {states})")
-    return ",".join(lists)
 
 
 def _gres_detail(j: Any, threads: dict[str, int]) -> tuple[GresAlloc, ...]:
@@ -634,17 +518,6 @@ def _detail_job(j: Any, threads: dict[str, int]) -> Job:
     )
 
 
-def job(job_id: str) -> Job:
-    """One job with scontrol's detail; an array id gives the matching record, else the first."""
-    found = [j for j in _load_jobs("scontrol") if _matches(j, job_id)]
-    if not found:
-        raise NotFound(f"unknown job {job_id}", ["load job", job_id])
-    running = any(j.allocated_nodes for j in found)
-    threads = {n.name: n.threads_per_core or 1 for n in _load_nodes()} if running else {}
-    records = [_detail_job(j, threads) for j in found]
-    return next((r for r in records if job_id in (r.job_id, r.display_id)), records[0])
-
-
 def _matches(j: Any, job_id: str) -> bool:
     text = job_id.strip()
     if text == str(j.id):
@@ -653,3 +526,137 @@ def _matches(j: Any, job_id: str) -> bool:
         array, _, task = text.partition("_")
         return str(j.array_id) == array and str(j.array_task_id) == task
     return j.array_id is not None and str(j.array_id) == text
+
+
+# ---------------------------------------------------------------- the backend
+
+
+class PyslurmBackend:
+    """The read-only queries of :class:`.backend.QueryBackend` from pyslurm (one RPC each,
+    two for ``sinfo -R`` and a running job's detail), records as the commands give them."""
+
+    def nodes(self, names: NodeNames | None = None, *, exact_reasons: bool = False) -> list[Node]:
+        """All nodes, or those of a hostlist, in Slurm's node order (one RPC).
+
+        ``exact_reasons`` is accepted for the command backend's signature: the C API
+        always gives reasons whole. An unknown name raises NotFound, as scontrol does.
+        """
+        everything = [_node(n) for n in _load_nodes()]
+        if not names:
+            return everything
+        wanted = _names(names)
+        by_name = {n.name: n for n in everything}
+        missing = [w for w in wanted if w not in by_name]
+        if missing:
+            raise NotFound(f"pyslurm: Node {missing[0]} not found", ["load nodes"])
+        return [by_name[w] for w in dict.fromkeys(wanted)]
+
+    def jobs(
+        self,
+        job_ids: Words | None = None,
+        user: str | None = None,
+        name: str | None = None,
+        states: Words | None = None,
+        nodelist: NodeNames | None = None,
+    ) -> list[Job]:
+        """squeue's answer: the jobs matching every filter, in squeue's order.
+
+        ``states`` as squeue takes them (``all``, or state words); squeue's default is
+        pending, running and completing (plus the states between). An array id matches
+        the array's every task, as ``squeue --jobs`` does.
+        """
+        found = [_squeue_job(j) for j in _load_jobs()]
+        ids = set(_split(job_ids))
+        if len(ids) == 1:
+            found = _one_job_order(found, next(iter(ids)).split("_", 1)[0])
+        wanted_states = {_SHORT_STATES.get(s.upper(), s.upper()) for s in _split(states)}
+        nodes_wanted = set(_names(nodelist)) if nodelist else set()
+        out = []
+        for job in found:
+            if ids and not ({job.job_id, job.array_job_id, job.display_id} & ids):
+                continue
+            if user and job.user != user:
+                continue
+            if name and job.name not in name.split(","):
+                continue
+            if not wanted_states:  # squeue's default: every job not finished, and completing ones
+                if job.state in FINISHED_JOB_STATES and "COMPLETING" not in job.state_flags:
+                    continue
+            elif "ALL" not in wanted_states and not (
+                job.state in wanted_states or job.state_flags & wanted_states
+            ):
+                continue
+            if nodes_wanted and not (set(_names(job.nodelist)) & nodes_wanted):
+                continue
+            out.append(job)
+        return sorted(out, key=_squeue_order)
+
+    def job(self, job_id: str) -> Job:
+        """One job with scontrol's detail; an array id gives the matching record, else the first."""
+        found = [j for j in _load_jobs("scontrol") if _matches(j, job_id)]
+        if not found:
+            raise NotFound(f"unknown job {job_id}", ["load job", job_id])
+        running = any(j.allocated_nodes for j in found)
+        threads = {n.name: n.threads_per_core or 1 for n in _load_nodes()} if running else {}
+        records = [_detail_job(j, threads) for j in found]
+        return next((r for r in records if job_id in (r.job_id, r.display_id)), records[0])
+
+    def partitions(self) -> list[Partition]:
+        return [_partition(p) for p in _load_partitions()]
+
+    def drain_reasons(self) -> list[DrainReason]:
+        """``sinfo -R``: down, drained, draining and failing nodes grouped per reason.
+
+        sinfo groups nodes whose reason, author, time and state agree (partitions
+        ignored), keeps them in the order they are met going through the partitions'
+        nodes, and sorts the groups by partition order, then by raw state, highest first.
+        """
+        loaded = _load_nodes("sinfo")
+        records = {n.name: _node(n) for n in loaded}
+        partitions = _load_partitions("sinfo")
+        order: list[tuple[int, str]] = []
+        for index, p in enumerate(partitions):
+            order.extend((index, name) for name in (_names(p.nodes) if p.nodes else []))
+        # dicts as ordered sets: a group's members and the partition it was first met in,
+        # linear in the node count (10,000 nodes under one reason)
+        groups: dict[tuple[Any, ...], dict[str, None]] = {}
+        first_partition: dict[tuple[Any, ...], int] = {}
+        for part_index, name in order:
+            node = records.get(name)
+            if node is None or not node.reason:
+                continue
+            if not (node.state == "DOWN" or "DRAIN" in node.flags or "FAIL" in node.flags):
+                continue
+            key = (node.reason, node.reason_user, node.reason_time, _state_value(node))
+            groups.setdefault(key, {})[name] = None
+            first_partition.setdefault(key, part_index)
+        keys = sorted(groups, key=lambda k: (first_partition[k], -k[3]))
+        return [
+            DrainReason(
+                reason=key[0],
+                nodelist=_fold(groups[key]),
+                user=key[1],
+                time=key[2],
+                state=state_word(records[next(iter(groups[key]))]),
+            )
+            for key in keys
+        ]
+
+    def job_nodelist(self, jobid: str) -> str:
+        rows = self.jobs(job_ids=jobid)
+        if not rows:
+            raise NotFound(f"unknown job {jobid} (no longer in the queue?)", ["load jobs"])
+        lists = list(dict.fromkeys(r.nodelist for r in rows if r.nodelist))
+        if not lists:
+            states = ", ".join(sorted({r.state for r in rows}))
+            raise SlurmkitError(f"job {jobid} has no nodes allocated yet (state {states})")
+        return ",".join(lists)
+
+    def partition_nodelist(self, name: str) -> str:
+        match = next((p for p in self.partitions() if p.name == name), None)
+        if match is None:
+            raise NotFound(f"unknown partition {name}", ["load partitions"])
+        return match.nodes
+
+
+_: QueryBackend = PyslurmBackend()  # mypy: pyslurm implements the protocol

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from slurmkit.slurm import _exec
+from slurmkit.slurm.backend import NodeNames
 from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, field_list, parse_sacct
-from slurmkit.slurm.query import Names, _joined, _when
+from slurmkit.slurm.query import _when, hostlist_word
 from slurmkit.slurm.records import Job
 
 # "RebootProgram           = /sbin/reboot"; values may hold " = " themselves.
@@ -47,12 +48,12 @@ def reboot_program(config: Mapping[str, str]) -> str | None:
     return None if value.lower() in UNSET else value
 
 
-def reboot_argv(nodelist: Names, *, asap: bool = False, reason: str | None = None) -> list[str]:
+def reboot_argv(nodelist: NodeNames, *, asap: bool = False, reason: str | None = None) -> list[str]:
     """``scontrol reboot [ASAP] [reason=R] NODES``: one RPC for every node.
 
     The node list is always given: ``scontrol reboot`` with none means ALL nodes.
     """
-    names = _joined(nodelist)
+    names = hostlist_word(nodelist)
     if not names.strip():
         raise ValueError("reboot needs a node list (an empty one would mean ALL)")
     argv = ["scontrol", "reboot"]
@@ -61,7 +62,7 @@ def reboot_argv(nodelist: Names, *, asap: bool = False, reason: str | None = Non
     return [*argv, names]
 
 
-def reboot(nodelist: Names, *, asap: bool = False, reason: str | None = None) -> None:
+def reboot(nodelist: NodeNames, *, asap: bool = False, reason: str | None = None) -> None:
     """Ask slurmctld to reboot ``nodelist`` (idle nodes now, busy ones when their jobs end
     with ``asap``); raises the classified SlurmError on failure."""
     _exec.run_slurm(reboot_argv(nodelist, asap=asap, reason=reason))

@@ -29,6 +29,7 @@ from slurmkit import _proc
 from slurmkit.errors import NotFound, SlurmkitError, SlurmParseError
 from slurmkit.grammar import idrange
 from slurmkit.slurm import _exec, backend
+from slurmkit.slurm.backend import NodeNames, Words
 from slurmkit.slurm.parse_records import (
     parse_scontrol_jobs,
     parse_scontrol_nodes,
@@ -57,11 +58,16 @@ from slurmkit.slurm.records import DrainReason, Job, Node, Partition, ProcessInf
 # Print array task expressions in full instead of cutting them at 64 bytes.
 _SQUEUE_ENV = {"SLURM_BITSTR_LEN": "0"}
 
-Names = str | Sequence[str]
 
-
-def _joined(values: Names) -> str:
+def _joined(values: Words) -> str:
     return values if isinstance(values, str) else ",".join(values)
+
+
+def hostlist_word(nodes: NodeNames) -> str:
+    """The one argv word Slurm takes for nodes: a HostSet folded, names joined by commas."""
+    if isinstance(nodes, str):  # annotated out; kept whole while callers move (issue 30)
+        return nodes
+    return ",".join(nodes) if isinstance(nodes, Sequence) else str(nodes)
 
 
 def _stdout(argv: list[str], env: dict[str, str] | None = None) -> str:
@@ -79,18 +85,18 @@ def version_argv() -> list[str]:
     return ["sinfo", "--version"]
 
 
-def nodes_argv(names: Names | None = None, *, oneliner: bool = True) -> list[str]:
+def nodes_argv(names: NodeNames | None = None, *, oneliner: bool = True) -> list[str]:
     """``oneliner=False`` for exact reasons (see :func:`parse_scontrol_nodes`)."""
     form = ["--oneliner"] if oneliner else []
-    return ["scontrol", "--all", *form, "show", "node", *([_joined(names)] if names else [])]
+    return ["scontrol", "--all", *form, "show", "node", *([hostlist_word(names)] if names else [])]
 
 
 def squeue_argv(
-    job_ids: Names | None = None,
+    job_ids: Words | None = None,
     user: str | None = None,
     name: str | None = None,
-    states: Names | None = None,
-    nodelist: Names | None = None,
+    states: Words | None = None,
+    nodelist: NodeNames | None = None,
     columns: Sequence[Column] = SQUEUE_COLUMNS,
 ) -> list[str]:
     argv = ["squeue", "--all", "--noheader", f"--format={format_string(columns)}"]
@@ -98,7 +104,7 @@ def squeue_argv(
     argv += [f"--user={user}"] if user else []
     argv += [f"--name={name}"] if name else []
     argv += [f"--states={_joined(states)}"] if states else []
-    argv += [f"--nodelist={_joined(nodelist)}"] if nodelist else []
+    argv += [f"--nodelist={hostlist_word(nodelist)}"] if nodelist else []
     return argv
 
 
@@ -129,11 +135,11 @@ def listpids_argv(job_id: str, node: str | None = None) -> list[str]:
 
 
 def sacct_argv(
-    job_ids: Names | None = None,
+    job_ids: Words | None = None,
     user: str | None = None,
     start: datetime | str | None = None,
     end: datetime | str | None = None,
-    states: Names | None = None,
+    states: Words | None = None,
     name: str | None = None,
 ) -> list[str]:
     argv = ["sacct", "--allocations", "--parsable2", "--noheader", f"--delimiter={DELIMITER}"]
@@ -165,24 +171,22 @@ def version() -> SlurmVersion:
     return parse_version(_stdout(version_argv()))
 
 
-def nodes(names: Names | None = None, *, exact_reasons: bool = False) -> list[Node]:
-    """All nodes, or those of a hostlist (``node-[1-4]``), in one ``scontrol show node`` call.
+def nodes(names: NodeNames | None = None, *, exact_reasons: bool = False) -> list[Node]:
+    """All nodes, or those named (``HostSet("node-[1-4]")``), in one Slurm call.
 
     ``exact_reasons`` reads the multi-line form, the only one where a reason holding
     `` Comment=`` or a newline is read whole: for anything that acts on reasons (undrain).
     Raises NotFound naming the first unknown node.
     """
-    if (api := backend.module()) is not None:
-        return api.nodes(names, exact_reasons=exact_reasons)
-    return parse_scontrol_nodes(_stdout(nodes_argv(names, oneliner=not exact_reasons)))
+    return backend.current().nodes(names, exact_reasons=exact_reasons)
 
 
 def jobs(
-    job_ids: Names | None = None,
+    job_ids: Words | None = None,
     user: str | None = None,
     name: str | None = None,
-    states: Names | None = None,
-    nodelist: Names | None = None,
+    states: Words | None = None,
+    nodelist: NodeNames | None = None,
 ) -> list[Job]:
     """Jobs in the queue matching every filter given (one ``squeue``).
 
@@ -190,15 +194,7 @@ def jobs(
     ``states="all"`` to include recently finished jobs. Unknown job ids give
     an empty list: a job that left the queue is not an error here.
     """
-    if (api := backend.module()) is not None:
-        return api.jobs(job_ids, user, name, states, nodelist)
-    argv = squeue_argv(job_ids, user, name, states, nodelist)
-    try:
-        return parse_squeue(_stdout(argv, _SQUEUE_ENV))
-    except NotFound:
-        if job_ids:
-            return []
-        raise
+    return backend.current().jobs(job_ids, user, name, states, nodelist)
 
 
 def job(job_id: str) -> Job:
@@ -207,28 +203,16 @@ def job(job_id: str) -> Job:
     For an array id that names several records, the one whose own id or
     ``4_1``-style id matches is returned, else the first.
     """
-    if (api := backend.module()) is not None:
-        return api.job(job_id)
-    try:
-        found = parse_scontrol_jobs(_stdout(job_argv(job_id)))
-    except NotFound as exc:
-        raise _renamed(exc, f"unknown job {job_id}") from exc
-    if not found:
-        raise NotFound(f"unknown job {job_id}", job_argv(job_id))
-    return next((j for j in found if job_id in (j.job_id, j.display_id)), found[0])
+    return backend.current().job(job_id)
 
 
 def partitions() -> list[Partition]:
-    if (api := backend.module()) is not None:
-        return api.partitions()
-    return parse_scontrol_partitions(_stdout(partitions_argv()))
+    return backend.current().partitions()
 
 
 def drain_reasons() -> list[DrainReason]:
     """Nodes that are down, drained, draining or failing, grouped by reason (``sinfo -R``)."""
-    if (api := backend.module()) is not None:
-        return api.drain_reasons()
-    return parse_sinfo_reasons(_stdout(drain_reasons_argv()))
+    return backend.current().drain_reasons()
 
 
 def job_nodelist(jobid: str) -> str:
@@ -237,34 +221,77 @@ def job_nodelist(jobid: str) -> str:
     Raises NotFound for an unknown job and a SlurmkitError for a job that has
     no nodes yet (pending), so callers never act on an empty list by accident.
     """
-    if (api := backend.module()) is not None:
-        return api.job_nodelist(jobid)
-    argv = squeue_argv(job_ids=jobid, columns=SQUEUE_NODELIST_COLUMNS)
-    try:
-        rows = parse_squeue(_stdout(argv, _SQUEUE_ENV), SQUEUE_NODELIST_COLUMNS)
-    except NotFound as exc:
-        raise _renamed(exc, f"unknown job {jobid}") from exc
-    if not rows:
-        raise NotFound(f"unknown job {jobid} (no longer in the queue?)", argv)
-    lists = list(dict.fromkeys(r.nodelist for r in rows if r.nodelist))
-    if not lists:
-        states = ", ".join(sorted({r.state for r in rows}))
-        raise SlurmkitError(f"job {jobid} has no nodes allocated yet (state {states})")
-    return ",".join(lists)
+    return backend.current().job_nodelist(jobid)
 
 
 def partition_nodelist(name: str) -> str:
     """The compact nodelist of a partition; NotFound when there is no such partition."""
-    if (api := backend.module()) is not None:
-        return api.partition_nodelist(name)
-    try:
-        found = parse_scontrol_partitions(_stdout(partitions_argv(name)))
-    except NotFound as exc:
-        raise _renamed(exc, f"unknown partition {name}") from exc
-    match = next((p for p in found if p.name == name), None)
-    if match is None:
-        raise NotFound(f"unknown partition {name}", partitions_argv(name))
-    return match.nodes
+    return backend.current().partition_nodelist(name)
+
+
+class CommandsBackend:
+    """The read-only queries answered by Slurm's clients' text (every version)."""
+
+    def nodes(self, names: NodeNames | None = None, *, exact_reasons: bool = False) -> list[Node]:
+        return parse_scontrol_nodes(_stdout(nodes_argv(names, oneliner=not exact_reasons)))
+
+    def jobs(
+        self,
+        job_ids: Words | None = None,
+        user: str | None = None,
+        name: str | None = None,
+        states: Words | None = None,
+        nodelist: NodeNames | None = None,
+    ) -> list[Job]:
+        argv = squeue_argv(job_ids, user, name, states, nodelist)
+        try:
+            return parse_squeue(_stdout(argv, _SQUEUE_ENV))
+        except NotFound:
+            if job_ids:
+                return []
+            raise
+
+    def job(self, job_id: str) -> Job:
+        try:
+            found = parse_scontrol_jobs(_stdout(job_argv(job_id)))
+        except NotFound as exc:
+            raise _renamed(exc, f"unknown job {job_id}") from exc
+        if not found:
+            raise NotFound(f"unknown job {job_id}", job_argv(job_id))
+        return next((j for j in found if job_id in (j.job_id, j.display_id)), found[0])
+
+    def partitions(self) -> list[Partition]:
+        return parse_scontrol_partitions(_stdout(partitions_argv()))
+
+    def drain_reasons(self) -> list[DrainReason]:
+        return parse_sinfo_reasons(_stdout(drain_reasons_argv()))
+
+    def job_nodelist(self, jobid: str) -> str:
+        argv = squeue_argv(job_ids=jobid, columns=SQUEUE_NODELIST_COLUMNS)
+        try:
+            rows = parse_squeue(_stdout(argv, _SQUEUE_ENV), SQUEUE_NODELIST_COLUMNS)
+        except NotFound as exc:
+            raise _renamed(exc, f"unknown job {jobid}") from exc
+        if not rows:
+            raise NotFound(f"unknown job {jobid} (no longer in the queue?)", argv)
+        lists = list(dict.fromkeys(r.nodelist for r in rows if r.nodelist))
+        if not lists:
+            states = ", ".join(sorted({r.state for r in rows}))
+            raise SlurmkitError(f"job {jobid} has no nodes allocated yet (state {states})")
+        return ",".join(lists)
+
+    def partition_nodelist(self, name: str) -> str:
+        try:
+            found = parse_scontrol_partitions(_stdout(partitions_argv(name)))
+        except NotFound as exc:
+            raise _renamed(exc, f"unknown partition {name}") from exc
+        match = next((p for p in found if p.name == name), None)
+        if match is None:
+            raise NotFound(f"unknown partition {name}", partitions_argv(name))
+        return match.nodes
+
+
+_: backend.QueryBackend = CommandsBackend()  # mypy: the commands implement the protocol
 
 
 def nodes_in_state(state: str) -> list[str]:
@@ -282,11 +309,11 @@ def listpids(job_id: str, node: str | None = None) -> list[ProcessInfo]:
 
 
 def sacct_jobs(
-    job_ids: Names | None = None,
+    job_ids: Words | None = None,
     user: str | None = None,
     start: datetime | str | None = None,
     end: datetime | str | None = None,
-    states: Names | None = None,
+    states: Words | None = None,
     name: str | None = None,
 ) -> list[Job]:
     """Job history from accounting (one ``sacct``, allocations only, all users by default).
@@ -299,16 +326,16 @@ def sacct_jobs(
 # ---------------------------------------------------------------- node state changes
 
 
-def update_node_state_argv(nodelist: Names, state: str, reason: str | None = None) -> list[str]:
+def update_node_state_argv(nodelist: NodeNames, state: str, reason: str | None = None) -> list[str]:
     """``scontrol update nodename=<list> state=<state> [reason=...]``: one RPC for all nodes.
 
     Each value is its own argv word, so a reason with spaces needs no quoting.
     """
-    argv = ["scontrol", "update", f"nodename={_joined(nodelist)}", f"state={state}"]
+    argv = ["scontrol", "update", f"nodename={hostlist_word(nodelist)}", f"state={state}"]
     return [*argv, f"reason={reason}"] if reason else argv
 
 
-def update_node_state(nodelist: Names, state: str, reason: str | None = None) -> None:
+def update_node_state(nodelist: NodeNames, state: str, reason: str | None = None) -> None:
     """Change the state of every node in ``nodelist`` with one ``scontrol update``.
 
     ``state="undrain"`` clears the drain flag and leaves a DOWN base state
@@ -393,13 +420,13 @@ def release_argv(job_id: str) -> list[str]:
     return ["scontrol", "release", job_id]
 
 
-def cancel_argv(job_ids: Names, pending_only: bool = False) -> list[str]:
+def cancel_argv(job_ids: Words, pending_only: bool = False) -> list[str]:
     """``scancel [--state=PENDING] ID...``: with ``pending_only`` running tasks are spared."""
     ids = [job_ids] if isinstance(job_ids, str) else list(job_ids)
     return ["scancel", *(["--state=PENDING"] if pending_only else []), *ids]
 
 
-def pending_start_argv(job_ids: Names) -> list[str]:
+def pending_start_argv(job_ids: Words) -> list[str]:
     """``squeue --start``: pending jobs with the start time the scheduler expects."""
     return [*squeue_argv(job_ids=job_ids), "--start"]
 
@@ -439,12 +466,12 @@ def release(job_id: str) -> ControlResult:
     return _control(release_argv(job_id))
 
 
-def cancel(job_ids: Names, pending_only: bool = False) -> None:
+def cancel(job_ids: Words, pending_only: bool = False) -> None:
     """``scancel`` (only the pending tasks with ``pending_only``); unknown ids are no error."""
     _exec.run_slurm(cancel_argv(job_ids, pending_only))
 
 
-def pending_starts(job_ids: Names) -> list[Job]:
+def pending_starts(job_ids: Words) -> list[Job]:
     """Pending records of ``job_ids`` with their expected start (``start_time``, None if N/A)."""
     try:
         return parse_squeue(_stdout(pending_start_argv(job_ids), _SQUEUE_ENV))

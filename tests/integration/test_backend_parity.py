@@ -3,7 +3,9 @@
 with reasons, running, pending, held, array and multi-node jobs. And its faults: a
 controller that does not answer, pyslurm where the cluster is another version.
 
-Both backends run in this process, one after the other on the same cluster state. A
+Both implementations of the one protocol (``backend.QueryBackend``), chosen by name as
+``--backend`` chooses them, answer the same calls in this process, one after the other on
+the same cluster state. A
 job's run time ticks between the two reads, so each comparison is polled until both
 agree (or fails with the fields that differ): never a timed assertion.
 
@@ -25,8 +27,10 @@ from typing import Any
 
 import pytest
 
+from slurmkit.hostlist import HostSet
 from slurmkit.slurm import backend, query
 from slurmkit.slurm._exec import run_slurm
+from slurmkit.slurm.backend import QueryBackend
 from tests.integration.conftest import poll, requested_slurm, submit
 
 _PYSLURM = backend.pyslurm_version()
@@ -45,12 +49,19 @@ def _back_to_the_environment() -> Iterator[None]:
     backend.choose(None)
 
 
-def _with(name: str, read: Callable[[], Any]) -> Any:
+def _implementation(name: str) -> QueryBackend:
+    """The protocol's implementation of that name, selected as ``--backend NAME`` does."""
     backend.choose(name)
     try:
-        return read()
+        chosen = backend.selected()
+        assert chosen.name == name, chosen.detail
+        return chosen.implementation
     finally:
         backend.choose(None)
+
+
+def _with(name: str, read: Callable[[QueryBackend], Any]) -> Any:
+    return read(_implementation(name))
 
 
 def _differences(left: Any, right: Any, where: str = "") -> list[str]:
@@ -80,25 +91,26 @@ def _by_id(jobs: list[Any]) -> list[Any]:
     return sorted(jobs, key=lambda j: int(j.job_id))
 
 
-def _snapshot(job_ids: list[str]) -> dict[str, Any]:
-    """Every query the pyslurm backend answers: the whole cluster and the scenario's jobs."""
+def _snapshot(api: QueryBackend, job_ids: list[str]) -> dict[str, Any]:
+    """Every query of the protocol: the whole cluster and the scenario's jobs."""
     shot: dict[str, Any] = {
-        "nodes": query.nodes(),
-        "nodes exact": query.nodes("node-[1-4]", exact_reasons=True),
-        "partitions": query.partitions(),
-        "partition nodelist": query.partition_nodelist("cpu"),
-        "drain reasons": query.drain_reasons(),
-        "jobs": _by_id(query.jobs()),
-        "jobs all": _by_id(query.jobs(states="all")),
-        "jobs of the scenario": _by_id(query.jobs(job_ids=job_ids)) if job_ids else [],
+        "nodes": api.nodes(),
+        "nodes exact": api.nodes(HostSet("node-[1-4]"), exact_reasons=True),
+        "partitions": api.partitions(),
+        "partition nodelist": api.partition_nodelist("cpu"),
+        "drain reasons": api.drain_reasons(),
+        "jobs": _by_id(api.jobs()),
+        "jobs all": _by_id(api.jobs(states="all")),
+        "jobs of the scenario": _by_id(api.jobs(job_ids=job_ids)) if job_ids else [],
     }
     for job in shot["jobs of the scenario"]:
         shot[f"job {job.display_id}"] = (
-            query.job(job.display_id) if "[" not in job.display_id else None
+            api.job(job.display_id) if "[" not in job.display_id else None
         )
-        shot[f"job {job.job_id}"] = query.job(job.job_id)
+        shot[f"job {job.job_id}"] = api.job(job.job_id)
         if job.nodelist:
-            shot[f"nodelist {job.job_id}"] = query.job_nodelist(job.job_id)
+            shot[f"nodelist {job.job_id}"] = api.job_nodelist(job.job_id)
+            shot[f"jobs on {job.nodelist}"] = _by_id(api.jobs(nodelist=HostSet(job.nodelist)))
     return shot
 
 
@@ -107,8 +119,8 @@ def assert_parity(job_ids: Sequence[str] = (), timeout: float = 30.0) -> dict[st
     after ``timeout`` the test fails naming every field that still differs."""
     deadline = time.monotonic() + timeout
     while True:
-        commands = _with("commands", lambda: _snapshot(list(job_ids)))
-        pyslurm = _with("pyslurm", lambda: _snapshot(list(job_ids)))
+        commands = _with("commands", lambda api: _snapshot(api, list(job_ids)))
+        pyslurm = _with("pyslurm", lambda api: _snapshot(api, list(job_ids)))
         problems = [d for k in commands for d in _differences(commands[k], pyslurm.get(k), k)]
         problems += [f"{k}: only pyslurm answered" for k in pyslurm if k not in commands]
         if not problems:
@@ -178,12 +190,12 @@ def test_drained_with_reasons(cluster, drained) -> None:
 def test_a_reason_scontrol_prints_in_pieces_is_read_whole_by_both(cluster, drained) -> None:
     """`` Comment=`` in a reason: the exact (multi-line) text form and the C API agree."""
     drained("node-4", "bad disk Comment=see ticket 12")
-    exact = _with("commands", lambda: query.nodes("node-4", exact_reasons=True))
-    via_api = _with("pyslurm", lambda: query.nodes("node-4", exact_reasons=True))
+    exact = _with("commands", lambda api: api.nodes(["node-4"], exact_reasons=True))
+    via_api = _with("pyslurm", lambda api: api.nodes(["node-4"], exact_reasons=True))
     assert exact == via_api and via_api[0].reason == "bad disk Comment=see ticket 12"
     # the one-line text form (exact_reasons=False) cuts such a reason at " Comment=" (its
     # documented limit); the C API has no such form and always gives it whole
-    assert _with("pyslurm", lambda: query.nodes("node-4"))[0].reason == via_api[0].reason
+    assert _with("pyslurm", lambda api: api.nodes(["node-4"]))[0].reason == via_api[0].reason
 
 
 @live_pyslurm
@@ -222,17 +234,18 @@ def test_array_tasks_running_and_pending(cluster, jobs_cancelled) -> None:
 
 @live_pyslurm
 def test_unknown_job_node_and_partition_are_the_same_not_found(cluster) -> None:
-    for read in (
-        lambda: query.job("999999"),
-        lambda: query.nodes("node-99"),
-        lambda: query.partition_nodelist("nope"),
-    ):
+    reads: list[Callable[[QueryBackend], Any]] = [
+        lambda api: api.job("999999"),
+        lambda api: api.nodes(["node-99"]),
+        lambda api: api.partition_nodelist("nope"),
+    ]
+    for read in reads:
         kinds = [type(_error(name, read)).__name__ for name in ("commands", "pyslurm")]
         assert kinds == ["NotFound", "NotFound"]
-    assert _with("pyslurm", lambda: query.jobs(job_ids="999999")) == []
+    assert _with("pyslurm", lambda api: api.jobs(job_ids="999999")) == []
 
 
-def _error(name: str, read: Callable[[], Any]) -> Exception:
+def _error(name: str, read: Callable[[QueryBackend], Any]) -> Exception:
     try:
         _with(name, read)
     except Exception as exc:  # the class is what is compared

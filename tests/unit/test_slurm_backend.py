@@ -50,7 +50,7 @@ def _no_import(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_without_pyslurm_auto_is_the_commands_quietly(monkeypatch, capsys) -> None:
     monkeypatch.setattr(backend, "pyslurm_version", lambda: None)
     assert backend.selected().name == "commands"
-    assert backend.module() is None
+    assert isinstance(backend.current(), query.CommandsBackend)
     assert capsys.readouterr().err == ""  # one line only under -v
 
 
@@ -129,7 +129,7 @@ def test_forced_pyslurm_missing_raises_environment_problem(monkeypatch) -> None:
     monkeypatch.setattr(backend, "pyslurm_version", lambda: None)
     monkeypatch.setenv(backend.ENV, "pyslurm")
     with pytest.raises(EnvironmentProblem, match="pip install"):
-        backend.module()
+        backend.current()
 
 
 def test_version_names_the_backend(monkeypatch, run_cli) -> None:

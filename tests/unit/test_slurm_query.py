@@ -15,7 +15,8 @@ import pytest
 from fixtures_path import read
 
 from slurmkit.errors import NotFound, SlurmkitError, SlurmParseError
-from slurmkit.slurm import _exec, query
+from slurmkit.hostlist import HostSet
+from slurmkit.slurm import _exec, backend, nodeops, query
 from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, SQUEUE_COLUMNS
 from slurmkit.slurm.records import SlurmVersion
 from tests.fakes import FakeSlurm
@@ -66,7 +67,7 @@ def test_four_nodes_cost_one_scontrol_call(slurm: FakeSlurm, version: str) -> No
     argv = ["scontrol", "--all", "--oneliner", "show", "node", "node-[1-4]"]
     slurm.on(argv, read(version, SCENARIO, "scontrol_show_node_oneliner.txt"))
     before = len(_exec.call_log)
-    nodes = query.nodes("node-[1-4]")
+    nodes = query.nodes(HostSet("node-[1-4]"))  # one folded word, never one per name
     assert [n.name for n in nodes] == ["node-1", "node-2", "node-3", "node-4"]
     assert nodes[2].is_not_responding and nodes[1].is_draining
     assert slurm.calls == [tuple(argv)]
@@ -81,11 +82,27 @@ def test_nodes_accepts_a_list_and_no_names(slurm: FakeSlurm) -> None:
     assert len(slurm.calls) == 2
 
 
+def test_a_node_set_reaches_every_node_call_as_one_folded_word(slurm: FakeSlurm) -> None:
+    """A HostSet of 1000 nodes is one ``node-[1-1000]`` word in each argv, whichever call."""
+    hosts = HostSet("node-[1-1000]")
+    assert query.update_node_state_argv(hosts, "drain", "r")[2] == "nodename=node-[1-1000]"
+    assert nodeops.reboot_argv(hosts) == ["scontrol", "reboot", "node-[1-1000]"]
+    assert query.squeue_argv(nodelist=hosts)[-1] == "--nodelist=node-[1-1000]"
+    assert query.nodes_argv(["node-1", "node-3"])[-1] == "node-1,node-3"
+
+
+def test_the_backend_is_one_implementation_chosen_by_name() -> None:
+    """query's read-only calls go to the one object the selection made (the commands here)."""
+    backend.choose("commands")
+    chosen = backend.current()
+    assert isinstance(chosen, query.CommandsBackend) and backend.current() is chosen
+
+
 def test_unknown_node_is_not_found(slurm: FakeSlurm) -> None:
     argv = ["scontrol", "--all", "--oneliner", "show", "node", "node-9"]
     slurm.on(argv, "Node node-9 not found\n", rc=1)
     with pytest.raises(NotFound, match="Node node-9 not found"):
-        query.nodes("node-9")
+        query.nodes(["node-9"])
 
 
 def test_nodes_in_state_expands_and_deduplicates(slurm: FakeSlurm) -> None:
