@@ -17,7 +17,7 @@ record, the intent of an extend whose array nobody then adopted): every record
 starts on a line of its own (a newline first when the file does not end with one),
 a short write is cut back to the old size, and each record ends with a checksum of
 the rest (``"sum"``), so a cut or glued line is caught by :func:`read`, skipped and
-reported on stderr with its file and line (see :func:`_parse` for records written
+reported on stderr with its file and line (see :func:`parse_line` for records written
 before checksums).
 
 A journal tells the next command what to settle (adopt an array by its token,
@@ -50,7 +50,7 @@ from slurmkit.files import read_text_bounded
 from slurmkit.trust import open_nofollow
 
 TOKEN_PREFIX = "slurmkit:"
-# undrain's key=value log (slurmkit.undrain.actionlog) refuses with less room than this
+# the node-change audit log (slurmkit.nodechange.auditlog) refuses with less room than this
 MIN_FREE_BYTES = 64 * 1024
 # One journal line is ~300 bytes; a start's, with its header and script path, more.
 LINE_ROOM = 1024
@@ -82,7 +82,7 @@ def comment_for(token: str) -> str:
 class Entry:
     """One journal line: an intent, or the outcome of the intent with the same token."""
 
-    kind: str  # "intent" | "outcome"
+    kind: str  # "intent" | "outcome" | "note" (what was left alone, and why: closes nothing)
     token: str
     action: str
     time: str
@@ -124,11 +124,15 @@ class Contents:
         return len(self.torn)
 
 
-def _now() -> str:
+def now() -> str:
+    """A record's stamp: whole seconds with the local offset (settle dates intents by it)."""
     return datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-def _parse(line: str) -> Entry | None:
+KINDS = ("intent", "outcome", "note")
+
+
+def parse_line(line: str) -> Entry | None:
     """The entry on ``line``, or None when it is not a whole record.
 
     A record ends with the checksum of the JSON before it; a line whose checksum does
@@ -150,7 +154,7 @@ def _parse(line: str) -> Entry | None:
         return None
     kind, token, action = (record.pop(key, None) for key in ("kind", "token", "action"))
     when = record.pop("time", "")
-    if kind not in ("intent", "outcome"):
+    if kind not in KINDS:
         return None
     if not isinstance(token, str) or not isinstance(action, str):
         return None
@@ -174,19 +178,19 @@ def read(path: Path) -> Contents:
     for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        parsed = _parse(line)
+        parsed = parse_line(line)
         if parsed is None:
             torn.append(number)
         else:
             entries.append(parsed)
-    _report_torn(path, torn)
+    report_torn(path, torn)
     return Contents(tuple(entries), tuple(torn))
 
 
 _told: set[tuple[str, int]] = set()
 
 
-def _report_torn(path: Path, torn: list[int]) -> None:
+def report_torn(path: Path, torn: list[int]) -> None:
     """One stderr line per torn line, once per command (the journal is read many times)."""
     for number in torn:
         if (str(path), number) in _told:
@@ -217,12 +221,12 @@ class Journal:
     def intent(self, action: str, token: str | None = None, **details: Any) -> str:
         """Record what is about to be done; returns its token. Raises before acting if it cannot."""
         token = token or new_token()
-        self._append(Entry("intent", token, action, _now(), details))
+        self._append(Entry("intent", token, action, now(), details))
         return token
 
     def outcome(self, token: str, action: str, result: str, **details: Any) -> None:
         """Record how the intent ``token`` ended (``done``, ``failed``, ``unknown``, ...)."""
-        self._append(Entry("outcome", token, action, _now(), {"result": result, **details}))
+        self._append(Entry("outcome", token, action, now(), {"result": result, **details}))
 
     def open_intents(self) -> list[Entry]:
         """Intents with no outcome yet: work a killed or timed-out command left open."""
@@ -282,6 +286,12 @@ class Journal:
             errno.ENXIO: "not a regular file (a FIFO no one reads)",
         }.get(exc.errno or 0)
         return JournalProblem(f"cannot write journal {self.path}: {why or exc.strerror or exc}")
+
+
+def append_entries(fd: int, entries: list[Entry]) -> None:
+    """Append several records at once, one write and one fsync (a batch's intents)."""
+    if entries:
+        _write_line(fd, b"".join(e.to_line() for e in entries))
 
 
 def _write_line(fd: int, line: bytes) -> None:

@@ -24,7 +24,6 @@ from slurmkit.cli._options import (
     exclude_option,
     json_option,
     lock_options,
-    node_set,
     node_timeout_option,
     via_option,
 )
@@ -32,10 +31,11 @@ from slurmkit.cli._output import per_node_option
 from slurmkit.cli._ssh_options import ssh_transport_options
 from slurmkit.errors import SlurmkitError
 from slurmkit.node.change import ChangeOptions
+from slurmkit.nodechange.leftovers import DEFAULT_CHECK_TIMEOUT, VIA_CHOICES
 from slurmkit.nodesel import Selection
-from slurmkit.undrain.flow import DEFAULT_CHECK_TIMEOUT, VIA_CHOICES
 
 if TYPE_CHECKING:
+    from slurmkit.hostlist import HostSet
     from slurmkit.node import NodeReport
     from slurmkit.remote import RemoteOptions
 
@@ -50,8 +50,9 @@ def _change_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         confirm_options(),
         audit_log_options(
-            "Audit log (undrain's format): a line before the change, its outcome after; "
-            "checked before anything is done, settled by the next run if a run was killed."
+            "Audit log (JSON lines, shared with undrain): a record before the change, its "
+            "outcome after; checked before anything is done, settled by the next run of any "
+            "node command if a run was killed (slurmkit log show reads it)."
         ),
         lock_options(
             ChangeOptions.lock_wait,
@@ -64,17 +65,18 @@ def _change_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return functools.reduce(lambda f, option: option(f), reversed(options), command)
 
 
-def _targets(nodes: str, exclude: str | None) -> str:
-    """NODES with groups resolved and -x removed, before any lock, question or change."""
-    return node_set(Selection(nodes, exclude, what="NODES"))
+def _targets(nodes: str, exclude: str | None) -> HostSet:
+    """NODES with groups resolved and -x removed, before any lock, question or change: the
+    one parse; the library takes the node set, never the text."""
+    return Selection(nodes, exclude, what="NODES").resolve()
 
 
 def _options(
     dry_run: bool, log: Path | None, keep_log: bool, lock: Path | None, wait: float
 ) -> ChangeOptions:
-    from slurmkit.undrain import actionlog
+    from slurmkit.nodechange import auditlog
 
-    chosen = actionlog.chosen(log, keep=keep_log, dry_run=dry_run)
+    chosen = auditlog.chosen(log, keep=keep_log, dry_run=dry_run)
     return ChangeOptions(
         dry_run=dry_run, log=chosen, lock=lock, lock_wait=wait, notify=_confirm.notify
     )
@@ -135,10 +137,10 @@ def drain_command(
     from slurmkit.node.drain import check_reason, drain
 
     check_reason(reason)  # bad input before the dry-run notice
-    nodes = _targets(nodes, exclude)
+    hosts = _targets(nodes, exclude)
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
     options = _options(rule.dry_run, log_path, keep_log, lock_path, lock_wait)
-    report = drain(nodes, reason, options, _asker(yes, "Drain these nodes?"))
+    report = drain(hosts, reason, options, _asker(yes, "Drain these nodes?"))
     _finish(report, as_json, rule)
 
 
@@ -178,12 +180,12 @@ def resume_command(
     from slurmkit.node import ResumeOptions
     from slurmkit.node.resume import resume
 
-    nodes = _targets(nodes, exclude)
+    hosts = _targets(nodes, exclude)
     remote = replace(ssh, timeout=timeout, notify=_confirm.notify)
     checks = ResumeOptions(check=not no_check, via=via, remote=remote)
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
     options = _options(rule.dry_run, log_path, keep_log, lock_path, lock_wait)
-    report = resume(nodes, options, checks, _asker(yes, "Resume these nodes?"))
+    report = resume(hosts, options, checks, _asker(yes, "Resume these nodes?"))
     _finish(report, as_json, rule)
 
 
@@ -258,7 +260,7 @@ def reboot_command(
     if no_wait and validate_checks:
         raise click.UsageError("--validate needs the nodes back: it cannot go with --no-wait")
     checks = parse_checks(validate_checks) if validate_checks else ()
-    nodes = _targets(nodes, exclude)
+    hosts = _targets(nodes, exclude)
     rebooting = RebootOptions(
         asap=asap,
         reason=reason,
@@ -271,7 +273,7 @@ def reboot_command(
     options = _options(rule.dry_run, log_path, keep_log, lock_path, lock_wait)
     check = validator(checks, _confirm.notify, work_dir=check_dir) if checks else None
     question = "Reboot these nodes" + (f", then validate ({validate_checks})?" if checks else "?")
-    report = reboot(nodes, options, rebooting, _asker(yes, question), check)
+    report = reboot(hosts, options, rebooting, _asker(yes, question), check)
     _finish(report, as_json, rule)
 
 

@@ -20,7 +20,6 @@ from slurmkit.cli._options import (
     confirm_options,
     json_option,
     lock_options,
-    node_set,
     node_timeout_option,
     selection_options,
     via_option,
@@ -28,9 +27,10 @@ from slurmkit.cli._options import (
 from slurmkit.cli._output import per_node_option
 from slurmkit.cli._ssh_options import ssh_transport_options
 from slurmkit.errors import SlurmkitError
+from slurmkit.nodechange.leftovers import DEFAULT_CHECK_TIMEOUT, VIA_CHOICES
 from slurmkit.nodesel import Selection
 from slurmkit.remote.base import RemoteOptions
-from slurmkit.undrain.flow import DEFAULT_CHECK_TIMEOUT, VIA_CHOICES, UndrainOptions
+from slurmkit.undrain.flow import UndrainOptions
 from slurmkit.undrain.select import DEFAULT_REASON
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def undrain_command(
         selection = replace(selection, include="@all")  # -x alone: every node but those
     options = UndrainOptions(
         reason=reason,
-        nodes=None if selection.include is None else node_set(selection),
+        nodes=None if selection.include is None else selection.resolve(),  # the one parse
         kill=kill,
         grace=grace,
         uid_min=uid_min,
@@ -140,9 +140,9 @@ def undrain_command(
     )  # validates every input before the dry-run notice or anything else
     rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
     dry_run = rule.dry_run
-    from slurmkit.undrain import actionlog
+    from slurmkit.nodechange import auditlog
 
-    log = actionlog.chosen(log_path, keep=keep_log, dry_run=dry_run)
+    log = auditlog.chosen(log_path, keep=keep_log, dry_run=dry_run)
     options = replace(options, dry_run=dry_run, log=log)
     report = undrain(options, confirm=lambda plan: _ask(plan, yes))
     if as_json:

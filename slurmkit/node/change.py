@@ -1,39 +1,30 @@
-"""The one way a node command changes Slurm: intent in --log, one call, outcome after.
+"""How a node command runs: dry run, lock, settle, plan, ask, read again, change.
 
 ``node drain``, ``resume`` and ``reboot`` differ only in how they plan (which nodes,
 what the leftover check or the config says) and in the Slurm call that acts. The rest
-is here, shared: the dry run, the lock, settling what a killed run left open in the
-same ``--log``, the confirm callback, and the change itself (issue 22's discipline):
-
-1. every node's ``will-<verb>`` line, with one token, is written and fsynced to
-   ``--log`` (undrain's :mod:`slurmkit.undrain.actionlog`: same format, same checks);
-   a log that cannot take it means nothing is done;
-2. one Slurm call for all nodes (one per reason: these commands take one reason);
-3. a faultpoint ``node-<verb>.after-change``, so tests can kill the run right there;
-4. the nodes are read back (read again, bounded, when the call got no answer: "no
-   answer" is not "not done") and each node's outcome line is written.
-
-An outcome that cannot be known (no answer, and no read-back either) writes no
-outcome line: the intent stays open and the next run with the same ``--log`` settles it.
+is here, shared: the dry run, the lock, settling what a killed run of any node command
+left open in the audit log, the confirm callback, and the change itself, which is the
+core's (:mod:`slurmkit.nodechange.change`: intent, one call, read back, outcome); this
+module words its result for the node commands' table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
-from slurmkit import faultpoint, journal, locks
+from slurmkit import locks
 from slurmkit.errors import SlurmError
-from slurmkit.hostlist import fold
+from slurmkit.hostlist import HostSet
 from slurmkit.node.outcome import DONE, FAILED, SKIPPED, UNKNOWN, WOULD, NodeReport, NodeRow
-from slurmkit.slurm import query, recheck
+from slurmkit.nodechange import auditlog, settle
+from slurmkit.nodechange import change as core
+from slurmkit.nodechange.auditlog import AuditLog
+from slurmkit.nodechange.change import Notify, Points, Reading
+from slurmkit.nodechange.row import SENT
 from slurmkit.slurm.records import Node
-from slurmkit.undrain import actionlog, settle
-from slurmkit.undrain.actionlog import ActionLog, LogProblem
 
-Notify = Callable[[str], None]
 VERBS = ("drain", "resume", "reboot")
 
 
@@ -52,6 +43,10 @@ class ChangeOptions:
         if self.notify is not None:
             self.notify(message)
 
+    @property
+    def reading(self) -> Reading:
+        return Reading(self.notify, self.recheck_within)
+
 
 Moved = Callable[[NodeRow, Node], str]  # why a planned row no longer holds, or ""
 
@@ -60,7 +55,7 @@ def run(
     verb: str,
     options: ChangeOptions,
     plan: Callable[[], NodeReport],
-    act: Callable[[NodeReport, ActionLog], None],
+    act: Callable[[NodeReport, AuditLog], None],
     confirm: Callable[[NodeReport], bool],
     moved: Moved | None = None,
 ) -> NodeReport:
@@ -73,16 +68,16 @@ def run(
     """
     if options.dry_run:
         if options.log is not None:
-            actionlog.check(options.log)  # would the real run be able to log?
+            auditlog.check(options.log)  # would the real run be able to log?
         report = plan()
         report.dry_run = True
         return report
     path = options.lock or locks.default_lock_path("node")
     with (
-        ActionLog.open(options.log) as log,  # first: a bad --log changes nothing
+        AuditLog.open(options.log) as log,  # first: a bad --log changes nothing
         locks.hold(path, wait=options.lock_wait, what="node"),
     ):
-        settled = reconcile(log, options)
+        settled = core.reconcile(log, options.reading)
         report = plan()
         report.reconciled = settled
         if not report.would_change:
@@ -106,9 +101,9 @@ def _still_as_planned(report: NodeReport, moved: Moved, options: ChangeOptions) 
     keeps that drain's reason. When the read fails nothing is changed.
     """
     rows = report.by_action(WOULD)
-    names = fold([r.node for r in rows])
+    names = HostSet([r.node for r in rows])
     try:
-        now = {n.name: n for n in query.nodes(names, exact_reasons=True)}
+        now = {n.name: n for n in core.read_nodes(names)}
     except SlurmError as exc:
         for r in rows:
             r.action, r.why = FAILED, "could not be read again before the change"
@@ -123,184 +118,57 @@ def _still_as_planned(report: NodeReport, moved: Moved, options: ChangeOptions) 
             options.say(f"{r.node}: changed since the plan ({why}): left alone")
 
 
-def verdict(
-    verb: str, node: Node | None, asked_at: datetime, row: NodeRow, fields: Mapping[str, str]
-) -> settle.Verdict:
-    """Did the change take, going by the node read back? The settle table's judge.
-
-    A reboot read back IDLE is not proof (it is also how a node looks whose request never
-    left): only a reboot flag or a boot at or after the intent is.
-    """
-    asked = settle.Asked(asked_at, {**fields, **_dated(row)})
-    return settle.judge(f"will-{verb}", node, asked)
-
-
 def change(
     verb: str,
     report: NodeReport,
-    log: ActionLog,
-    call: Callable[[str], None],
+    log: AuditLog,
+    call: Callable[[HostSet], None],
     options: ChangeOptions,
     **fields: str,
 ) -> list[NodeRow]:
-    """Intent, one ``call(folded names)``, faultpoint, read-back, outcome; the rows changed."""
+    """The planned rows changed by the core (one call); each row worded; the rows done."""
     rows = report.by_action(WOULD)
-    names = fold([r.node for r in rows])
-    token = journal.new_token()
-    asked_at = _now()
-    try:
-        log.write(
-            actionlog.entry(
-                r.node, f"will-{verb}", before=r.before, token=token, **fields, **_dated(r)
-            )
-            for r in rows
-        )
-    except LogProblem as exc:
+    points = Points(f"node-{verb}.after-intent", f"node-{verb}.after-change")
+    applied = core.apply(verb, rows, log, call, options.reading, points, **fields)
+    if applied.refused:
         for r in rows:
             r.action, r.why = FAILED, "the log could not take the intent: nothing done"
-        report.error = f"{exc}: {names} left as they were"
+        report.error = f"{applied.refused}: {applied.names} left as they were"
         return []
-    error: SlurmError | None = None
-    try:
-        call(names)
-    except SlurmError as exc:
-        error = exc
-    faultpoint.reached(f"node-{verb}.after-change")
-    found, read_error, silent = _read_back(names, error, options)
-    lines: list[str] = []
-    if found is None:
-        for r in rows:
-            r.after = "unknown"
-            if silent:
-                r.action = UNKNOWN
-                r.why = f"no answer from Slurm, and the state could not be read: {read_error}"
-            else:
-                r.action, r.why = (FAILED, str(error)) if error else (UNKNOWN, str(read_error))
-                if error:
-                    lines.append(_outcome(r, verb, token, ok=False))
-        report.error = f"scontrol {verb} of {names}: {error or read_error}" + (
-            "; whether it was done is unknown: the next run with this --log settles it"
-            if silent
-            else ""
-        )
-    else:
-        now = {n.name: n for n in found}
-        for r in rows:
-            node = now.get(r.node)
-            r.after = node.state_text if node else "not known to Slurm"
-            judged = verdict(verb, node, asked_at, r, fields)
-            if judged.result == settle.UNKNOWN and (error is None or silent):
-                r.action = UNKNOWN  # no outcome line: the intent stays open for the next run
-                r.why = f"read back, the state cannot tell: {judged.why}"
-                continue
-            ok = judged.result == settle.DONE
-            r.action = DONE if ok else FAILED
-            if silent:
-                r.why = f"no answer from Slurm; read back: {'done' if ok else 'not done'}"
-            elif not ok:
-                r.why = f"scontrol failed: {error}" if error else "Slurm did not take it"
-            lines.append(
-                _outcome(
-                    r, verb, token, ok=ok, **({"checked": "after-no-answer"} if silent else {})
-                )
-            )
-        if error is not None and not silent:
-            report.error = f"scontrol {verb} failed: {error}"
-    try:
-        log.write(lines)
-    except LogProblem as exc:
-        report.error = f"{exc} (the change itself was made: see the table)"
+    for r in rows:
+        r.action, r.why = _worded(r, applied)
+    if not applied.read:
+        report.error = f"scontrol {verb} of {applied.names}: {applied.error or applied.read_error}"
+        if applied.silent:
+            report.error += "; whether it was done is unknown: the next run settles it"
+    elif applied.error is not None and not applied.silent:
+        report.error = f"scontrol {verb} failed: {applied.error}"
+    if applied.log_error:
+        report.error = f"{applied.log_error} (the change itself was made: see the table)"
     return [r for r in rows if r.action == DONE]
 
 
-def _outcome(row: NodeRow, verb: str, token: str, *, ok: bool, **fields: str) -> str:
-    return actionlog.entry(
-        row.node,
-        verb if ok else f"{verb}-failed",
-        token=token,
-        before=row.before,
-        after=row.after,
-        **fields,
-    )
-
-
-def _read_back(
-    names: str, error: SlurmError | None, options: ChangeOptions
-) -> tuple[list[Node] | None, SlurmError | None, bool]:
-    silent = error is not None and recheck.no_answer(error)
-    if silent:
-        found, read_error = recheck.read_again(
-            lambda: query.nodes(names, exact_reasons=True),
-            what=f"the state of {names}",
-            notify=options.notify,
-            within=options.recheck_within,
-        )
-        return found, read_error, True
-    try:
-        return query.nodes(names, exact_reasons=True), None, False
-    except SlurmError as exc:
-        return None, exc, False
-
-
-def reconcile(log: ActionLog, options: ChangeOptions) -> list[str]:
-    """Settle ``will-drain|resume|reboot`` lines a killed run left open in ``--log``.
-
-    The nodes are read (one call); each intent is judged by evidence against its own
-    stamp (:mod:`slurmkit.undrain.settle`: a reboot by its flag or a later BootTime, a
-    resume by the drain's date), and gets an outcome line marked ``reconciled=yes``:
-    ``<verb>``, ``<verb>-failed`` or, when the state cannot tell, ``<verb>-undetermined``.
-    Without an answer from Slurm they stay open. One line on stderr says what was settled.
-    """
-    if log.path is None:
-        return []
-    intents = [
-        i for i in actionlog.open_intents(log.path) if i.action.removeprefix("will-") in VERBS
-    ]
-    names = sorted({n for i in intents for n in i.nodes})
-    if not names:
-        return []
-    try:
-        now = {n.name: n for n in query.nodes(fold(names), exact_reasons=True)}
-    except SlurmError as exc:
-        options.say(f"--log {log.path}: {fold(names)}: an earlier change is still unknown ({exc})")
-        return []
-    lines, settled = [], []
-    for intent in intents:
-        verb = intent.action.removeprefix("will-")
-        asked = settle.Asked.of(intent.time, intent.fields)
-        for name in intent.nodes:
-            node = now.get(name)
-            verdict = settle.judge(intent.action, node, asked)
-            after = node.state_text if node else "not known to Slurm"
-            lines.append(
-                actionlog.entry(
-                    name,
-                    verb + _SETTLED[verdict.result],
-                    token=intent.token,
-                    before=intent.fields.get("before", ""),
-                    after=after,
-                    evidence=verdict.why,
-                    reconciled="yes",
-                )
+def _worded(r: NodeRow, applied: core.Applied) -> tuple[str, str]:
+    """The table's action and why for a row the core changed."""
+    if not applied.read:
+        if applied.silent:
+            return (
+                UNKNOWN,
+                f"no answer from Slurm, and the state could not be read: {applied.read_error}",
             )
-            settled.append(f"{name} {verb} {verdict.result}: {verdict.why} (now {after})")
-    log.write(lines)  # before anything else: a log that fails here changes nothing
-    options.say(f"--log {log.path}: settled what an earlier run left open: {'; '.join(settled)}")
-    return settled
-
-
-# The outcome word a settled intent gets after its verb; "-undetermined" closes the intent.
-_SETTLED = {settle.DONE: "", settle.NOT_DONE: "-failed", settle.UNKNOWN: "-undetermined"}
-
-
-def _now() -> datetime:
-    """The intent's stamp as the log writes it: whole seconds, local offset."""
-    return datetime.now().astimezone().replace(microsecond=0)
-
-
-def _dated(row: NodeRow) -> dict[str, str]:
-    """``drained_at=``: the date of the drain a resume clears, the settle judge's anchor."""
-    return {"drained_at": row.drained_at} if row.drained_at else {}
+        if r.result == SENT:
+            return UNKNOWN, str(applied.read_error)
+        return FAILED, str(applied.error)
+    if r.result == UNKNOWN:
+        return UNKNOWN, f"read back, the state cannot tell: {r.evidence}"
+    ok = r.result == DONE
+    if applied.silent:
+        return (
+            DONE if ok else FAILED
+        ), f"no answer from Slurm; read back: {'done' if ok else 'not done'}"
+    if ok:
+        return DONE, ""
+    return FAILED, f"scontrol failed: {applied.error}" if applied.error else "Slurm did not take it"
 
 
 def rows_for(names: Sequence[str], nodes: Sequence[Node]) -> list[NodeRow]:

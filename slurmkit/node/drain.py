@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from slurmkit.errors import UsageError
-from slurmkit.hostlist import expand, targets
+from slurmkit.hostlist import HostSet
 from slurmkit.node import change
 from slurmkit.node.change import ChangeOptions
 from slurmkit.node.outcome import DONE, WOULD, NodeReport, NodeRow
+from slurmkit.nodechange.auditlog import AuditLog
 from slurmkit.printable import printable
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Node
-from slurmkit.undrain.actionlog import ActionLog
 
 REASON_LIMIT = 256
 
@@ -35,11 +35,10 @@ def check_reason(reason: str | None, what: str = "--reason") -> str:
     return reason.strip()
 
 
-def plan(nodes: str, reason: str) -> NodeReport:
+def plan(nodes: HostSet, reason: str) -> NodeReport:
     """Read the nodes once; those not yet drained would be drained."""
-    hosts = str(targets(nodes, what="NODES"))
     report = NodeReport(
-        "drain", change.rows_for(expand(hosts), query.nodes(hosts, exact_reasons=True))
+        "drain", change.rows_for(list(nodes), query.nodes(str(nodes), exact_reasons=True))
     )
     for row in report.rows:
         if row.action:
@@ -62,17 +61,16 @@ def moved(row: NodeRow, node: Node) -> str:
 
 
 def drain(
-    nodes: str, reason: str, options: ChangeOptions, confirm: Callable[[NodeReport], bool]
+    nodes: HostSet, reason: str, options: ChangeOptions, confirm: Callable[[NodeReport], bool]
 ) -> NodeReport:
     reason = check_reason(reason)
-    targets(nodes, what="NODES")  # bad input fails before anything is asked or locked
 
-    def act(report: NodeReport, log: ActionLog) -> None:
+    def act(report: NodeReport, log: AuditLog) -> None:
         change.change(
             "drain",
             report,
             log,
-            lambda names: query.update_node_state(names, "drain", reason),
+            lambda names: query.update_node_state(str(names), "drain", reason),
             options,
             reason=reason,
         )

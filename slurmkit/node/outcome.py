@@ -9,36 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from slurmkit.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
+from slurmkit.nodechange.row import SKIPPED as SKIPPED  # the table word, re-exported
+from slurmkit.nodechange.row import Row
 
-# Actions, as shown in the table and written to --log.
+# Actions, as shown in the table (SKIPPED is the core's).
 DONE = "done"
 WOULD = "would"
-SKIPPED = "skipped"
 FAILED = "failed"
 UNKNOWN = "unknown"
 TABLE_HEADERS = ["node", "state before", "found", "action", "state now"]
 
 
 @dataclass
-class NodeRow:
-    """One node from planning to read-back."""
+class NodeRow(Row):
+    """One node from planning to read-back: the change core's row, with what the check found."""
 
-    node: str
-    before: str
-    reason: str = ""
-    found: str = "-"
-    action: str = ""
-    why: str = ""
-    after: str = ""
     processes: list[str] = field(default_factory=list)
-    drained_at: str = ""  # the drain's own date (reason time), "" when not drained
-
-    def skip(self, why: str) -> None:
-        self.action, self.why = SKIPPED, why
-
-    @property
-    def text(self) -> str:
-        return f"{self.action}: {self.why}" if self.why else self.action
 
     def as_row(self) -> list[str]:
         before = f"{self.before} ({self.reason})" if self.reason else self.before

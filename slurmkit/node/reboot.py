@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from slurmkit.errors import EnvironmentProblem, SlurmError, UsageError
-from slurmkit.hostlist import expand, fold, targets
+from slurmkit.hostlist import HostSet
 from slurmkit.node import change
 from slurmkit.node.change import ChangeOptions, Notify
 from slurmkit.node.drain import check_reason
 from slurmkit.node.outcome import DONE, FAILED, WOULD, NodeReport, NodeRow
+from slurmkit.nodechange.auditlog import AuditLog
 from slurmkit.slurm import nodeops, query
 from slurmkit.slurm.records import Node
-from slurmkit.undrain.actionlog import ActionLog
 
 REBOOT_FLAGS = frozenset({"REBOOT_REQUESTED", "REBOOT_ISSUED"})
 DEFAULT_TIMEOUT = 600.0
@@ -68,11 +68,10 @@ def require_program(config: dict[str, str]) -> str:
     return program
 
 
-def plan(nodes: str, options: RebootOptions) -> NodeReport:
-    hosts = str(targets(nodes, what="NODES"))
+def plan(nodes: HostSet, options: RebootOptions) -> NodeReport:
     program = require_program(nodeops.show_config())
-    found = query.nodes(hosts, exact_reasons=True)
-    report = NodeReport("reboot", change.rows_for(expand(hosts), found))
+    found = query.nodes(str(nodes), exact_reasons=True)
+    report = NodeReport("reboot", change.rows_for(list(nodes), found))
     report.notes.append(f"RebootProgram={program}")
     known = {n.name: n for n in found}
     for row in report.rows:
@@ -128,11 +127,11 @@ def follow(
     deadline = start + timeout
     while waiting:
         try:
-            nodes = {n.name: n for n in query.nodes(fold(waiting))}
+            nodes = {n.name: n for n in query.nodes(str(HostSet(waiting)))}
         except SlurmError as exc:
             nodes = {}
             if notify:
-                notify(f"reboot: cannot read {fold(waiting)} now ({exc}); trying again")
+                notify(f"reboot: cannot read {HostSet(waiting)} now ({exc}); trying again")
         for name in list(waiting):
             node = nodes.get(name)
             if node is None:
@@ -162,25 +161,24 @@ def moved(row: NodeRow, node: Node) -> str:
 
 
 def reboot(
-    nodes: str,
+    nodes: HostSet,
     options: ChangeOptions,
     reboot_options: RebootOptions,
     confirm: Callable[[NodeReport], bool],
     validate: Callable[[list[str], NodeReport], None] | None = None,
 ) -> NodeReport:
-    targets(nodes, what="NODES")  # bad input fails before anything is asked or locked
     fields = {"asap": "yes"} if reboot_options.asap else {}
     if reboot_options.reason:
         fields["reason"] = reboot_options.reason
 
-    def act(report: NodeReport, log: ActionLog) -> None:
+    def act(report: NodeReport, log: AuditLog) -> None:
         issued = datetime.now().astimezone()
         accepted = change.change(
             "reboot",
             report,
             log,
             lambda names: nodeops.reboot(
-                names, asap=reboot_options.asap, reason=reboot_options.reason
+                str(names), asap=reboot_options.asap, reason=reboot_options.reason
             ),
             options,
             **fields,
@@ -222,6 +220,6 @@ def _follow(
             row.why = f"not back within --timeout {options.timeout:g} s"
     if missing:
         report.notes.append(
-            f"{fold(list(missing))} not back within {options.timeout:g} s: "
+            f"{HostSet(list(missing))} not back within {options.timeout:g} s: "
             "check the node's console and slurmd log"
         )

@@ -2,7 +2,7 @@
 
 Unlike ``undrain`` (which picks nodes by a "Kill task failed" reason), the admin names
 the nodes. Unless ``--no-check``, each one is first checked in parallel for leftovers
-of Slurm jobs with undrain's own check (:mod:`slurmkit.undrain.check`: cgroup,
+of Slurm jobs with undrain's own check (:mod:`slurmkit.nodechange.leftovers`: cgroup,
 slurmstepd ancestry, ``SLURM_JOB_ID`` in the environment; an unreachable node is
 unknown, never clean). Processes of a job squeue still lists on the node (a node
 DRAINING under a running job) are that job's, not leftovers. A node with leftovers, or
@@ -16,19 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from slurmkit import remote
-from slurmkit.hostlist import expand, fold, targets
+from slurmkit.hostlist import HostSet
 from slurmkit.node import change
 from slurmkit.node.change import ChangeOptions
 from slurmkit.node.outcome import DONE, WOULD, NodeReport, NodeRow
+from slurmkit.nodechange import leftovers as chk
+from slurmkit.nodechange import settle
+from slurmkit.nodechange.auditlog import AuditLog
+from slurmkit.nodechange.leftovers import DEFAULT_CHECK_TIMEOUT, HOLDING_STATES, jobs_by_node
 from slurmkit.remote import RemoteOptions
 from slurmkit.remote.command import new_token
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Node
-from slurmkit.undrain import check as chk
-from slurmkit.undrain import settle
-from slurmkit.undrain.actionlog import ActionLog
-from slurmkit.undrain.flow import DEFAULT_CHECK_TIMEOUT, HOLDING_STATES
-from slurmkit.undrain.select import jobs_by_node
 
 # Flags under which a resume would fight Slurm's own handling of the node.
 _LEFT_TO_SLURM = frozenset(
@@ -51,10 +50,9 @@ def _state_skip(node: Node) -> str:
     return f"{'+'.join(hands_off)}: left to Slurm" if hands_off else ""
 
 
-def plan(nodes: str, resume: ResumeOptions) -> NodeReport:
-    hosts = str(targets(nodes, what="NODES"))
-    found = query.nodes(hosts, exact_reasons=True)
-    report = NodeReport("resume", change.rows_for(expand(hosts), found))
+def plan(nodes: HostSet, resume: ResumeOptions) -> NodeReport:
+    found = query.nodes(str(nodes), exact_reasons=True)
+    report = NodeReport("resume", change.rows_for(list(nodes), found))
     known = {n.name: n for n in found}
     candidates: list[NodeRow] = []
     for row in report.rows:
@@ -79,7 +77,7 @@ def plan(nodes: str, resume: ResumeOptions) -> NodeReport:
 def _check(rows: list[NodeRow], resume: ResumeOptions) -> None:
     """undrain's leftover check on every candidate in parallel; rows with leftovers skipped."""
     names = [r.node for r in rows]
-    running = jobs_by_node(query.jobs(nodelist=fold(names), states=HOLDING_STATES), names)
+    running = jobs_by_node(query.jobs(nodelist=str(HostSet(names)), states=HOLDING_STATES), names)
     token = new_token()
     outcome = remote.run(names, chk.check_script(token), via=resume.via, options=resume.remote)
     by_node = {r.node: r for r in rows}
@@ -114,19 +112,17 @@ def moved(row: NodeRow, node: Node) -> str:
 
 
 def resume(
-    nodes: str,
+    nodes: HostSet,
     options: ChangeOptions,
     resume_options: ResumeOptions,
     confirm: Callable[[NodeReport], bool],
 ) -> NodeReport:
-    targets(nodes, what="NODES")  # bad input fails before anything is asked or locked
-
-    def act(report: NodeReport, log: ActionLog) -> None:
+    def act(report: NodeReport, log: AuditLog) -> None:
         change.change(
             "resume",
             report,
             log,
-            lambda names: query.update_node_state(names, "resume"),
+            lambda names: query.update_node_state(str(names), "resume"),
             options,
         )
 

@@ -7,12 +7,11 @@ again meanwhile for another reason is left alone), one batched ``scontrol
 update nodename=<folded> state=undrain`` and one read-back. Remote checks run
 in parallel through :mod:`slurmkit.remote`.
 
-Intent, act, outcome (issue 22): every kill and every update is announced in
-``--log`` (with a token) before it happens and settled after it. An update that
-gets no answer is "unknown, checked again": the nodes are read again, bounded
-(:mod:`slurmkit.slurm.recheck`), and the checked answer is what the log and the
-table say. Intents a killed run left open are settled by the next run with the same
-``--log`` before it does anything else (:func:`reconcile`).
+Undrain is a planner (select by reason, the leftover check, the kill) on top of the
+node-change core (:mod:`slurmkit.nodechange.change`), which alone changes the nodes:
+intent in the audit log, one update, read back, outcome; and whatever a killed run of
+any node command left open is settled by the core before this run plans. The kill is
+announced in the same log (``will-kill``, then ``kill``) before any signal is sent.
 """
 
 from __future__ import annotations
@@ -24,15 +23,20 @@ from pathlib import Path
 
 from slurmkit import faultpoint, journal, locks, remote
 from slurmkit.errors import SlurmError, UsageError
-from slurmkit.hostlist import fold, targets
+from slurmkit.hostlist import HostSet
+from slurmkit.nodechange import auditlog
+from slurmkit.nodechange import change as core
+from slurmkit.nodechange import leftovers as chk
+from slurmkit.nodechange.auditlog import AuditLog, LogProblem
+from slurmkit.nodechange.change import Points, Reading
+from slurmkit.nodechange.leftovers import DEFAULT_CHECK_TIMEOUT, HOLDING_STATES, VIA_CHOICES
+from slurmkit.nodechange.row import DONE, FAILED, SENT
 from slurmkit.remote import RemoteOptions
 from slurmkit.remote.command import new_token
-from slurmkit.slurm import commands, query, recheck
+from slurmkit.slurm import commands, query
 from slurmkit.slurm.records import Node
-from slurmkit.undrain import actionlog, healthgate, settle
-from slurmkit.undrain import check as chk
+from slurmkit.undrain import healthgate
 from slurmkit.undrain import select as sel
-from slurmkit.undrain.actionlog import ActionLog, Intent, LogProblem
 from slurmkit.undrain.report import (
     NOT_RETURNED,
     RETURNED,
@@ -46,26 +50,14 @@ from slurmkit.undrain.report import (
 )
 
 DEFAULT_GRACE = 30
-# Jobs that hold a node. Not squeue's default (it omits SUSPENDED and similar) and not
-# "all": the job that caused "Kill task failed" stays listed as finished for MinJobAge.
-HOLDING_STATES = (
-    "RUNNING",
-    "SUSPENDED",
-    "COMPLETING",
-    "CONFIGURING",
-    "STOPPED",
-    "SIGNALING",
-    "STAGE_OUT",
-    "RESIZING",
-)
-DEFAULT_CHECK_TIMEOUT = 30.0
-VIA_CHOICES = ("auto", "pdsh", "ssh")
+# Shared with node resume (the leftover check's): re-exported for undrain's callers.
+__all__ = ["DEFAULT_CHECK_TIMEOUT", "HOLDING_STATES", "VIA_CHOICES", "UndrainOptions", "undrain"]
 
 
 @dataclass(frozen=True)
 class UndrainOptions:
     reason: str = sel.DEFAULT_REASON
-    nodes: str | None = None
+    nodes: HostSet | None = None  # None: every node (an empty set never gets here)
     kill: bool = False
     grace: int = DEFAULT_GRACE
     uid_min: int = chk.DEFAULT_UID_MIN
@@ -86,7 +78,12 @@ class UndrainOptions:
         if self.via not in VIA_CHOICES:
             raise UsageError(f"--via must be one of {', '.join(VIA_CHOICES)}")
         sel.compile_reason(self.reason)  # bad input fails before anything is asked or locked
-        _limit(self)
+        if self.nodes is not None and not self.nodes:
+            raise UsageError("--nodes names no node (an empty list is refused)")
+
+    @property
+    def reading(self) -> Reading:
+        return Reading(self.notify, self.recheck_within)
 
 
 @dataclass
@@ -112,15 +109,15 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
     start = commands.calls_made()
     if options.dry_run:
         if options.log is not None:
-            actionlog.check(options.log)  # a dry run shows whether the real run could log
+            auditlog.check(options.log)  # a dry run shows whether the real run could log
         report = _as_report(make_plan(options), dry_run=True)
     else:
         path = options.lock or locks.default_lock_path("undrain")
         with (
-            actionlog.ActionLog.open(options.log) as log,  # first: a bad --log changes nothing
+            AuditLog.open(options.log) as log,  # first: a bad --log changes nothing
             locks.hold(path, wait=options.lock_wait, what="undrain", notify=options.notify),
         ):
-            settled = reconcile(log, options)
+            settled = core.reconcile(log, options.reading)
             plan = make_plan(options)
             if plan.actionable and confirm(plan):
                 report = execute(plan, options, log)
@@ -131,101 +128,13 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
     return report
 
 
-def reconcile(log: ActionLog, options: UndrainOptions) -> list[str]:
-    """Settle what a killed run left open in ``--log``: read the nodes, append the outcome.
-
-    A ``will-undrain`` with no outcome is judged by evidence (:mod:`.settle`): ``undrain``
-    (not drained, or drained again after the intent), ``undrain-failed`` (the drain it
-    saw is still there) or ``undrain-undetermined`` (the state cannot tell), each marked
-    ``reconciled=yes`` with its ``evidence=``; a ``will-kill`` becomes ``kill-interrupted`` (whether
-    the signals went out is unknown; this run checks the node afresh). When Slurm
-    does not answer, the intents stay open for the next run. One line on stderr
-    says what was settled. Returns the settled texts (for ``--json``).
-    """
-    if log.path is None:
-        return []
-    # The log may be shared with the node commands (the default actions.log): they
-    # settle their own will-drain/resume/reboot lines.
-    mine = {"will-kill", "will-undrain"}
-    intents = [i for i in actionlog.open_intents(log.path) if i.action in mine]
-    if not intents:
-        return []
-    lines: list[str] = []
-    settled: list[str] = []
-    for intent in (i for i in intents if i.action == "will-kill"):
-        for node in intent.nodes:
-            lines.append(
-                actionlog.entry(node, "kill-interrupted", token=intent.token, reconciled="yes")
-            )
-            settled.append(f"{node} kill interrupted (checked again now)")
-    undrains = [i for i in intents if i.action == "will-undrain"]
-    names = sorted({n for i in undrains for n in i.nodes})
-    unsettled = ""
-    now: dict[str, Node] | None = None
-    if names:
-        try:
-            now = {n.name: n for n in query.nodes(fold(names), exact_reasons=True)}
-        except SlurmError as exc:
-            unsettled = f"; {fold(names)} not settled ({exc}): they stay open"
-    if now is not None:  # the nodes could be read: settle each open undrain
-        for intent in undrains:
-            for node in intent.nodes:
-                line, text = _settle(intent, node, now.get(node))
-                lines.append(line)
-                settled.append(text)
-    log.write(lines)  # before anything else is done: a log that fails here changes nothing
-    if options.notify is not None:
-        done = "; ".join(settled) or "nothing"
-        options.notify(
-            f"--log {log.path}: settled what an earlier run left open: {done}{unsettled}"
-        )
-    return settled
-
-
-def _settle(intent: Intent, node: str, now: Node | None) -> tuple[str, str]:
-    """The outcome line and the stderr text for one node of an open ``will-undrain``.
-
-    Judged by evidence (:mod:`.settle`), not by the state alone: a node drained again
-    after the intent was returned by the killed run; one Slurm cannot place is unknown.
-    """
-    verdict = settle.judge("will-undrain", now, settle.Asked.of(intent.time, intent.fields))
-    after = now.state_text if now is not None else "not known to Slurm"
-    line = actionlog.entry(
-        node,
-        _SETTLED[verdict.result],
-        token=intent.token,
-        before=intent.fields.get("before", ""),
-        after=after,
-        evidence=verdict.why,
-        reconciled="yes",
-    )
-    return line, f"{node} {_said(verdict)} (now {after})"
-
-
-# What a settled will-undrain becomes in the log; "undetermined" closes the intent (the
-# state could not tell), where "undrain-unknown" (no answer at all) keeps it open.
-_SETTLED = {
-    settle.DONE: "undrain",
-    settle.NOT_DONE: "undrain-failed",
-    settle.UNKNOWN: "undrain-undetermined",
-}
-
-
-def _said(verdict: settle.Verdict) -> str:
-    if verdict.result == settle.DONE:
-        return verdict.why if verdict.why.startswith("returned") else "returned"
-    if verdict.result == settle.NOT_DONE:
-        return "still drained"
-    return f"unknown: {verdict.why}"
-
-
 def make_plan(options: UndrainOptions) -> Plan:
     pattern = sel.compile_reason(options.reason)
-    limit = _limit(options)
+    limit = None if options.nodes is None else str(options.nodes)
     selected = sel.select(query.nodes(limit, exact_reasons=True), pattern)
     eligible = [s.name for s in selected if s.skip is None]
     if eligible:
-        jobs = query.jobs(nodelist=fold(eligible), states=HOLDING_STATES)
+        jobs = query.jobs(nodelist=str(HostSet(eligible)), states=HOLDING_STATES)
         selected = sel.apply_jobs(selected, jobs)
     outcomes = {s.name: NodeOutcome.of(s.node) for s in selected}
     for s in selected:
@@ -240,14 +149,6 @@ def make_plan(options: UndrainOptions) -> Plan:
         # a node slurmkit health drained comes back only once its checks pass on it
         healthgate.gate(plan.outcomes, options.via, options.remote)
     return plan
-
-
-def _limit(options: UndrainOptions) -> str | None:
-    """``--nodes`` folded by our parser (its errors, not scontrol's); None means every node.
-
-    An empty ``--nodes ""`` is refused by :func:`targets`: it must never mean "every node".
-    """
-    return None if options.nodes is None else str(targets(options.nodes, what="--nodes"))
 
 
 def _check(nodes: Sequence[str], options: UndrainOptions) -> tuple[str, list[chk.CheckResult]]:
@@ -283,7 +184,7 @@ def _survivors(processes: Sequence[chk.Process]) -> str:
     )
 
 
-def execute(plan: Plan, options: UndrainOptions, log: ActionLog | None = None) -> UndrainReport:
+def execute(plan: Plan, options: UndrainOptions, log: AuditLog | None = None) -> UndrainReport:
     """Kill (when asked), return the clean nodes with one scontrol call, read their state back.
 
     Every action is announced in ``log`` (written through) before it is taken; a
@@ -291,7 +192,7 @@ def execute(plan: Plan, options: UndrainOptions, log: ActionLog | None = None) -
     (the action already happened) becomes the report's error instead.
     """
     if log is None:
-        with ActionLog.open(options.log) as opened:
+        with AuditLog.open(options.log) as opened:
             return execute(plan, options, opened)
     late: list[str] = []
     to_kill = plan.by_action(WOULD_KILL)
@@ -303,26 +204,23 @@ def execute(plan: Plan, options: UndrainOptions, log: ActionLog | None = None) -
         to_return, report.error = _unchanged(to_return)
     if to_return:
         report.error = _return(to_return, log, late, options)
-    _record(log, [_skip_entry(o) for o in plan.outcomes if o.action == SKIPPED], late)
+    noted = core.note(log, [o for o in plan.outcomes if o.action == SKIPPED])
+    late += [noted] if noted else []
     if late:
         report.error = "; ".join([*([report.error] if report.error else []), late[0]])
     return report
 
 
-def _record(log: ActionLog, lines: list[str], late: list[str]) -> None:
-    """Write outcome lines; a failure is kept for the report (the action is done already)."""
+def _record(log: AuditLog, entries: list[journal.Entry], late: list[str]) -> None:
+    """Write outcome records; a failure is kept for the report (the action is done already)."""
     try:
-        log.write(lines)
+        log.write(entries)
     except LogProblem as exc:
         late.append(f"{exc} (the actions themselves were taken; see the table)")
 
 
-def _skip_entry(o: NodeOutcome) -> str:
-    return actionlog.entry(o.node, "skip", before=o.old_state, why=o.why, found=o.found)
-
-
 def _kill_and_recheck(
-    targets: list[NodeOutcome], options: UndrainOptions, log: ActionLog, late: list[str]
+    targets: list[NodeOutcome], options: UndrainOptions, log: AuditLog, late: list[str]
 ) -> None:
     hosts = Counter(o.check.host for o in targets if o.check)
     killable = []
@@ -347,7 +245,7 @@ def _kill_and_recheck(
     intent = journal.new_token()
     try:
         log.write(
-            actionlog.entry(
+            auditlog.entry(
                 o.node,
                 "will-kill",
                 before=o.old_state,
@@ -367,7 +265,7 @@ def _kill_and_recheck(
     for o, result in zip(killable, results.results, strict=True):
         o.killed, error = chk.parse_kill(result, token)
         done.append(
-            actionlog.entry(
+            auditlog.entry(
                 o.node,
                 "kill",
                 before=o.old_state,
@@ -399,7 +297,7 @@ def _unchanged(outcomes: list[NodeOutcome]) -> tuple[list[NodeOutcome], str]:
     error text): when the re-read fails, nothing is returned.
     """
     try:
-        now = {n.name: n for n in query.nodes(fold([o.node for o in outcomes]), exact_reasons=True)}
+        now = {n.name: n for n in core.read_nodes(HostSet([o.node for o in outcomes]))}
     except SlurmError as exc:
         for o in outcomes:
             o.action, o.why = NOT_RETURNED, f"could not read the node again: {exc}"
@@ -432,102 +330,56 @@ def _change(o: NodeOutcome, now: Node | None) -> str:
 
 
 def _return(
-    outcomes: list[NodeOutcome], log: ActionLog, late: list[str], options: UndrainOptions
+    outcomes: list[NodeOutcome], log: AuditLog, late: list[str], options: UndrainOptions
 ) -> str:
-    """One ``scontrol update ... state=undrain``, one read-back; the error text or ""."""
-    names = fold([o.node for o in outcomes])
-    token = journal.new_token()
-    try:
-        log.write(
-            actionlog.entry(
-                o.node,
-                "will-undrain",
-                before=o.old_state,
-                found=o.found,
-                token=token,
-                **_drain_date(o),
-            )
-            for o in outcomes
-        )
-    except LogProblem as exc:
+    """The clean nodes returned by the change core (one ``scontrol update ... state=undrain``,
+    one read-back); the error text or ""."""
+    applied = core.apply(
+        "undrain",
+        outcomes,
+        log,
+        lambda names: query.update_node_state(str(names), "undrain"),
+        options.reading,
+        Points("undrain.after-intent", "undrain.after-update"),
+    )
+    names = applied.names
+    if applied.refused:
         for o in outcomes:
             o.action, o.why = NOT_RETURNED, "the log could not take the intent: nothing done"
-        return f"{exc}: {names} not returned"
-    done: list[str] = []
-    try:
-        return _update_and_read_back(outcomes, names, done, token, options)
-    finally:
-        _record(log, done, late)
-
-
-def _drain_date(o: NodeOutcome) -> dict[str, str]:
-    """``drained_at=``: the date of the drain this undrain clears, the settle judge's anchor."""
-    seen = settle.drained_at(o.record) if o.record is not None else ""
-    return {"drained_at": seen} if seen else {}
-
-
-def _update_and_read_back(
-    outcomes: list[NodeOutcome],
-    names: str,
-    log: list[str],
-    token: str = "",
-    options: UndrainOptions | None = None,
-) -> str:
-    update_error: SlurmError | None = None
-    try:
-        query.update_node_state(names, "undrain")
-    except SlurmError as exc:
-        update_error = exc
-    faultpoint.reached("undrain.after-update")
-    silent = update_error is not None and recheck.no_answer(update_error)
-    if silent:
-        # "No answer" is not "not done": slurmctld may carry the update out when it wakes.
-        found, read_error = recheck.read_again(
-            lambda: query.nodes(names, exact_reasons=True),
-            what=f"the state of {names}",
-            notify=options.notify if options else None,
-            within=options.recheck_within if options else None,
-        )
-    else:
-        try:
-            found, read_error = query.nodes(names, exact_reasons=True), None
-        except SlurmError as exc:
-            found, read_error = None, exc
-    if found is None:
-        assert read_error is not None
-        return _unknown_after(outcomes, update_error, read_error, log, token, silent)
-    after = {n.name: n for n in found}
+        return f"{applied.refused}: {names} not returned"
+    if applied.log_error:
+        late.append(f"{applied.log_error} (the actions themselves were taken; see the table)")
+    if not applied.read:
+        return _unknown_after(outcomes, applied)
     for o in outcomes:
-        node = after.get(o.node)
-        o.new_state = node.state_text if node else "unknown"
-        if node is not None and "DRAIN" not in node.flags:
-            o.action, o.why = RETURNED, _resume_note(node)
-            if silent:
-                o.why = "scontrol update got no answer; read back: returned"
-        else:
-            o.action = NOT_RETURNED
-            o.why = f"scontrol update failed: {update_error}" if update_error else "still drained"
-            if silent:
-                o.why = f"scontrol update got no answer ({update_error}); read back: still drained"
-        log.append(
-            actionlog.entry(
-                o.node,
-                "undrain" if o.returned else "undrain-failed",
-                before=o.old_state,
-                after=o.new_state,
-                found=o.found,
-                token=token,
-                **({"checked": "after-no-answer"} if silent else {}),
-            )
-        )
-    if update_error is None or silent:
+        o.action, o.why = _worded(o, applied)
+    error = applied.error
+    if error is None or applied.silent:
         return ""  # a silence read back is answered: the table says what is true
     returned = [o.node for o in outcomes if o.returned]
     missed = [o.node for o in outcomes if not o.returned]
     return (
-        f"scontrol update failed: {update_error}; returned: {fold(returned) or 'none'}; "
-        f"not returned: {fold(missed) or 'none'}"
+        f"scontrol update failed: {error}; returned: {HostSet(returned) or 'none'}; "
+        f"not returned: {HostSet(missed) or 'none'}"
     )
+
+
+def _worded(o: NodeOutcome, applied: core.Applied) -> tuple[str, str]:
+    """The table's action and why for a node the core read back."""
+    error = applied.error
+    if o.result == DONE:
+        if applied.silent:
+            return RETURNED, "scontrol update got no answer; read back: returned"
+        node = applied.nodes.get(o.node)
+        return RETURNED, _resume_note(node) if node is not None else ""
+    if o.result == FAILED:
+        if applied.silent:
+            return (
+                NOT_RETURNED,
+                f"scontrol update got no answer ({error}); read back: still drained",
+            )
+        return NOT_RETURNED, f"scontrol update failed: {error}" if error else "still drained"
+    return UNKNOWN_OUTCOME, f"read back, the state cannot tell: {o.evidence}"
 
 
 def _resume_note(node: Node) -> str:
@@ -537,41 +389,26 @@ def _resume_note(node: Node) -> str:
     return ""
 
 
-def _unknown_after(
-    outcomes: list[NodeOutcome],
-    update_error: SlurmError | None,
-    read_error: SlurmError,
-    log: list[str],
-    token: str = "",
-    silent: bool = False,
-) -> str:
-    names = fold([o.node for o in outcomes])
+def _unknown_after(outcomes: list[NodeOutcome], applied: core.Applied) -> str:
+    """The nodes could not be read back: what the table and the error say."""
+    names, error, read_error = applied.names, applied.error, applied.read_error
     for o in outcomes:
-        o.new_state = "unknown"
-        if silent:
+        if applied.silent:
             o.action = UNKNOWN_OUTCOME
             o.why = f"scontrol update got no answer and the state could not be read: {read_error}"
-            action = "undrain-unknown"
-        elif update_error is not None:
-            o.action, o.why = NOT_RETURNED, f"scontrol update failed: {update_error}"
-            action = "undrain-failed"
-        else:
+        elif o.result == SENT:
             o.action, o.why = UNCONFIRMED, f"read-back failed: {read_error}"
-            action = "undrain-sent"
-        log.append(
-            actionlog.entry(
-                o.node, action, before=o.old_state, after="unknown", found=o.found, token=token
-            )
-        )
-    if silent:
+        else:
+            o.action, o.why = NOT_RETURNED, f"scontrol update failed: {error}"
+    if applied.silent:
         return (
             f"scontrol update of {names} got no answer and slurmctld still does not answer "
             f"({read_error}): whether they were returned is unknown; 'slurmkit nodes drained' "
-            "shows it, and the next undrain with the same --log records it"
+            "shows it, and the next undrain or node command with the same --log records it"
         )
-    if update_error is not None:
+    if error is not None:
         return (
-            f"scontrol update failed: {update_error}; returned: none; not returned: {names} "
+            f"scontrol update failed: {error}; returned: none; not returned: {names} "
             f"(state read-back failed too: {read_error})"
         )
     return (
@@ -584,13 +421,11 @@ def _as_report(plan: Plan, *, dry_run: bool = False, aborted: bool = False) -> U
     return UndrainReport(plan.outcomes, dry_run=dry_run, aborted=aborted, transport=plan.transport)
 
 
-def _declined(plan: Plan, log: ActionLog) -> UndrainReport:
+def _declined(plan: Plan, log: AuditLog) -> UndrainReport:
     """Nothing to do, or the user said no: every node stays as it is, and the log says so."""
     aborted = plan.actionable
     for o in plan.by_action(WOULD_RETURN, WOULD_KILL):
         o.skip("not confirmed")
     report = _as_report(plan, aborted=aborted)
-    late: list[str] = []
-    _record(log, [_skip_entry(o) for o in plan.outcomes], late)
-    report.error = late[0] if late else ""
+    report.error = core.note(log, plan.outcomes)
     return report

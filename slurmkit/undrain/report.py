@@ -5,30 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from slurmkit.errors import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
+from slurmkit.nodechange import settle
+from slurmkit.nodechange.leftovers import CheckResult, Process
+from slurmkit.nodechange.row import SKIPPED as SKIPPED  # the table word, re-exported
+from slurmkit.nodechange.row import Row
 from slurmkit.slurm.records import Node
-from slurmkit.undrain.check import CheckResult, Process
 
 # Actions, as shown in the table and the log.
 RETURNED = "returned"
 WOULD_RETURN = "would return"
 WOULD_KILL = "would kill leftovers, then return if clean"
-SKIPPED = "skipped"
 NOT_RETURNED = "not returned"
 UNCONFIRMED = "undrain sent, state unknown"
 UNKNOWN_OUTCOME = "unknown: no answer from Slurm"
 
 
 @dataclass
-class NodeOutcome:
-    """One selected node from selection to read-back."""
+class NodeOutcome(Row):
+    """One selected node from selection to read-back: the change core's row, with the check."""
 
-    node: str
-    old_state: str
-    reason: str
-    found: str = "-"
-    action: str = ""
-    why: str = ""
-    new_state: str = ""
     killed: list[str] = field(default_factory=list)
     processes: list[Process] = field(default_factory=list)
     check: CheckResult | None = field(default=None, repr=False)
@@ -37,8 +32,21 @@ class NodeOutcome:
     @classmethod
     def of(cls, node: Node) -> NodeOutcome:
         return cls(
-            node.name, node.state_text, node.reason or "", new_state=node.state_text, record=node
+            node.name,
+            node.state_text,
+            node.reason or "",
+            after=node.state_text,
+            drained_at=settle.drained_at(node),
+            record=node,
         )
+
+    @property
+    def old_state(self) -> str:
+        return self.before
+
+    @property
+    def new_state(self) -> str:
+        return self.after
 
     @property
     def returned(self) -> bool:
@@ -46,10 +54,7 @@ class NodeOutcome:
 
     @property
     def action_text(self) -> str:
-        return f"{self.action}: {self.why}" if self.why else self.action
-
-    def skip(self, why: str) -> None:
-        self.action, self.why = SKIPPED, why
+        return self.text
 
     def as_row(self) -> list[str]:
         old = f"{self.old_state} ({self.reason})" if self.reason else self.old_state

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from slurmkit.errors import UsageError
-from slurmkit.hostlist import HostSet
+from slurmkit.nodechange.leftovers import jobs_by_node
 from slurmkit.slurm.records import Job, Node
 
 # Slurm 25.05 added the step to the reason: "Kill task failed (JobId=3 StepId=batch)" (its
@@ -86,18 +86,6 @@ def state_skip(node: Node) -> str | None:
     if node.state != "IDLE":
         return f"{node.state_text}: unexpected base state"
     return None
-
-
-def jobs_by_node(jobs: Iterable[Job], names: Sequence[str]) -> dict[str, list[str]]:
-    """Job ids on each of ``names``; pending jobs hold no node."""
-    wanted = HostSet(list(names)) if names else HostSet(None)
-    found: dict[str, list[str]] = {}
-    for job in jobs:
-        if job.state == "PENDING" or not job.nodelist:
-            continue
-        for name in HostSet(job.nodelist) & wanted:
-            found.setdefault(name, []).append(job.display_id)
-    return found
 
 
 def select(nodes: Iterable[Node], pattern: re.Pattern[str]) -> list[MatchedNode]:

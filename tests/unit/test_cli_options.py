@@ -14,10 +14,11 @@ import pytest
 
 from slurmkit import remote
 from slurmkit.node.change import ChangeOptions
+from slurmkit.nodechange.leftovers import DEFAULT_CHECK_TIMEOUT
+from slurmkit.nodechange.leftovers import VIA_CHOICES as CHECK_VIA
 from slurmkit.pyspy.collect import DEFAULT_TIMEOUT as PYSPY_TIMEOUT
 from slurmkit.pyspy.collect import VIA as PYSPY_VIA
-from slurmkit.undrain.flow import DEFAULT_CHECK_TIMEOUT, UndrainOptions
-from slurmkit.undrain.flow import VIA_CHOICES as CHECK_VIA
+from slurmkit.undrain.flow import UndrainOptions
 
 
 def _commands(

@@ -27,8 +27,9 @@ import pytest
 
 from slurmkit import journal, locks
 from slurmkit.files import state_path
+from slurmkit.nodechange import auditlog
 from slurmkit.train.state import TrainDir
-from slurmkit.undrain import actionlog
+from tests.unit.nodelog_lines import new_line
 from tests.unit.test_train_cli import TrainCluster, cluster, started  # noqa: F401
 
 NOBODY = 65534
@@ -246,24 +247,24 @@ def test_train_commands_with_a_fifo_journal_say_so_in_one_line(
 def test_a_fifo_undrain_log_is_one_problem_never_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "actions.log"
     with fifo_with_a_writer(path):
-        with pytest.raises(actionlog.LogProblem, match="not a regular file"):
-            actionlog.open_intents(path)
-        with pytest.raises(actionlog.LogProblem, match="not a regular file"):
-            actionlog.ActionLog.open(path)
+        with pytest.raises(auditlog.LogProblem, match="not a regular file"):
+            auditlog.open_intents(path)
+        with pytest.raises(auditlog.LogProblem, match="not a regular file"):
+            auditlog.AuditLog.open(path)
 
 
 @needs_root
 def test_an_undrain_log_someone_else_owns_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "actions.log"
-    path.write_text(actionlog.entry("node-1", "will-undrain", token="t1") + "\n")
-    assert [i.nodes for i in actionlog.open_intents(path)] == [("node-1",)]
+    path.write_text(new_line("node-1", "will-undrain", token="t1"))
+    assert [i.nodes for i in auditlog.open_intents(path)] == [("node-1",)]
     os.chown(path, NOBODY, NOBODY)
-    with pytest.raises(actionlog.LogProblem, match=f"owned by uid {NOBODY}"):
-        actionlog.open_intents(path)
-    with pytest.raises(actionlog.LogProblem, match=f"owned by uid {NOBODY}"):
-        actionlog.ActionLog.open(path)
-    with pytest.raises(actionlog.LogProblem, match=f"owned by uid {NOBODY}"):
-        actionlog.check(path)  # the dry run says the same
+    with pytest.raises(auditlog.LogProblem, match=f"owned by uid {NOBODY}"):
+        auditlog.open_intents(path)
+    with pytest.raises(auditlog.LogProblem, match=f"owned by uid {NOBODY}"):
+        auditlog.AuditLog.open(path)
+    with pytest.raises(auditlog.LogProblem, match=f"owned by uid {NOBODY}"):
+        auditlog.check(path)  # the dry run says the same
 
 
 @needs_root

@@ -19,6 +19,7 @@ from slurmkit.errors import EnvironmentProblem
 from slurmkit.hostlist import expand
 from slurmkit.slurm import nodeops
 from tests.fakes import FakeSlurm
+from tests.unit.nodelog_lines import actions, new_line, old_line, records
 
 SAMPLES = Path(__file__).parent / "node_samples"
 NO_PROGRAM = (SAMPLES / "scontrol_show_config-22.05-no-rebootprogram.txt").read_text()
@@ -202,14 +203,9 @@ def test_drain_is_one_update_with_the_reason_and_logs_intent_first(
     assert fake.changing() == [
         ["scontrol", "update", "nodename=node-[1-2]", "state=drain", "reason=bad fan"]
     ]
-    lines = log.read_text().splitlines()
-    assert [shlex.split(x)[2] for x in lines] == [
-        "action=will-drain",
-        "action=will-drain",
-        "action=drain",
-        "action=drain",
-    ]
-    assert len({shlex.split(x)[-1] for x in lines[:2]}) == 1  # one token
+    rows = records(log)
+    assert [r["action"] for r in rows] == ["will-drain", "will-drain", "drain", "drain"]
+    assert len({r["token"] for r in rows}) == 1  # one token
     assert '"node-3"' in result.stdout and "already drained" in result.stdout
     assert fake.nodes["node-3"] == ("IDLE+DRAIN", "gpu ECC error")  # the admin's reason kept
 
@@ -226,18 +222,16 @@ def test_a_killed_drain_is_settled_by_the_next_run(
     fake: Nodes, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The intent a run killed right after the update left open is closed by the next run."""
-    from slurmkit.undrain import actionlog
+    from slurmkit.nodechange import auditlog
 
     log = tmp_path / "node.log"
-    log.write_text(
-        actionlog.entry("node-1", "will-drain", before="IDLE", token="abc", reason="x") + "\n"
-    )
+    log.write_text(old_line("node-1", "will-drain", before="IDLE", token="abc", reason="x"))
     fake.nodes["node-1"] = ("IDLE+DRAIN", "x")  # the update had gone through
     result = run_cli(
         "node", "drain", "node-2", "--reason", "y", "--yes", "--log", str(log), *_lock(tmp_path)
     )
     assert "settled what an earlier run left open: node-1 drain done" in result.stderr
-    assert actionlog.open_intents(log) == []
+    assert auditlog.open_intents(log) == []
 
 
 def test_a_log_that_cannot_be_written_changes_nothing(fake: Nodes, run_cli, tmp_path: Path) -> None:
@@ -307,7 +301,7 @@ def test_killed_between_change_and_record_leaves_the_intent_and_the_next_run_set
 
     from slurmkit import faultpoint
     from slurmkit.cli import cli
-    from slurmkit.undrain import actionlog
+    from slurmkit.nodechange import auditlog
 
     log = tmp_path / "node.log"
     point = f"node-{verb}.after-change"
@@ -322,16 +316,16 @@ def test_killed_between_change_and_record_leaves_the_intent_and_the_next_run_set
     common = ["--yes", "--log", str(log), *_lock(tmp_path)]
     with pytest.raises(Killed):
         CliRunner().invoke(cli, ["node", verb, *args, *common], catch_exceptions=False)
-    assert reached == [point]
+    assert reached == [f"node-{verb}.after-intent", point]
     assert len(fake.changing()) == 1  # the change was made
-    (intent,) = actionlog.open_intents(log)  # and only its intent is on record
+    (intent,) = auditlog.open_intents(log)  # and only its intent is on record
     assert intent.action == f"will-{verb}"
     monkeypatch.setattr(faultpoint, "reached", lambda name: None)
     result = CliRunner().invoke(cli, ["node", "show", "node-2"])  # reading settles nothing
-    assert actionlog.open_intents(log) == [intent] and result.exit_code == 0
+    assert auditlog.open_intents(log) == [intent] and result.exit_code == 0
     nothing = CliRunner().invoke(cli, ["node", "drain", "node-3", "--reason", "x", *common])
     assert f"{intent.nodes[0]} {verb} done" in nothing.stderr, nothing.stderr
-    assert actionlog.open_intents(log) == []
+    assert auditlog.open_intents(log) == []
 
 
 def test_without_log_the_intent_goes_to_the_users_own_actions_log(
@@ -340,24 +334,21 @@ def test_without_log_the_intent_goes_to_the_users_own_actions_log(
     """Issue 22: a change never goes unjournaled. With no --log the intent and outcome land
     in $XDG_STATE_HOME/slurmkit/actions.log (folder made 0700), and the next run settles
     what a killed one left there, as it does with --log."""
-    from slurmkit.undrain import actionlog
+    from slurmkit.nodechange import auditlog
 
     state = tmp_path / "state"
     monkeypatch.setenv("XDG_STATE_HOME", str(state))
     run_cli("node", "drain", "node-1", "--reason", "bad fan", "--yes", *_lock(tmp_path))
     log = state / "slurmkit" / "actions.log"
-    actions = [shlex.split(line)[2] for line in log.read_text().splitlines()]
-    assert actions == ["action=will-drain", "action=drain"]
+    assert actions(log) == ["will-drain", "drain"]
     assert (log.parent.stat().st_mode & 0o777) == 0o700
     log.write_text(
-        log.read_text()
-        + actionlog.entry("node-2", "will-drain", before="IDLE", token="k9", reason="x")
-        + "\n"
+        log.read_text() + new_line("node-2", "will-drain", before="IDLE", token="k9", reason="x")
     )
     fake.nodes["node-2"] = ("IDLE+DRAIN", "x")  # the killed run's update had gone through
     result = run_cli("node", "drain", "node-3", "--reason", "y", "--yes", *_lock(tmp_path))
     assert "settled what an earlier run left open: node-2 drain done" in result.stderr
-    assert actionlog.open_intents(log) == []
+    assert auditlog.open_intents(log) == []
 
 
 def test_no_log_keeps_none_and_a_dry_run_creates_no_state_folder(

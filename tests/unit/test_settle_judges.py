@@ -17,6 +17,7 @@ the table test holds the README's copy of the table to the code's.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from datetime import datetime, timedelta
@@ -24,9 +25,11 @@ from pathlib import Path
 
 import pytest
 
+from slurmkit.nodechange import auditlog, settle
 from slurmkit.slurm.records import Node
-from slurmkit.undrain import actionlog, settle, undrain
+from slurmkit.undrain import undrain
 from tests.fakes import FakeSlurm
+from tests.unit.nodelog_lines import new_line, old_line
 from tests.unit.test_node import Nodes, _lock
 from tests.unit.test_undrain_flow import Cluster, _opts, _yes
 
@@ -116,10 +119,13 @@ def test_an_intent_stamp_that_does_not_parse_is_unknown_where_time_decides() -> 
 
 def _stamped(line: str, when: datetime) -> str:
     """An action-log line as a run at ``when`` wrote it."""
-    return f"{when.isoformat(timespec='seconds')} {line.split(' ', 1)[1]}\n"
+    return f"{when.isoformat(timespec='seconds')} {line.split(' ', 1)[1].rstrip()}\n"
 
 
 def _fields(line: str) -> dict[str, str]:
+    """A log line's fields, JSON (as written now) or key=value (as written before)."""
+    if line.startswith("{"):
+        return {k: str(v) for k, v in json.loads(line).items()}
     return dict(w.split("=", 1) for w in shlex.split(line)[1:])
 
 
@@ -135,7 +141,7 @@ def test_a_reboot_interrupted_before_its_request_is_settled_not_done(
     """Ctrl-C after the will-reboot intent, before ``scontrol reboot`` left: BootTime is
     the fake's, from before the intent, and no reboot flag. Was: "reboot done (now IDLE)"."""
     log = tmp_path / "node.log"
-    log.write_text(actionlog.entry("node-1", "will-reboot", before="IDLE", token="r1") + "\n")
+    log.write_text(new_line("node-1", "will-reboot", before="IDLE", token="r1"))
     result = run_cli("node", "drain", "node-2", "--reason", "y", "--yes", "--log", str(log),
                      *_lock(tmp_path))  # fmt: skip
     assert "node-1 reboot not done: no reboot flag, booted" in result.stderr, result.stderr
@@ -144,7 +150,7 @@ def test_a_reboot_interrupted_before_its_request_is_settled_not_done(
         "node-1", "reboot-failed", "yes",
     )  # fmt: skip
     assert "before the intent" in settled["evidence"]
-    assert actionlog.open_intents(log) == []
+    assert auditlog.open_intents(log) == []
 
 
 def test_a_reboot_whose_node_went_down_without_a_flag_is_unknown_not_failed(
@@ -152,12 +158,12 @@ def test_a_reboot_whose_node_went_down_without_a_flag_is_unknown_not_failed(
 ) -> None:
     nodes.nodes["node-1"] = ("DOWN", "Not responding")
     log = tmp_path / "node.log"
-    log.write_text(actionlog.entry("node-1", "will-reboot", before="IDLE", token="r2") + "\n")
+    log.write_text(old_line("node-1", "will-reboot", before="IDLE", token="r2"))
     result = run_cli("node", "drain", "node-2", "--reason", "y", "--yes", "--log", str(log),
                      *_lock(tmp_path))  # fmt: skip
     assert "node-1 reboot unknown" in result.stderr, result.stderr
     assert _fields(log.read_text().splitlines()[1])["action"] == "reboot-undetermined"
-    assert actionlog.open_intents(log) == []  # settled as far as it can be: closed
+    assert auditlog.open_intents(log) == []  # settled as far as it can be: closed
 
 
 def test_a_reboot_request_slurm_accepted_but_did_not_keep_is_not_read_as_done(
@@ -194,7 +200,7 @@ def test_a_node_returned_then_drained_again_is_settled_returned(
     intent_at = FAKE_REASON_TIME - timedelta(minutes=3)
     seen = (intent_at - timedelta(hours=2)).isoformat(timespec="seconds")
     log = tmp_path / "actions.log"
-    line = actionlog.entry("node-2", "will-undrain", before="IDLE+DRAIN", token="u1",
+    line = old_line("node-2", "will-undrain", before="IDLE+DRAIN", token="u1",
                            drained_at=seen)  # fmt: skip
     log.write_text(_stamped(line, intent_at))
     drained.nodes["node-2"] = ("IDLE+DRAIN", "Kill task failed")
@@ -203,23 +209,27 @@ def test_a_node_returned_then_drained_again_is_settled_returned(
     (text,) = report.reconciled
     stamp = FAKE_REASON_TIME.isoformat(timespec="seconds")
     assert text == (
-        f"node-2 returned, drained again since {stamp} (Kill task failed) (now IDLE+DRAIN)"
+        f"node-2 undrain done: returned, drained again since {stamp} (Kill task failed) "
+        "(now IDLE+DRAIN)"
     )
     settled = _fields(log.read_text().splitlines()[1])
     assert (settled["action"], settled["reconciled"]) == ("undrain", "yes")
-    assert actionlog.open_intents(log) == []
+    assert auditlog.open_intents(log) == []
 
 
 def test_the_same_drain_still_there_is_still_drained(drained: Cluster, tmp_path: Path) -> None:
     log = tmp_path / "actions.log"
     seen = FAKE_REASON_TIME.isoformat(timespec="seconds")
-    line = actionlog.entry("node-2", "will-undrain", before="IDLE+DRAIN", token="u2",
+    line = old_line("node-2", "will-undrain", before="IDLE+DRAIN", token="u2",
                            drained_at=seen)  # fmt: skip
     log.write_text(_stamped(line, FAKE_REASON_TIME + timedelta(minutes=1)))
     drained.nodes["node-2"] = ("IDLE+DRAIN", "Kill task failed")
     drained.leftovers["node-2"] = ["sleep 600"]
     report = undrain(_opts(tmp_path, log=log), _yes)
-    assert report.reconciled == ["node-2 still drained (now IDLE+DRAIN)"]
+    seen_at = FAKE_REASON_TIME.isoformat(timespec="seconds")
+    assert report.reconciled == [
+        f"node-2 undrain not done: the drain of {seen_at} is still there (now IDLE+DRAIN)"
+    ]
     assert _fields(log.read_text().splitlines()[1])["action"] == "undrain-failed"
 
 

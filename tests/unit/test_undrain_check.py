@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 
 from slurmkit import _proc
+from slurmkit.nodechange import leftovers as chk
 from slurmkit.remote.command import new_token
 from slurmkit.remote.result import NodeResult
-from slurmkit.undrain import check as chk
 
 T = "__slurmkit_end_0123456789abcdef__"
 

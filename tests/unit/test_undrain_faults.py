@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from slurmkit import _proc, faultpoint
+from slurmkit.nodechange import auditlog
 from slurmkit.slurm import recheck
-from slurmkit.undrain import actionlog, undrain
+from slurmkit.undrain import undrain
 from tests.fakes import Call, FakeSlurm
+from tests.unit.nodelog_lines import actions, fields, new_line, old_line
 from tests.unit.test_undrain_flow import Cluster, _drained, _opts, _yes
 
 TIMED_OUT = (
@@ -49,13 +51,11 @@ def hung(fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
 
 def _actions(log: Path) -> list[str]:
-    return [ln.split()[2].removeprefix("action=") for ln in log.read_text().splitlines()]
+    return actions(log)
 
 
 def _fields(line: str) -> dict[str, str]:
-    import shlex
-
-    return dict(w.split("=", 1) for w in shlex.split(line)[1:])
+    return fields(line)
 
 
 def test_a_timed_out_update_that_went_through_is_reported_returned(
@@ -98,16 +98,19 @@ def test_no_answer_at_all_is_unknown_never_failed_and_the_next_run_settles_it(
     assert [o.action for o in report.outcomes] == ["unknown: no answer from Slurm"] * 2
     assert report.exit_code == 2 and "unknown" in report.error and "--log" in report.error
     assert _actions(log) == ["will-undrain"] * 2 + ["undrain-unknown"] * 2
-    assert [i.nodes for i in actionlog.open_intents(log)] == [("node-1", "node-2")]
+    assert [i.nodes for i in auditlog.open_intents(log)] == [("node-1", "node-2")]
     # slurmctld wakes up (it had applied the update); the next run settles the intent
     hung.silent_reads = 0
     notes: list[str] = []
     again = undrain(_opts(tmp_path, log=log, notify=notes.append), _yes)
     assert again.outcomes == []  # nothing drained any more
-    assert again.reconciled == ["node-1 returned (now IDLE)", "node-2 returned (now IDLE)"]
+    assert again.reconciled == [
+        "node-1 undrain done: not drained (now IDLE)",
+        "node-2 undrain done: not drained (now IDLE)",
+    ]
     assert _actions(log)[-2:] == ["undrain", "undrain"]
     assert all(_fields(ln)["reconciled"] == "yes" for ln in log.read_text().splitlines()[-2:])
-    assert actionlog.open_intents(log) == []
+    assert auditlog.open_intents(log) == []
     assert len(notes) == 1 and "settled what an earlier run left open" in notes[0]
 
 
@@ -125,6 +128,7 @@ def test_a_run_killed_after_the_update_is_settled_by_the_next_run(
     def die(name: str) -> None:
         if name == "undrain.after-update":
             raise Killed
+        assert name == "undrain.after-intent"
 
     monkeypatch.setattr(faultpoint, "reached", die)
     with pytest.raises(Killed):
@@ -134,19 +138,19 @@ def test_a_run_killed_after_the_update_is_settled_by_the_next_run(
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     assert _actions(log)[:2] == ["will-undrain", "will-undrain"]
     # (the finally of the killed frame may not run on a real kill -9: drop what it wrote)
-    lines = [ln for ln in log.read_text().splitlines() if "action=will-" in ln]
+    lines = [ln for ln in log.read_text().splitlines() if '"action":"will-' in ln]
     log.write_text("".join(ln + "\n" for ln in lines))
     hung.nodes["node-2"] = ("IDLE+DRAIN", "Kill task failed")  # an admin drained it again
     hung.leftovers["node-2"] = ["sleep 600"]  # and it is not clean now
     notes: list[str] = []
     report = undrain(_opts(tmp_path, log=log, notify=notes.append), _yes)
-    assert report.reconciled == [
-        "node-1 returned (now IDLE)",
-        "node-2 still drained (now IDLE+DRAIN)",
-    ]
+    first, second = report.reconciled
+    assert first == "node-1 undrain done: not drained (now IDLE)"
+    assert second.startswith("node-2 undrain not done: the drain of")
+    assert second.endswith("is still there (now IDLE+DRAIN)")
     assert _actions(log)[2:4] == ["undrain", "undrain-failed"]
     assert len(notes) == 1
-    assert actionlog.open_intents(log) == []
+    assert auditlog.open_intents(log) == []
 
 
 def test_a_killed_kill_is_settled_as_interrupted(
@@ -176,15 +180,13 @@ def test_settling_waits_for_an_answer_and_keeps_intents_open_without_one(
     hung: HungCluster, tmp_path: Path
 ) -> None:
     log = tmp_path / "actions.log"
-    log.write_text(
-        actionlog.entry("node-1", "will-undrain", before="IDLE+DRAIN", token="abc") + "\n"
-    )
+    log.write_text(old_line("node-1", "will-undrain", before="IDLE+DRAIN", token="abc"))
     hung.nodes["node-1"] = ("IDLE", None)
     hung.slurm.log.append(Call(("scontrol", "update")))  # make the fake silent for reads
     hung.silent_reads = 1000
     with pytest.raises(Exception, match="Socket timed out"):
         undrain(_opts(tmp_path, log=log), _yes)
-    assert [i.token for i in actionlog.open_intents(log)] == ["abc"]
+    assert [i.token for i in auditlog.open_intents(log)] == ["abc"]
 
 
 def test_a_log_that_fails_mid_run_still_prints_the_table_and_exits_2(
@@ -197,7 +199,7 @@ def test_a_log_that_fails_mid_run_still_prints_the_table_and_exits_2(
     def full(self, lines) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(actionlog.ActionLog, "_write", full)
+    monkeypatch.setattr(auditlog.AuditLog, "_write", full)
     result = run_cli(
         "undrain", "--yes", "--log", str(log), "--lock", str(tmp_path / "l"), exit_code=2
     )
@@ -213,14 +215,14 @@ def test_a_log_that_fails_after_the_update_says_the_nodes_were_returned(
     hung.silent_updates = False
     _drained(hung, 1)
     log = tmp_path / "actions.log"
-    real = actionlog.ActionLog._write
+    real = auditlog.AuditLog._write
 
     def full_after_intent(self, lines) -> None:
-        if any("action=will-" in ln for ln in lines):
+        if any(e.action.startswith("will-") for e in lines):
             return real(self, lines)
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(actionlog.ActionLog, "_write", full_after_intent)
+    monkeypatch.setattr(auditlog.AuditLog, "_write", full_after_intent)
     result = run_cli(
         "undrain", "--yes", "--log", str(log), "--lock", str(tmp_path / "l"), exit_code=2
     )
@@ -341,7 +343,7 @@ def test_a_node_commands_open_intent_in_the_shared_log_is_left_to_it(
     hung.silent_updates = False
     _drained(hung, 1)
     log = tmp_path / "actions.log"
-    log.write_text(actionlog.entry("node-3", "will-drain", before="IDLE", token="n1") + "\n")
+    log.write_text(new_line("node-3", "will-drain", before="IDLE", token="n1"))
     result = run_cli("undrain", "--yes", "--log", str(log), "--lock", str(tmp_path / "l"))
     assert "settled" not in result.stderr
-    assert [i.action for i in actionlog.open_intents(log)] == ["will-drain"]
+    assert [i.action for i in auditlog.open_intents(log)] == ["will-drain"]

@@ -21,6 +21,7 @@ from slurmkit.remote import RemoteOptions
 from slurmkit.slurm import _exec
 from slurmkit.undrain import UndrainOptions, undrain
 from tests.fakes import FakeSlurm
+from tests.unit.nodelog_lines import fields, node_actions
 
 TOKEN = re.compile(r"__slurmkit_end_[0-9a-f]{16}__")
 UNREACHABLE_CTLD = "scontrol: error: Unable to contact slurm controller (connect failure)\n"
@@ -330,7 +331,7 @@ def test_declined_plan_changes_nothing_and_is_logged(cluster: Cluster, tmp_path:
     assert not cluster.slurm_calls("update")
     assert report.outcomes[0].action_text == "skipped: not confirmed"
     assert report.exit_code == 1
-    assert "node=node-1 action=skip" in log.read_text()
+    assert ["node-1", "skip"] in node_actions(log.read_text().splitlines())
 
 
 def test_controller_lost_before_resume_names_every_node(cluster: Cluster, tmp_path: Path) -> None:
@@ -345,7 +346,8 @@ def test_controller_lost_before_resume_names_every_node(cluster: Cluster, tmp_pa
     assert "cannot reach slurmctld" in report.error
     assert [o.action for o in report.outcomes] == ["not returned", "not returned", "skipped"]
     lines = log.read_text().splitlines()
-    assert sum("action=undrain-failed" in ln for ln in lines) == 2
+    assert sum(a == ["node-1", "undrain-failed"] or a == ["node-2", "undrain-failed"]
+               for a in node_actions(lines)) == 2  # fmt: skip
 
 
 def test_a_second_run_waits_then_gives_up_without_acting(cluster: Cluster, tmp_path: Path) -> None:
@@ -365,8 +367,8 @@ def test_log_records_before_and_after(cluster: Cluster, tmp_path: Path) -> None:
     log = tmp_path / "actions.log"
     undrain(_opts(tmp_path, log=log), _yes)
     intent, line = log.read_text().splitlines()
-    assert "node=node-1 action=will-undrain" in intent
-    words = dict(w.split("=", 1) for w in shlex.split(line)[1:])
+    assert node_actions([intent]) == [["node-1", "will-undrain"]]
+    words = fields(line)
     assert words["node"] == "node-1" and words["action"] == "undrain"
     assert words["before"] == "IDLE+DRAIN" and words["after"] == "IDLE"
 

@@ -16,6 +16,7 @@ from slurmkit import locks
 from slurmkit.errors import EnvironmentProblem
 from slurmkit.undrain import undrain
 from tests.fakes import FakeSlurm
+from tests.unit.nodelog_lines import fields, node_actions
 from tests.unit.test_undrain_flow import Cluster, _drained, _opts, _yes
 
 NOBODY = 65534
@@ -148,22 +149,19 @@ def test_the_log_says_what_will_be_done_before_doing_it(
     monkeypatch.setattr(fake, "_answer", spy)
     report = undrain(_opts(tmp_path, log=log, kill=True, grace=0), _yes)
     assert report.exit_code == 0
-    assert [ln.split()[1:3] for ln in seen_at_change["kill"]] == [
-        ["node=node-2", "action=will-kill"]
+    assert node_actions(seen_at_change["kill"]) == [["node-2", "will-kill"]]
+    assert fields(seen_at_change["kill"][0])["pids"] == "300"
+    assert node_actions(seen_at_change["update"][-2:]) == [
+        ["node-1", "will-undrain"],
+        ["node-2", "will-undrain"],
     ]
-    assert "pids=300" in seen_at_change["kill"][0]
-    assert [ln.split()[1:3] for ln in seen_at_change["update"][-2:]] == [
-        ["node=node-1", "action=will-undrain"],
-        ["node=node-2", "action=will-undrain"],
-    ]
-    actions = [ln.split()[2] for ln in log.read_text().splitlines()]
-    assert actions == [
-        "action=will-kill",
-        "action=kill",
-        "action=will-undrain",
-        "action=will-undrain",
-        "action=undrain",
-        "action=undrain",
+    assert [a for _, a in node_actions(log.read_text().splitlines())] == [
+        "will-kill",
+        "kill",
+        "will-undrain",
+        "will-undrain",
+        "undrain",
+        "undrain",
     ]
     assert synced  # written through to disk, not left in a buffer
 
@@ -172,14 +170,14 @@ def test_an_unwritable_log_mid_run_stops_before_the_update(
     fake: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No intent on disk, no action: a full disk must not return nodes silently."""
-    from slurmkit.undrain import actionlog
+    from slurmkit.nodechange import auditlog
 
     _drained(fake, 1)
 
     def full(self, lines) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(actionlog.ActionLog, "_write", full)
+    monkeypatch.setattr(auditlog.AuditLog, "_write", full)
     report = undrain(_opts(tmp_path, log=tmp_path / "actions.log"), _yes)
     assert "No space left" in report.error and report.exit_code == 2  # table kept (issue 22)
     assert report.outcomes[0].action == "not returned"

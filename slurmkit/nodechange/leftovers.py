@@ -1,4 +1,6 @@
-"""Look for what a job left behind on a node, and end it: the remote half of undrain.
+"""Look for what a job left behind on a node, and end it: before a node returns to service.
+
+Shared by ``undrain`` and ``node resume`` (which checks the nodes it names the same way).
 
 The check prints a machine-readable report between lines that start with a
 token unique to the run, and a final ``done`` line. A node counts as clean
@@ -35,7 +37,9 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from slurmkit.hostlist import HostSet
 from slurmkit.remote.result import NodeResult
+from slurmkit.slurm.records import Job
 
 CLEAN = "clean"
 LEFTOVERS = "leftovers"
@@ -46,6 +50,33 @@ DEFAULT_UID_MIN = 1000
 STEPD, STEP, CGROUP, ENVIRON, GPU = "slurmstepd", "step", "cgroup", "environ", "gpu"
 _STRONG = frozenset({STEPD, STEP, CGROUP})
 _CGROUP_JOB = re.compile(r"/job_([0-9]+)(?:/|$)")
+
+DEFAULT_CHECK_TIMEOUT = 30.0
+VIA_CHOICES = ("auto", "pdsh", "ssh")
+# Jobs that hold a node. Not squeue's default (it omits SUSPENDED and similar) and not
+# "all": the job that caused "Kill task failed" stays listed as finished for MinJobAge.
+HOLDING_STATES = (
+    "RUNNING",
+    "SUSPENDED",
+    "COMPLETING",
+    "CONFIGURING",
+    "STOPPED",
+    "SIGNALING",
+    "STAGE_OUT",
+    "RESIZING",
+)
+
+
+def jobs_by_node(jobs: Iterable[Job], names: Sequence[str]) -> dict[str, list[str]]:
+    """Job ids on each of ``names``; pending jobs hold no node."""
+    wanted = HostSet(list(names)) if names else HostSet(None)
+    found: dict[str, list[str]] = {}
+    for job in jobs:
+        if job.state == "PENDING" or not job.nodelist:
+            continue
+        for name in HostSet(job.nodelist) & wanted:
+            found.setdefault(name, []).append(job.display_id)
+    return found
 
 
 @dataclass(frozen=True)
