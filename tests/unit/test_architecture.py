@@ -22,6 +22,7 @@ CONTRACTS = (
     "the library (all but slurmkit.cli) never imports click or slurmkit.cli",
     "no import cycles among slurmkit's subpackages",
     "a private module (_x) is imported only inside its own package",
+    "node and undrain do not import each other",
 )
 
 
@@ -64,6 +65,7 @@ def broken_copy(tmp_path: Path) -> Path:
     # is its public home, and the contract lists no exception for _exec
     (pkg / "undrain" / "zz_exec.py").write_text("from slurmkit.slurm import _exec\n")
     (pkg / "remote" / "zz_exec.py").write_text("from slurmkit.slurm._exec import run_slurm\n")
+    (pkg / "node" / "zz_undrain.py").write_text("import slurmkit.undrain.select\n")
     return tmp_path
 
 
@@ -80,3 +82,4 @@ def test_each_contract_catches_its_violation(broken_copy: Path) -> None:
     assert "slurmkit.node.zz_private -> slurmkit.lint._zz_private" in result.stdout
     assert "slurmkit.undrain.zz_exec -> slurmkit.slurm._exec" in result.stdout
     assert "slurmkit.remote.zz_exec -> slurmkit.slurm._exec" in result.stdout
+    assert "slurmkit.node.zz_undrain -> slurmkit.undrain.select" in result.stdout
