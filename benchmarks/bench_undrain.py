@@ -25,7 +25,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from slurmkit.hostlist import fold
+from slurmkit.hostlist import HostSet, fold
 from slurmkit.remote import RemoteOptions
 from slurmkit.sandbox.spec import SandboxSpec
 from slurmkit.slurm import _exec, query
@@ -58,14 +58,16 @@ def idle_nodes(count: int, timeout: float = 120) -> list[str]:
 def drain(nodes: list[str]) -> None:
     run_slurm(["scontrol", "update", f"nodename={fold(nodes)}", "state=drain", f"reason={REASON}"])
     deadline = time.monotonic() + 60
-    while not all(n.is_drained for n in query.nodes(fold(nodes))):
+    while not all(n.is_drained for n in query.nodes(HostSet(nodes))):
         if time.monotonic() > deadline:
             raise SystemExit("nodes did not become drained")
         time.sleep(0.2)
 
 
 def restore(nodes: list[str]) -> None:
-    left = [n.name for n in query.nodes(fold(nodes)) if "DRAIN" in n.flags and n.reason == REASON]
+    left = [
+        n.name for n in query.nodes(HostSet(nodes)) if "DRAIN" in n.flags and n.reason == REASON
+    ]
     if left:
         run_slurm(["scontrol", "update", f"nodename={fold(left)}", "state=undrain"])
 

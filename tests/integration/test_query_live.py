@@ -42,7 +42,7 @@ def test_nodes_is_one_call_for_all_nodes(cluster: sandbox.SandboxSpec) -> None:
 
 def test_unknown_node_is_not_found(cluster: sandbox.SandboxSpec) -> None:
     with pytest.raises(NotFound):
-        query.nodes("node-99")
+        query.nodes(["node-99"])
 
 
 def test_running_job_records(running_job: str) -> None:
@@ -104,7 +104,7 @@ def test_drained_node_shows_reason_and_state(cluster: sandbox.SandboxSpec) -> No
         assert [r.nodelist for r in reasons] == ["node-3"]
         assert reasons[0].user == "root"
         assert "node-3" in query.nodes_in_state("drain")
-        (node,) = query.nodes("node-3")
+        (node,) = query.nodes(["node-3"])
         assert node.is_drained and node.reason == "sk test drain"
     finally:
         run_slurm(["scontrol", "update", "nodename=node-3", "state=resume"])
