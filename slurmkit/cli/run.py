@@ -14,7 +14,6 @@ from slurmkit import remote, stderr
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import (
     json_option,
-    node_set,
     node_timeout_option,
     selection_options,
     via_option,
@@ -63,7 +62,7 @@ def run_command(
         raise UsageError("--via srun needs --jobid")
     if selection.include is None:  # -x alone narrows the job's nodes
         selection = replace(selection, include=_job_nodes(jobid), what=f"job {jobid}'s nodes")
-    nodes = node_set(selection)  # groups resolved and -x applied before anything runs
+    nodes = selection.resolve()  # groups resolved and -x applied before anything runs
     options = replace(ssh, timeout=timeout, jobid=jobid, notify=stderr.say)
     outcome = remote.run(nodes, list(command), via=via, options=options)
     if as_json:

@@ -38,7 +38,7 @@ def check_reason(reason: str | None, what: str = "--reason") -> str:
 def plan(nodes: HostSet, reason: str) -> NodeReport:
     """Read the nodes once; those not yet drained would be drained."""
     report = NodeReport(
-        "drain", change.rows_for(list(nodes), query.nodes(str(nodes), exact_reasons=True))
+        "drain", change.rows_for(list(nodes), query.nodes(nodes, exact_reasons=True))
     )
     for row in report.rows:
         if row.action:
@@ -70,7 +70,7 @@ def drain(
             "drain",
             report,
             log,
-            lambda names: query.update_node_state(str(names), "drain", reason),
+            lambda names: query.update_node_state(names, "drain", reason),
             options,
             reason=reason,
         )

@@ -70,7 +70,7 @@ def require_program(config: dict[str, str]) -> str:
 
 def plan(nodes: HostSet, options: RebootOptions) -> NodeReport:
     program = require_program(nodeops.show_config())
-    found = query.nodes(str(nodes), exact_reasons=True)
+    found = query.nodes(nodes, exact_reasons=True)
     report = NodeReport("reboot", change.rows_for(list(nodes), found))
     report.notes.append(f"RebootProgram={program}")
     known = {n.name: n for n in found}
@@ -127,7 +127,7 @@ def follow(
     deadline = start + timeout
     while waiting:
         try:
-            nodes = {n.name: n for n in query.nodes(str(HostSet(waiting)))}
+            nodes = {n.name: n for n in query.nodes(HostSet(waiting))}
         except SlurmError as exc:
             nodes = {}
             if notify:
@@ -178,7 +178,7 @@ def reboot(
             report,
             log,
             lambda names: nodeops.reboot(
-                str(names), asap=reboot_options.asap, reason=reboot_options.reason
+                names, asap=reboot_options.asap, reason=reboot_options.reason
             ),
             options,
             **fields,

@@ -51,7 +51,7 @@ def _state_skip(node: Node) -> str:
 
 
 def plan(nodes: HostSet, resume: ResumeOptions) -> NodeReport:
-    found = query.nodes(str(nodes), exact_reasons=True)
+    found = query.nodes(nodes, exact_reasons=True)
     report = NodeReport("resume", change.rows_for(list(nodes), found))
     known = {n.name: n for n in found}
     candidates: list[NodeRow] = []
@@ -77,7 +77,7 @@ def plan(nodes: HostSet, resume: ResumeOptions) -> NodeReport:
 def _check(rows: list[NodeRow], resume: ResumeOptions) -> None:
     """undrain's leftover check on every candidate in parallel; rows with leftovers skipped."""
     names = [r.node for r in rows]
-    running = jobs_by_node(query.jobs(nodelist=str(HostSet(names)), states=HOLDING_STATES), names)
+    running = jobs_by_node(query.jobs(nodelist=HostSet(names), states=HOLDING_STATES), names)
     token = new_token()
     outcome = remote.run(names, chk.check_script(token), via=resume.via, options=resume.remote)
     by_node = {r.node: r for r in rows}
@@ -122,7 +122,7 @@ def resume(
             "resume",
             report,
             log,
-            lambda names: query.update_node_state(str(names), "resume"),
+            lambda names: query.update_node_state(names, "resume"),
             options,
         )
 

@@ -162,14 +162,14 @@ def _read_back(applied: Applied, reading: Reading) -> dict[str, Node] | None:
     found: list[Node] | None
     if applied.silent:
         found, applied.read_error = recheck.read_again(
-            lambda: query.nodes(str(names), exact_reasons=True),
+            lambda: query.nodes(names, exact_reasons=True),
             what=f"the state of {names}",
             notify=reading.notify,
             within=reading.within,
         )
     else:
         try:
-            found = query.nodes(str(names), exact_reasons=True)
+            found = query.nodes(names, exact_reasons=True)
         except SlurmError as exc:
             found, applied.read_error = None, exc
     applied.read = found is not None
@@ -199,7 +199,7 @@ def reconcile(log: AuditLog, reading: Reading) -> list[str]:
     unsettled = ""
     if names:
         try:
-            now_ = {n.name: n for n in query.nodes(str(HostSet(names)), exact_reasons=True)}
+            now_ = {n.name: n for n in query.nodes(HostSet(names), exact_reasons=True)}
         except SlurmError as exc:
             unsettled = f"{HostSet(names)}: an earlier change is still unknown ({exc})"
         else:
@@ -266,4 +266,4 @@ def note(log: AuditLog, rows: Sequence[Row]) -> str:
 
 def read_nodes(nodes: HostSet) -> list[Node]:
     """The nodes as Slurm has them now, with exact reasons (one call)."""
-    return query.nodes(str(nodes), exact_reasons=True)
+    return query.nodes(nodes, exact_reasons=True)

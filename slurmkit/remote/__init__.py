@@ -17,8 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from slurmkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from slurmkit.hostlist import HostSet
 from slurmkit.remote.base import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_FANOUT,
@@ -81,23 +85,23 @@ def transport_class(name: str) -> type[Transport]:
 
 
 def run(
-    nodes: str | Sequence[str],
+    nodes: HostSet | Sequence[str],
     command: Command,
     *,
     via: str = "auto",
     options: RemoteOptions | None = None,
 ) -> RunOutcome:
-    """Run ``command`` on ``nodes`` (a hostlist or names); never raises for one node's failure.
+    """Run ``command`` on ``nodes`` (a node set or names); never raises for one node's failure.
+
+    The node list was parsed once, at the edge (the CLI): a text here would be parsed again.
 
     ``command`` is a shell command line (str) or an argv (several words,
     quoted one by one). ``options.env_setup`` and ``options.sudo``/``sudo_user``
     wrap it on every transport alike (:func:`.command.remote_line`); a node where
     sudo refuses gets sudo's own line as its error, and the others go on.
     """
-    from slurmkit.hostlist import expand
-
     options = options or RemoteOptions()
-    names = list(dict.fromkeys(expand(nodes) if isinstance(nodes, str) else nodes))
+    names = list(dict.fromkeys(nodes))
     if not names:
         raise UsageError("no nodes given")
     check_node_names(names)

@@ -130,11 +130,10 @@ def undrain(options: UndrainOptions, confirm: Confirm) -> UndrainReport:
 
 def make_plan(options: UndrainOptions) -> Plan:
     pattern = sel.compile_reason(options.reason)
-    limit = None if options.nodes is None else str(options.nodes)
-    selected = sel.select(query.nodes(limit, exact_reasons=True), pattern)
+    selected = sel.select(query.nodes(options.nodes, exact_reasons=True), pattern)
     eligible = [s.name for s in selected if s.skip is None]
     if eligible:
-        jobs = query.jobs(nodelist=str(HostSet(eligible)), states=HOLDING_STATES)
+        jobs = query.jobs(nodelist=HostSet(eligible), states=HOLDING_STATES)
         selected = sel.apply_jobs(selected, jobs)
     outcomes = {s.name: NodeOutcome.of(s.node) for s in selected}
     for s in selected:
@@ -338,7 +337,7 @@ def _return(
         "undrain",
         outcomes,
         log,
-        lambda names: query.update_node_state(str(names), "undrain"),
+        lambda names: query.update_node_state(names, "undrain"),
         options.reading,
         Points("undrain.after-intent", "undrain.after-update"),
     )

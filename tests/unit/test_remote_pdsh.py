@@ -18,6 +18,7 @@ import pytest
 
 from slurmkit import _proc, remote
 from slurmkit.errors import RemoteError, UsageError
+from slurmkit.hostlist import HostSet
 from slurmkit.remote.base import RemoteOptions, TransportMissing
 from slurmkit.remote.pdsh import PdshTransport, escape_percent
 from tests.fakes import Call, FakeSlurm
@@ -217,7 +218,7 @@ def test_missing_pdsh_falls_back_to_paramiko_and_says_so(pdsh: FakeSlurm, tmp_pa
     cfg.write_text("Host n1 n2\n  HostName 127.0.0.1\n  Port 1\n")
     notices: list[str] = []
     outcome = remote.run(
-        "n[1-2]", "true", via="pdsh", options=opts(ssh_config=cfg, notify=notices.append)
+        HostSet("n[1-2]"), "true", via="pdsh", options=opts(ssh_config=cfg, notify=notices.append)
     )
     assert outcome.transport == "ssh"
     assert any("pdsh is not installed" in n and "paramiko" in n for n in notices)

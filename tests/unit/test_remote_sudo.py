@@ -19,6 +19,7 @@ import pytest
 
 from slurmkit import remote
 from slurmkit.errors import UsageError
+from slurmkit.hostlist import HostSet
 from slurmkit.remote.command import (
     ENV_SETUP_FAILED,
     env_setup_line,
@@ -169,7 +170,7 @@ def test_run_names_sudo_refusal_per_node_and_the_others_go_on(monkeypatch) -> No
     monkeypatch.setattr(remote, "transport_class", lambda name: _Recording)
     _Recording.lines.clear()
     options = remote.RemoteOptions(sudo_user="bob", env_setup="/e/activate")
-    outcome = remote.run("node-[1-3]", ["echo", "a b"], via="pdsh", options=options)
+    outcome = remote.run(HostSet("node-[1-3]"), ["echo", "a b"], via="pdsh", options=options)
     by = {r.node: r for r in outcome.results}
     assert by["node-2"].status == FAILED and by["node-2"].error == "sudo: a password is required"
     assert by["node-1"].status == OK and by["node-3"].status == OK
