@@ -53,6 +53,10 @@ SUBCOMMANDS: LazyRegistry = {
         "slurmkit.cli.lint:lint_command",
         "Check sbatch scripts for the mistakes that silently cost a training (SCRIPT - is stdin).",
     ),
+    "log": (
+        "slurmkit.cli.log:log_group",
+        "The audit log of node changes (node drain/resume/reboot, undrain).",
+    ),
     "node": (
         "slurmkit.cli.node:node_group",
         "Node lifecycle: drain with a reason, resume after a leftover check, reboot, show.",
@@ -88,6 +92,10 @@ SUBCOMMANDS: LazyRegistry = {
     "watch": (
         "slurmkit.cli.watch:watch_group",
         "Watchdogs: job alive, cron chains on time, disk space and inodes, stale logs.",
+    ),
+    "why": (
+        "slurmkit.cli.why:why_command",
+        "Why a job is pending, why it ended, and how well it used what it asked for.",
     ),
 }
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from slurmkit import journal
@@ -279,3 +280,36 @@ def _why_not(path: Path, exc: OSError) -> str:
         errno.ENOENT: f"directory {path.parent} does not exist",
         errno.ENXIO: "not a regular file",
     }.get(exc.errno or 0, exc.strerror or str(exc))
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A record as ``slurmkit log show`` lists it: ``open`` when it is an intent still open."""
+
+    record: Record
+    open: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {**self.record.to_json(), "open": self.open}
+
+
+def history(
+    path: Path, *, nodes: Sequence[str] | None = None, since: datetime | None = None
+) -> list[Shown]:
+    """The records of ``path`` about ``nodes`` (all when None), written at or after ``since``,
+    oldest first; an intent that no outcome settled yet is marked open (the next node command
+    settles it). A record whose stamp does not parse is kept only without ``since``."""
+    from slurmkit.nodechange.settle import parse_stamp
+
+    still = {(i.token, n) for i in open_intents(path) for n in i.nodes}
+    wanted = set(nodes) if nodes is not None else None
+    shown = []
+    for r in read(path):
+        if wanted is not None and r.node not in wanted:
+            continue
+        if since is not None:
+            when = parse_stamp(r.time)
+            if when is None or when < since:
+                continue
+        shown.append(Shown(r, r.kind == "intent" and (r.token, r.node) in still))
+    return shown
