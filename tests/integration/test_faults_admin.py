@@ -133,11 +133,10 @@ def _run_resuming(argv: list[str], shim: Path, ctld: int, cue: str) -> tuple[int
 
 
 def _log_actions(log: Path) -> list[dict[str, str]]:
-    rows = []
-    for line in log.read_text().splitlines():
-        words = shlex.split(line)
-        rows.append(dict(w.split("=", 1) for w in words[1:] if "=" in w))
-    return rows
+    """The audit log's records (JSON lines; old key=value ones too), as text fields."""
+    from slurmkit.nodechange import auditlog
+
+    return [{k: str(v) for k, v in r.to_json().items()} for r in auditlog.read(log)]
 
 
 def _state(node: str) -> str:
@@ -622,7 +621,7 @@ def test_undrain_on_a_controller_that_stays_hung_is_unknown_bounded_and_settled_
         assert code == 2, err
         assert "no answer from Slurm: reading the state of" in err  # progress, before the end
         assert "Traceback" not in err and "undrain-failed" not in log.read_text()
-        # undrain-unknown keeps the intent open (actionlog.STILL_OPEN)
+        # undrain-unknown keeps the intent open (auditlog.still_open)
         assert [r["action"] for r in _log_actions(log)] == ["will-undrain", "undrain-unknown"]
         again = slurmkit("undrain", *common)
         assert again.returncode == 0, again.stderr

@@ -22,6 +22,7 @@ import pytest
 
 from slurmkit import sandbox
 from slurmkit.hostlist import fold
+from slurmkit.nodechange import auditlog
 from slurmkit.slurm import nodeops, query
 from slurmkit.slurm._exec import run_slurm
 from tests.integration.conftest import SPARE_SLOT, poll, session_slot, slot_spec, submit
@@ -65,14 +66,8 @@ def test_drain_then_resume_with_a_log(
     report = _json(run_cli, "resume", fold([a, b]), "--yes", *lock)
     assert all(r["found"].startswith("no leftovers") for r in report["nodes"]), report
     assert all("DRAIN" not in n.flags for n in query.nodes(fold([a, b])))
-    actions = [line.split()[2] for line in log.read_text().splitlines()]
-    assert (
-        actions
-        == ["action=will-drain"] * 2
-        + ["action=drain"] * 2
-        + ["action=will-resume"] * 2
-        + ["action=resume"] * 2
-    )
+    actions = [r.action for r in auditlog.read(log)]
+    assert actions == ["will-drain"] * 2 + ["drain"] * 2 + ["will-resume"] * 2 + ["resume"] * 2
 
 
 def test_resume_skips_a_node_with_a_real_leftover_and_lists_it(
@@ -191,8 +186,8 @@ def test_reboot_follows_the_nodes_back_to_idle(
             # sandbox's slurmd -b reports one); 26.05 ends it when slurmd re-registers, and
             # the sandbox node keeps the host's boot time there
             assert node.boot_time > before[name]
-    actions = sorted(line.split()[2] for line in log.read_text().splitlines())
-    assert actions == ["action=reboot"] * 2 + ["action=will-reboot"] * 2
+    actions = sorted(r.action for r in auditlog.read(log))
+    assert actions == ["reboot"] * 2 + ["will-reboot"] * 2
     # the node runs jobs again after its reboot
     out = run_slurm(["srun", "-w", "node-1", "-N1", "hostname"], timeout=60).stdout
     assert out.strip() == "node-1"
