@@ -1,7 +1,7 @@
 """Settling by evidence, per action (issue 29, items 4 and 8 of "Why").
 
 The next run settles what a killed one left open by judging each intent against its own
-stamp (slurmkit/undrain/settle.py), not by the state at settle time:
+stamp (slurmkit/nodechange/settle.py), not by the state at settle time:
 
 - a reboot interrupted before its request (the node still IDLE, BootTime unchanged) was
   settled "reboot done (now IDLE)"; it is "not done" now, and done only on a REBOOT_* flag
