@@ -157,7 +157,6 @@ def sandbox_build(slurm: str, slurm_source: str | None) -> None:
     """
     from slurmkit.errors import UsageError
     from slurmkit.sandbox import build, rootfs, versions
-    from slurmkit.sandbox.cluster import host_series
 
     release = versions.offered(slurm)
     if release.from_source:
@@ -166,7 +165,7 @@ def sandbox_build(slurm: str, slurm_source: str | None) -> None:
         ready = f"Slurm {slurm} is already built in {prefix} ({build.stamp_of(slurm)[:12]})"
     elif slurm_source:
         raise UsageError(f"--slurm-source is for a version built from source, not {slurm}")
-    elif slurm != host_series():
+    elif slurm != versions.host_series():
         where, seconds = rootfs.ensure_root(release, _progress)
         what, ready = f"built the Slurm {slurm} root", f"the Slurm {slurm} root is ready in {where}"
     else:

@@ -18,7 +18,7 @@ only in that namespace, so nothing is mounted on the host and ``down``
 (ending the world last) leaves nothing behind.
 """
 
-from slurmkit.sandbox.cluster import down, env_lines, fault, status, up
+from slurmkit.sandbox.lifecycle import down, env_lines, fault, status, up
 from slurmkit.sandbox.spec import DEFAULT_DIR, SandboxSpec
 
 __all__ = ["DEFAULT_DIR", "SandboxSpec", "down", "env_lines", "fault", "status", "up"]

@@ -1,6 +1,7 @@
 """Start, find and stop the sandbox's daemons by pid, never by name.
 
-``down`` must stop only what ``up`` started: a pid is trusted only while
+``down`` must stop only what ``up`` started: every process is recorded in the
+sandbox's ``state.json`` as it is spawned, a pid is trusted only while
 ``/proc/<pid>/cmdline`` still contains what we launched (pids get reused), and
 a zombie counts as dead (in containers PID 1 may never reap our orphans).
 """
@@ -8,6 +9,7 @@ a zombie counts as dead (in containers PID 1 may never reap our orphans).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -16,8 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem, SlurmkitError
-from slurmkit.files import read_text_bounded
+from slurmkit.files import read_text_bounded, write_atomic
+from slurmkit.sandbox.spec import DamagedStateFile, SandboxSpec, read_json_object
 
 # A command line in /proc is at most ARG_MAX (2 MiB with the usual 8 MiB stack).
 PROC_MAX_BYTES = 4 * 1024 * 1024
@@ -130,3 +134,69 @@ def require_port_free(host: str, port: int, what: str) -> None:
             f"port {host}:{port} for {what} is already in use "
             "(another sandbox running? try --port-base or 'slurmkit sandbox down')"
         )
+
+
+# --------------------------------------------------------------------------- state file
+def load_daemons(spec: SandboxSpec) -> list[Daemon]:
+    """The daemons ``up`` recorded; a damaged state.json is one clear error."""
+    if not os.path.lexists(spec.state_file):
+        return []
+    data = read_json_object(spec.state_file)
+    entries = data.get("daemons", [])
+    bad = f"{spec.state_file} is damaged (%s); stop what it started by hand and remove {spec.dir}"
+    if not isinstance(entries, list):
+        raise DamagedStateFile(bad % "'daemons' is not a list")
+    daemons = []
+    for entry in entries:
+        if not (
+            isinstance(entry, dict)
+            and type(entry.get("pid")) is int
+            and entry["pid"] > 1
+            and isinstance(entry.get("name"), str)
+            and isinstance(entry.get("match"), str)
+            and entry["match"]
+        ):
+            raise DamagedStateFile(bad % f"bad entry {json.dumps(entry)[:80]}")
+        daemons.append(Daemon.from_json(entry))
+    return daemons
+
+
+def record(spec: SandboxSpec, daemon: Daemon) -> None:
+    daemons = [*load_daemons(spec), daemon]
+    write_atomic(spec.state_file, json.dumps({"daemons": [d.to_json() for d in daemons]}, indent=2))
+
+
+def slurm_env(spec: SandboxSpec) -> dict[str, str]:
+    env = {"SLURM_CONF": str(spec.slurm_conf)}
+    if spec.root or spec.prefix:  # the version's clients are the wrappers in <dir>/bin
+        env["PATH"] = f"{spec.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    return env
+
+
+def spawn(
+    spec: SandboxSpec,
+    name: str,
+    argv: list[str],
+    match: str,
+    extra_env: dict[str, str] | None = None,
+) -> Daemon:
+    env = {**os.environ, **slurm_env(spec), **(extra_env or {})}
+    proc = _proc.spawn(argv, env=env, log_path=str(spec.path("log", f"{name}.out")))
+    daemon = Daemon(name, proc.pid, match)
+    record(spec, daemon)
+    return daemon
+
+
+def log_hint(spec: SandboxSpec, name: str) -> str:
+    return f"see {spec.path('log', name + '.out')}"
+
+
+def must(result: _proc.Completed, what: str) -> _proc.Completed:
+    """The cause in one line: the first line saying ERROR (MariaDB's last one is a bare
+    "[ERROR] Aborting", after the one that says why), else the last line."""
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines() or ["no output"]
+        errors = [ln for ln in lines if "ERROR" in ln]
+        msg = errors[0] if errors else lines[-1]
+        raise EnvironmentProblem(f"{what} failed (exit {result.returncode}): {msg.strip()}")
+    return result

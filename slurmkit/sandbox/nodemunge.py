@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
 
 from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem
-from slurmkit.sandbox.daemons import Daemon, wait_for
+from slurmkit.sandbox.daemons import Daemon, spawn, wait_for
 from slurmkit.sandbox.requirements import find_program
 from slurmkit.sandbox.spec import SandboxSpec
 
-Spawn = Callable[[str, list[str], str], Daemon]
 
-
-def start(spec: SandboxSpec, node: str, init_pid: int, spawn: Spawn) -> Daemon:
+def start(spec: SandboxSpec, node: str, init_pid: int) -> Daemon:
     """Start ``node``'s munged and put its socket where the node looks for munge's."""
     own = spec.path(f"munge-{node}")
     shutil.rmtree(own, ignore_errors=True)
@@ -35,6 +32,7 @@ def start(spec: SandboxSpec, node: str, init_pid: int, spawn: Spawn) -> Daemon:
     os.chmod(own, 0o755)  # jobs of non-root users on the node must reach the socket
     socket = own / "munge.sock"
     daemon = spawn(
+        spec,
         f"munged-{node}",
         [
             find_program("munged") or "munged",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmkit.errors import EnvironmentProblem, UsageError
-from slurmkit.files import read_bounded
+from slurmkit.files import read_bounded, read_text_bounded
 from slurmkit.trust import UntrustedPath, check_trusted
 
 DEFAULT_DIR = Path("/tmp/slurmkit-sandbox")
@@ -195,3 +195,11 @@ def read_json_object(path: Path) -> dict[str, Any]:
             f"{path} is damaged (a {type(data).__name__}, not an object); {_REMEDY}"
         )
     return data
+
+
+def optional_text(path: Path, what: str) -> str:
+    """The text of a file the host may not have ("" then); a FIFO or a device is an error."""
+    try:
+        return read_text_bounded(path, what=what, follow_links=True, error=EnvironmentProblem)
+    except FileNotFoundError:
+        return ""

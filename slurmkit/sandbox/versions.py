@@ -1,6 +1,7 @@
 """Which Slurm versions the sandbox offers, and where each one's packages come from.
 
-The host's own packages serve the version the host ships (22.05 on Debian 12).
+The host's own packages serve the version the host ships (22.05 on Debian 12; see
+:func:`host_series`).
 Every other version runs from a Debian root file system (``debootstrap
 --variant=minbase``) of the release that ships it, built on first use and
 cached. Version-specific facts that were measured live are kept here, named by
@@ -10,9 +11,12 @@ version, so the rest of the sandbox stays version-neutral.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slurmkit import _proc
 from slurmkit.errors import UsageError
 
 ROOTS_DIR = Path(os.environ.get("SLURMKIT_ROOTS_DIR", "/var/cache/slurmkit/roots"))
@@ -94,3 +98,21 @@ def extra_conf(version: str) -> list[str]:
 
 def root_dir(version: str) -> Path:
     return ROOTS_DIR / version
+
+
+def host_series() -> str:
+    """The host's Slurm release series (``22.05``), or "" when its clients are missing.
+
+    ``sinfo --version`` reads a config before it prints anything (a fatal error without
+    one, on 22.05 and later): it is given a two-line one of its own.
+    """
+    # the system's own directories: a sandbox's wrappers first on PATH are not the host's
+    sinfo = shutil.which("sinfo", path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin")
+    if sinfo is None:
+        return ""
+    with tempfile.TemporaryDirectory(prefix="slurmkit-version-") as tmp:
+        conf = Path(tmp) / "slurm.conf"
+        conf.write_text("ClusterName=probe\nSlurmctldHost=localhost\n")
+        env = {**os.environ, "SLURM_CONF": str(conf)}
+        result = _proc.run([sinfo, "--version"], timeout=30, env=env)
+    return series(result.stdout.strip()) if result.returncode == 0 else ""

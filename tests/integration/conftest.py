@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from slurmkit import _proc, sandbox
-from slurmkit.sandbox.cluster import host_series
 from slurmkit.sandbox.daemons import children_of
+from slurmkit.sandbox.versions import host_series
 from slurmkit.slurm._exec import run_slurm
 
 pytestmark = pytest.mark.integration

@@ -106,20 +106,20 @@ def test_spec_round_trips_through_its_file(spec: SandboxSpec) -> None:
 def test_removing_one_sandbox_include_keeps_the_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from slurmkit.sandbox import cluster
+    from slurmkit.sandbox import sshconfig
 
-    monkeypatch.setattr(cluster.Path, "home", lambda: tmp_path)
+    monkeypatch.setattr(sshconfig.Path, "home", lambda: tmp_path)
     first = SandboxSpec(dir=tmp_path / "a")
     second = SandboxSpec(dir=tmp_path / "b", port_base=19800)
     (tmp_path / ".ssh").mkdir()
     (tmp_path / ".ssh" / "config").write_text("Host example\n  User me\n")
-    cluster._install_ssh_include(first)
-    cluster._install_ssh_include(second)
-    cluster._install_ssh_include(second)  # idempotent
-    cluster._remove_ssh_include(second)
+    sshconfig.install_include(first)
+    sshconfig.install_include(second)
+    sshconfig.install_include(second)  # idempotent
+    sshconfig.remove_include(second)
     text = (tmp_path / ".ssh" / "config").read_text()
     assert text == (
-        f"{cluster.SSH_INCLUDE_MARKER}\nInclude {first.ssh_config}\nHost example\n  User me\n"
+        f"{sshconfig.SSH_INCLUDE_MARKER}\nInclude {first.ssh_config}\nHost example\n  User me\n"
     )
 
 

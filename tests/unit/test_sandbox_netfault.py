@@ -18,7 +18,7 @@ import pytest
 
 from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem, UsageError
-from slurmkit.sandbox import cluster, netfault
+from slurmkit.sandbox import lifecycle, netfault
 from slurmkit.sandbox.spec import SandboxSpec
 
 
@@ -278,7 +278,7 @@ def test_cli_refuses_a_sandbox_that_is_not_up(
 ) -> None:
     spec.dir.mkdir(mode=0o755)
     spec.save()
-    monkeypatch.setattr(cluster, "require_root", lambda: None)
+    monkeypatch.setattr(lifecycle, "require_root", lambda: None)
     result = run_cli("sandbox", "fault", "node-1", "net-down", "--dir", str(spec.dir), exit_code=2)
     assert result.stderr.strip().splitlines() == [
         f"slurmkit: the sandbox in {spec.dir} is not up (not running)"
@@ -304,7 +304,7 @@ def test_down_removes_the_sandboxs_table(
     spec.save()
     said: list[str] = []
     assert netfault.active(spec) != []
-    cluster.down(spec.dir, progress=said.append)
+    lifecycle.down(spec.dir, progress=said.append)
     assert not fake_nft.exists
     assert ("delete", "table", "inet", netfault.table_name(spec.dir)) in [
         argv[1:] for argv, _ in fake_nft.calls
@@ -318,4 +318,4 @@ def test_down_without_nft_still_finishes(
     spec.dir.mkdir(mode=0o755)
     spec.save()
     monkeypatch.setattr(netfault, "find_program", lambda name: None)
-    assert cluster.down(spec.dir) == []
+    assert lifecycle.down(spec.dir) == []

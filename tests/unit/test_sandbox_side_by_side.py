@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from slurmkit.errors import UsageError
-from slurmkit.sandbox import cluster, configs
+from slurmkit.sandbox import configs, daemons, registry
 from slurmkit.sandbox.spec import SandboxSpec
 from tests.integration.conftest import SLOTS, SPARE_SLOT, slot_spec
 
@@ -47,7 +47,7 @@ def test_two_slots_share_nothing(a: int, b: int) -> None:
     addresses = {one.node_addr(i) for i in range(1, 5)}
     assert not addresses & {two.node_addr(i) for i in range(1, 5)}
     assert not set(_ssh_hosts(one).values()) & set(_ssh_hosts(two).values())
-    assert cluster.collision(one, two) == "" == cluster.collision(two, one)
+    assert registry.collision(one, two) == "" == registry.collision(two, one)
 
 
 def test_every_node_line_and_listener_uses_the_slots_addresses(tmp_path: Path) -> None:
@@ -72,18 +72,18 @@ def test_a_sandbox_that_would_share_a_port_or_an_address_collides(
 ) -> None:
     running = SandboxSpec(dir=tmp_path / "a")
     second = SandboxSpec(dir=tmp_path / "b", **other)
-    assert cluster.collision(second, running).startswith(shared)
+    assert registry.collision(second, running).startswith(shared)
 
 
 def test_up_refuses_a_collision_and_names_the_running_sandbox(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     running = SandboxSpec(dir=tmp_path / "a", slurm="22.05")
-    monkeypatch.setattr(cluster, "running_sandboxes", lambda: [running])
-    cluster._refuse_if_another_runs(SandboxSpec(dir=tmp_path / "b", port_base=18200, net=2))
+    monkeypatch.setattr(registry, "running_sandboxes", lambda: [running])
+    registry.refuse_if_another_runs(SandboxSpec(dir=tmp_path / "b", port_base=18200, net=2))
     with pytest.raises(UsageError, match=r"already running in .*/a with node addresses 127\.0\.1"):
-        cluster._refuse_if_another_runs(SandboxSpec(dir=tmp_path / "b", port_base=18200, net=1))
-    cluster._refuse_if_another_runs(running)  # itself: the same dir is no collision
+        registry.refuse_if_another_runs(SandboxSpec(dir=tmp_path / "b", port_base=18200, net=1))
+    registry.refuse_if_another_runs(running)  # itself: the same dir is no collision
 
 
 @pytest.mark.parametrize("bad", [{"net": 0}, {"net": 255}, {"profile": "fast"}])
@@ -140,4 +140,4 @@ def test_a_failed_install_names_the_line_that_says_why() -> None:
     )
     failed = _proc.Completed(("mariadb-install-db",), 1, "", out, 0.4)
     with pytest.raises(EnvironmentProblem, match=r"exit 1\): ERROR: 1  Can't create/write"):
-        cluster._must(failed, "mariadb-install-db")
+        daemons.must(failed, "mariadb-install-db")

@@ -10,7 +10,7 @@ import pytest
 
 from slurmkit import _proc
 from slurmkit.errors import EnvironmentProblem
-from slurmkit.sandbox import cluster, configs, rootfs, versions
+from slurmkit.sandbox import configs, lifecycle, rootfs, versions, world
 from slurmkit.sandbox.spec import SandboxSpec
 
 
@@ -170,7 +170,7 @@ def test_env_puts_the_version_wrappers_first_on_path(tmp_path: Path) -> None:
     spec = SandboxSpec(dir=tmp_path / "sbx", slurm="26.05", root="/var/cache/x/26.05")
     spec.dir.mkdir()
     spec.save()
-    lines = cluster.env_lines(spec.dir)
+    lines = lifecycle.env_lines(spec.dir)
     assert lines == [
         f"export SLURM_CONF={spec.slurm_conf}",
         f'export PATH={spec.bin_dir}:"$PATH"',
@@ -178,7 +178,7 @@ def test_env_puts_the_version_wrappers_first_on_path(tmp_path: Path) -> None:
     host = SandboxSpec(dir=tmp_path / "host", slurm="22.05")
     host.dir.mkdir()
     host.save()
-    assert cluster.env_lines(host.dir) == [f"export SLURM_CONF={host.slurm_conf}"]
+    assert lifecycle.env_lines(host.dir) == [f"export SLURM_CONF={host.slurm_conf}"]
 
 
 def test_a_wrapper_refuses_when_its_world_is_gone(tmp_path: Path) -> None:
@@ -192,7 +192,7 @@ def test_a_wrapper_refuses_when_its_world_is_gone(tmp_path: Path) -> None:
     (root / "usr" / "lib" / "x86_64-linux-gnu" / "ld-linux-x86-64.so.2").touch()
     spec = SandboxSpec(dir=tmp_path / "sbx", slurm="26.05", root=str(root))
     spec.bin_dir.mkdir(parents=True)
-    cluster._write_wrappers(spec, cluster._Where(spec, world=os.getpid()))
+    world.write_wrappers(spec, world.Where(spec, world=os.getpid()))
     assert [p.name for p in spec.bin_dir.iterdir()] == ["sinfo"]
     wrapper = spec.bin_dir / "sinfo"
     assert os.stat(wrapper).st_mode & 0o777 == 0o755
@@ -225,7 +225,7 @@ def test_inside_the_root_its_own_host_path_leads_back_to_its_slash(tmp_path: Pat
 
 
 def test_the_world_binds_every_non_os_top_level_directory_and_no_os_one(tmp_path: Path) -> None:
-    binds = cluster.host_binds(tmp_path)
+    binds = world.host_binds(tmp_path)
     assert "/tmp" in binds and "/var/tmp" in binds
     here = "/" + Path(__file__).resolve().parts[1]  # where this checkout lives
     assert here in binds or here in ("/usr", "/var")

@@ -1,4 +1,4 @@
-"""The client wrappers of a sandbox run from a Debian root (slurmkit.sandbox.cluster._WRAPPER).
+"""The client wrappers of a sandbox run from a Debian root (slurmkit.sandbox.world._WRAPPER).
 
 A slurm.conf path that needs quoting (a --dir with a space) must reach the client as the
 path itself: inside ``"${SLURM_CONF:=...}"`` a shell keeps the quotes as part of the value.
@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from slurmkit.sandbox.cluster import _WRAPPER
+from slurmkit.sandbox.world import _WRAPPER
 
 
 def _conf_lines(conf: str) -> str:
