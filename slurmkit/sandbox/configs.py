@@ -53,6 +53,12 @@ HEALTH_INTERVAL = 5
 # round, whose pair with that node is killed only after the pair's limit plus 30 s to launch
 # (templates/_net_check.py LAUNCH_GRACE). With 12 s and 20 s, the job ended NODE_FAIL first on
 # 26.05 and the healthy pair's result was lost (faulty scan's mid-scan test).
+ACCOUNTING = (
+    "JobAcctGatherType=jobacct_gather/linux",
+    "JobAcctGatherFrequency=task=2",
+    "JobAcctGatherParams=OverMemoryKill",
+)
+
 PROFILES: dict[str, list[str]] = {
     "production": [],
     "test": [
@@ -108,7 +114,15 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         f"AccountingStoragePort={spec.dbd_port}",
         f"AccountingStoragePass={spec.munge_socket}",
         "AccountingStorageTRES=gres/gpu",
-        "JobAcctGatherType=jobacct_gather/none",
+        # Accounting gathers what each step used (MaxRSS, TotalCPU per task and node), so
+        # ``why`` and its efficiency figures read real numbers; every 2 s, as test jobs
+        # last seconds. OverMemoryKill makes Slurm itself end a step over its --mem as
+        # OUT_OF_MEMORY, without cgroups (see ACCOUNTING).
+        *ACCOUNTING,
+        # Preemption by QOS only: no QOS preempts another until a test makes one with
+        # sacctmgr (Preempt=normal), so no existing job is ever preempted.
+        "PreemptType=preempt/qos",
+        "PreemptMode=CANCEL",
         f"HealthCheckProgram={health_wrapper_path(spec)}",
         f"HealthCheckInterval={HEALTH_INTERVAL}",
         "HealthCheckNodeState=ANY",
