@@ -1,7 +1,7 @@
 """Start the sandbox's daemons, each waited for until it answers: munged, MariaDB,
 slurmdbd, slurmctld, and the nodes (slurmd and sshd in namespaces of their own).
 
-Every process is started with :func:`slurmkit.sandbox.daemons.spawn`, which records
+Every daemon is started with :func:`slurmkit.sandbox.daemons.spawn`, which records
 it in state.json before anything waits on it, so ``down`` can stop it whatever fails next.
 """
 
