@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -27,16 +26,21 @@ from slurmkit.slurm.parse_text import DELIMITER
 from slurmkit.train import control, reconcile
 from slurmkit.train.state import ArrayRecord, TrainDir, now_text
 from tests.fakes import Call, FakeSlurm
-from tests.unit.test_train_cli import Run, running_and_pending, squeue_row
 from tests.unit.test_train_faults import (
     FOLDER,
-    Killed,
-    TokenCluster,
     clock,  # noqa: F401  (autouse: the re-check window on a fake clock)
     journal,
     kill_at,
     open_intents,
     start,
+)
+from tests.unit.train_fakes import (
+    Killed,
+    Run,
+    TokenCluster,
+    cluster_fixture,
+    running_and_pending,
+    squeue_row,
 )
 
 _SACCT_FIELDS = {
@@ -107,14 +111,7 @@ class Accounting(TokenCluster):
         )
 
 
-@pytest.fixture
-def cluster(
-    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> Iterator[Accounting]:
-    fake = Accounting(fake_slurm)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
-    yield fake
+cluster = cluster_fixture(Accounting)
 
 
 @pytest.fixture

@@ -8,127 +8,23 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from slurmkit import _proc
-from slurmkit.slurm.parse_text import DELIMITER, SACCT_COLUMNS, SQUEUE_COLUMNS
-from tests.fakes import Call, FakeSlurm
+from tests.unit.train_fakes import (
+    GOOD,
+    Run,
+    TrainCluster,
+    cluster_fixture,
+    running_and_pending,
+    sacct_row,
+    script,
+    squeue_row,
+    started,
+)
 
-GOOD = "#!/bin/bash\n#SBATCH --nodes=1 -c1 --time=5\necho train\n"
-
-
-def squeue_row(**values: str) -> str:
-    return DELIMITER.join(values.get(name, "N/A") for name, _ in SQUEUE_COLUMNS) + "\n"
-
-
-def sacct_row(**values: str) -> str:
-    return DELIMITER.join(values.get(name, "") for name, _ in SACCT_COLUMNS) + "\n"
-
-
-def running_and_pending(array: str = "115", user: str = "root", held: bool = False) -> str:
-    reason = "JobHeldUser" if held else "JobArrayTaskLimit"
-    return squeue_row(
-        job_id=array,
-        array_job_id=array,
-        array_task_id="3-5%1",
-        name="tr",
-        user=user,
-        state="PENDING",
-        reason=reason,
-        time_limit="5:00",
-        priority="0" if held else "1234",
-    ) + squeue_row(
-        job_id="118",
-        array_job_id=array,
-        array_task_id="2",
-        name="tr",
-        user=user,
-        state="RUNNING",
-        reason="None",
-        nodelist="node-1",
-        start_time="2026-11-21T01:00:00",
-        time_limit="5:00",
-        time_used="1:10",
-    )
-
-
-class TrainCluster:
-    """slurmctld under a train, played for the shared fake Slurm (its one route): a queue of
-    squeue rows, sacct rows, and scripted answers for the control commands. ``bash -n`` (the
-    syntax check before a submission) really runs."""
-
-    def __init__(self, slurm: FakeSlurm) -> None:
-        self.slurm = slurm
-        self.queue = ""
-        self.sacct = ""
-        self.next_ids = ["115", "130", "140"]
-        self.answers: dict[tuple[str, ...], tuple[int, str, str]] = {}
-        slurm.on(["**"], answer=self._answer)
-        slurm.run_really(["bash", "-n", "**"])
-
-    @property
-    def calls(self) -> list[tuple[str, ...]]:
-        """The Slurm calls (the ``bash -n`` checks left out)."""
-        return [c for c in self.slurm.calls if c[0] != "bash"]
-
-    @property
-    def inputs(self) -> list[str]:
-        """What sbatch read on stdin, call by call."""
-        return [c.input for c in self.slurm.log if c.program == "sbatch" and c.input is not None]
-
-    def slurm_calls(self, program: str) -> list[tuple[str, ...]]:
-        return [c for c in self.calls if c[0] == program]
-
-    def _answer(self, call: Call) -> _proc.Completed:
-        key = call.argv
-        program = key[0]
-        answer = self.answers.get(key) or self.answers.get((program,))
-        if answer is not None:
-            rc, out, err = answer
-            return _proc.Completed(key, rc, out, err, 0.0)
-        if program == "sbatch":
-            return _proc.Completed(key, 0, self.next_ids.pop(0) + "\n", "", 0.0)
-        if program == "squeue" and "--start" in key:
-            pending = "".join(
-                line + "\n"
-                for line in self.queue.splitlines()
-                if "PENDING" in line.split(DELIMITER)
-            )
-            return _proc.Completed(key, 0, pending, "", 0.0)
-        if program == "squeue":
-            return _proc.Completed(key, 0, self.queue, "", 0.0)
-        if program == "sacct":
-            return _proc.Completed(key, 0, self.sacct, "", 0.0)
-        if key[:2] in (("scontrol", "hold"), ("scontrol", "release")) or program == "scancel":
-            return _proc.Completed(key, 0, "", "", 0.0)
-        raise AssertionError(f"unexpected command: {shlex.join(key)}")
-
-
-@pytest.fixture
-def cluster(
-    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> Iterator[TrainCluster]:
-    fake = TrainCluster(fake_slurm)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
-    yield fake
-
-
-Run = Callable[..., object]
-
-
-def script(tmp_path: Path, text: str = GOOD, name: str = "a.slurm") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
-
-
-def started(run_cli: Run, tmp_path: Path, *extra: str) -> Path:
-    run_cli("train", "start", script(tmp_path), "--runs", "5", "--name", "tr", *extra)
-    return tmp_path / ".slurmkit" / "trains" / "tr"
+cluster = cluster_fixture(TrainCluster)
 
 
 # ---------------------------------------------------------------- start

@@ -8,77 +8,24 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from slurmkit import _proc, faultpoint
 from slurmkit.slurm import recheck
-from slurmkit.slurm.parse_text import DELIMITER
-from tests.fakes import Call, FakeSlurm
-from tests.unit.test_train_cli import (
+from tests.fakes import Call
+from tests.unit.train_fakes import (
     GOOD,
+    Killed,
     Run,
-    TrainCluster,
+    TokenCluster,
+    cluster_fixture,
     running_and_pending,
     sacct_row,
     script,
     squeue_row,
 )
-
-
-class Killed(BaseException):
-    """Stands for ``kill -9`` at a faultpoint: nothing after it runs, no cleanup is owed."""
-
-
-class TokenCluster(TrainCluster):
-    """The train cluster, plus jobs found by their ``--comment`` and a controller that hangs."""
-
-    def __init__(self, slurm: FakeSlurm) -> None:
-        super().__init__(slurm)
-        self.commented: list[tuple[str, str]] = []  # (array id, comment)
-        self.sbatch_silent = False  # sbatch gets no answer, but the array is queued
-        self.sbatch_lost = False  # sbatch gets no answer, and nothing is queued
-        self.squeue_down = False
-        self.sacct_down = False
-        # slurmctld woken from SIGSTOP answers this many squeues before it runs the sbatch
-        # still in its backlog: the last submission is not shown to them (seen on 25.11)
-        self.backlog = 0
-        # the queue squeue shows, one per read (the last stays): a change in the backlog
-        self.queues: list[str] = []
-        self.watch: list[Callable[[Call], None]] = []  # called with every Slurm call
-
-    def _answer(self, call: Call) -> _proc.Completed:
-        for watch in self.watch:
-            watch(call)
-        key = call.argv
-        program = key[0]
-        silent = _proc.Completed(key, -9, "", "", 60.0, timed_out=True)
-        if program == "squeue" and self.squeue_down:
-            return silent
-        if program == "squeue" and self.queues and not any("%k" in w for w in key):
-            self.queue = self.queues.pop(0)
-        if program == "sacct" and self.sacct_down:
-            return _proc.Completed(key, 1, "", "sacct: error: Problem talking to the database\n", 0)
-        if program == "squeue" and any("%k" in word for word in key):
-            shown = self.commented[:-1] if self.backlog > 0 else self.commented
-            self.backlog = max(0, self.backlog - 1)
-            rows = "".join(
-                DELIMITER.join([job, job, "tr", "PENDING", comment]) + "\n"
-                for job, comment in shown
-            )
-            return _proc.Completed(key, 0, rows, "", 0.0)
-        if program == "sacct" and any("Comment" in word for word in key):
-            return _proc.Completed(key, 0, "", "", 0.0)
-        if program == "sbatch" and key not in self.answers and (program,) not in self.answers:
-            comment = next(w.split("=", 1)[1] for w in key if w.startswith("--comment="))
-            if self.sbatch_lost:
-                return silent
-            result = super()._answer(call)
-            self.commented.append((result.stdout.strip(), comment))
-            return silent if self.sbatch_silent else result
-        return super()._answer(call)
 
 
 @pytest.fixture(autouse=True)
@@ -100,14 +47,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return now
 
 
-@pytest.fixture
-def cluster(
-    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> Iterator[TokenCluster]:
-    fake = TokenCluster(fake_slurm)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
-    yield fake
+cluster = cluster_fixture(TokenCluster)
 
 
 FOLDER = Path(".slurmkit") / "trains" / "tr"

@@ -4,18 +4,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from slurmkit import faultpoint
 from slurmkit.train import reconcile
-from tests.fakes import FakeSlurm
-from tests.unit.test_train_cli import (
+from tests.unit.train_fakes import (
     GOOD,
+    Killed,
     Run,
     TrainCluster,
+    cluster_fixture,
     running_and_pending,
     script,
     squeue_row,
@@ -29,14 +29,7 @@ BAD_LINT = (
 )
 
 
-@pytest.fixture
-def cluster(
-    fake_slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> Iterator[TrainCluster]:
-    fake = TrainCluster(fake_slurm)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("SLURMKIT_KILL_SWITCH", raising=False)
-    yield fake
+cluster = cluster_fixture(TrainCluster)
 
 
 def _journal(folder: Path) -> list[dict]:
@@ -106,10 +99,6 @@ def test_restart_run_refuses_a_current_script_with_lint_errors(
     result = run_cli("train", "restart-run", "--yes", "--force")
     assert "lint error(s)" in result.stderr
     assert cluster.slurm_calls("scancel") == [("scancel", "115_2")]
-
-
-class Killed(BaseException):
-    """``kill -9`` at the faultpoint."""
 
 
 def test_restart_run_killed_after_scancel_is_settled_by_the_next_command(
