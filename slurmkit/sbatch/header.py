@@ -100,9 +100,14 @@ def read_header(path: Path) -> SbatchHeader:
         data = read_bounded(path, what="job script", max_bytes=MAX_SCRIPT_BYTES, follow_links=True)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
+    return header_of(data, str(path))
+
+
+def header_of(data: bytes, where: str) -> SbatchHeader:
+    """The header of a script already read (by a caller that checked the file it read)."""
     if b"\0" in data:
-        raise UsageError(f"{path}: is a binary file, not a job script")
-    return parse_header(data.decode(errors="replace"), str(path))
+        raise UsageError(f"{where}: is a binary file, not a job script")
+    return parse_header(data.decode(errors="replace"), where)
 
 
 def merged(*groups: Iterable[HeaderOption]) -> SbatchHeader:

@@ -432,9 +432,14 @@ def _extend(
 # ---------------------------------------------------------------- switch
 
 
-def check_switch(state: TrainState, new_script: Path) -> list[str]:
-    """Refuse ``new_script`` if it needs other resources; return notices for the rest."""
-    new_header = read_header(new_script)
+def check_switch(
+    state: TrainState, new_script: Path, new_header: SbatchHeader | None = None
+) -> list[str]:
+    """Refuse ``new_script`` if it needs other resources; return notices for the rest.
+
+    ``new_header``: the script's, when the caller has read it already.
+    """
+    new_header = read_header(new_script) if new_header is None else new_header
     if not new_header.directives:
         return [f"{new_script} has no #SBATCH header: it runs with the train's resources"]
     kept = [d for d in new_header.directives if d.option not in ("array", "job-name")]
@@ -467,8 +472,9 @@ def switch(
 ) -> Report:
     """Point ``current`` at ``new_script``: the next run sources it.
 
-    ``new_script`` must parse as bash and lint without errors (``force``: lint errors
-    become a notice), like at ``train start``. The script is checked before the lock
+    ``new_script`` must be the caller's, and is read once after that check; it must
+    parse as bash and lint without errors (``force``: lint errors become a notice), like
+    at ``train start``. The script is checked before the lock
     (the resources it is compared with are fixed at submission); whether the train
     still runs, and where ``current`` points, are read under it.
     """
@@ -476,12 +482,13 @@ def switch(
     state = train.load_trusted()
     if dry_run and not queue_of(state).live(state):
         raise _finished(state, "switch")
-    notices = check_switch(state, new_script)
-    error = bash_syntax_error(new_script)
+    checked = train_submit.read_checked(new_script)
+    notices = check_switch(state, new_script, checked.header)
+    error = bash_syntax_error(new_script, checked.data)
     if error:
         raise UsageError(f"switch refused: {new_script} does not parse as bash: {error}")
-    notices += lint_gate(new_script, "switch", force)
-    target = train_submit.trusted_script(new_script)
+    notices += lint_gate(new_script, "switch", force, checked.data)
+    target = checked.path
     if dry_run:
         return _switch_report(train, state, target, notices, dry_run=True)
     with train.locked():

@@ -26,23 +26,28 @@ class LintRefused(UsageError):
         self.errors = errors
 
 
-def lint_errors(script: Path) -> list[str]:
-    """One line per lint error of ``script`` (``file:line: message [rule]``)."""
-    from slurmkit.lint import ERROR, lint_text, read_script
+def lint_errors(script: Path, data: bytes | None = None) -> list[str]:
+    """One line per lint error of ``script`` (``file:line: message [rule]``).
 
+    ``data``: the script as the caller read it (after checking whose it is), linted
+    instead of reading the path again.
+    """
+    from slurmkit.lint import ERROR, decode_script, lint_text, read_script
+
+    text = read_script(script) if data is None else decode_script(data, str(script))
     return [
         f"{f.file}:{f.line}: {f.message} [{f.rule}]"
-        for f in lint_text(read_script(script), str(script))
+        for f in lint_text(text, str(script))
         if f.severity == ERROR
     ]
 
 
-def lint_gate(script: Path, what: str, force: bool) -> list[str]:
+def lint_gate(script: Path, what: str, force: bool, data: bytes | None = None) -> list[str]:
     """Refuse ``what`` (start, switch, restart) when ``script`` has lint errors.
 
     Returns notices: with ``force``, one saying how many errors were let through.
     """
-    errors = lint_errors(script)
+    errors = lint_errors(script, data)
     if not errors:
         return []
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""

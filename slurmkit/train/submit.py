@@ -24,10 +24,18 @@ from slurmkit.errors import (
     UsageError,
 )
 from slurmkit.faulty import excluded
-from slurmkit.files import write_atomic
+from slurmkit.files import read_bounded, write_atomic
 from slurmkit.grammar import idrange
 from slurmkit.journal import comment_for, new_token
-from slurmkit.sbatch.header import HeaderOption, SbatchHeader, merged, parse_words, read_header
+from slurmkit.sbatch.header import (
+    MAX_SCRIPT_BYTES,
+    HeaderOption,
+    SbatchHeader,
+    header_of,
+    merged,
+    parse_words,
+    read_header,
+)
 from slurmkit.slurm import query, recheck
 from slurmkit.slurm.submit import sbatch_argv, submit_text
 from slurmkit.train import reconcile, wrapper
@@ -90,10 +98,13 @@ class Extension:
 
 
 def training_header(
-    script: Path, extra: Sequence[str]
+    script: Path, extra: Sequence[str], header: SbatchHeader | None = None
 ) -> tuple[SbatchHeader, list[str], list[str]]:
-    """(header for the wrapper, extra option words, notices) for ``script`` + ``extra``."""
-    header = read_header(script)
+    """(header for the wrapper, extra option words, notices) for ``script`` + ``extra``.
+
+    ``header``: the script's, when the caller has read it already (see :func:`read_checked`).
+    """
+    header = read_header(script) if header is None else header
     if not header.directives:
         raise UsageError(
             f"{script}: no #SBATCH lines: a train takes its resources from the script's "
@@ -129,10 +140,10 @@ def training_header(
     return full, [d.word for d in extras], notices
 
 
-def default_name(script: Path) -> str:
+def default_name(script: Path, header: SbatchHeader | None = None) -> str:
     """The script's own ``--job-name``, else its file name without the suffix."""
     with contextlib.suppress(UsageError):
-        name = read_header(script).value("job-name")
+        name = (read_header(script) if header is None else header).value("job-name")
         if name:
             return name
     return script.name.split(".", 1)[0] or script.name
@@ -153,6 +164,36 @@ def trusted_script(script: Path) -> Path:
         raise UntrustedPath(
             f"refusing training script {script}: cannot check {exc.filename}: {exc.strerror}"
         ) from None
+
+
+@dataclass(frozen=True)
+class CheckedScript:
+    """A training script whose owner was checked, read once after the check.
+
+    Its header, ``bash -n`` and lint all look at these bytes: a file read again by path
+    could be another one by then (issue 30).
+    """
+
+    path: Path  # resolved and trusted: what ``current`` will point to
+    data: bytes
+    header: SbatchHeader
+
+
+def read_checked(script: Path) -> CheckedScript:
+    """``script`` checked by :func:`trusted_script` first, then read once, bounded.
+
+    The read's descriptor is checked again (a regular file, the caller's or root's,
+    writable by nobody else), so a file swapped in after the path was checked is
+    refused, not read.
+    """
+    target = trusted_script(script)
+    try:
+        data = read_bounded(
+            target, what="training script", max_bytes=MAX_SCRIPT_BYTES, trusted_owner=True
+        )
+    except FileNotFoundError:
+        raise UsageError(f"{script}: no such file") from None
+    return CheckedScript(target, data, header_of(data, str(script)))
 
 
 def _check_after(after: str) -> None:
@@ -180,8 +221,9 @@ def start(
 ) -> Started:
     """Create the train's folder, render the wrapper, submit the array, record it.
 
-    ``script`` must parse as bash and lint without errors (:mod:`.lintgate`); ``force``
-    lets lint errors through with a notice.
+    ``script`` must be the caller's (:func:`trusted_script`, checked before it is read,
+    and read once: :func:`read_checked`), parse as bash and lint without errors
+    (:mod:`.lintgate`); ``force`` lets lint errors through with a notice.
 
     Intent first: the train's journal gets the start (with a token) before sbatch runs,
     and sbatch carries ``--comment=slurmkit:<token>``. sbatch failing or getting no
@@ -197,16 +239,17 @@ def start(
     """
     if runs < 1:
         raise UsageError(f"--runs {runs}: a train needs at least 1 run")
-    header, extra_words, notices = training_header(script, extra)
-    error = bash_syntax_error(script)
+    checked = read_checked(script)
+    header, extra_words, notices = training_header(script, extra, checked.header)
+    error = bash_syntax_error(script, checked.data)
     if error:
         raise UsageError(f"{script} does not parse as bash: {error}")
-    notices = [*notices, *lint_gate(script, "start", force)]
-    name = check_name(name or default_name(script))
+    notices = [*notices, *lint_gate(script, "start", force, checked.data)]
+    name = check_name(name or default_name(script, checked.header))
     train = TrainDir(root / name, lock_wait=lock_wait)
     if os.path.lexists(train.path) and (dry_run or not _resumable(train)):
         raise _clash(train, root)
-    target = trusted_script(script)
+    target = checked.path
     if after is not None:
         _check_after(after)
     sbatch_extra = [f"--dependency=afterany:{after}"] if after else []
