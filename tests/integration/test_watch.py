@@ -13,7 +13,6 @@ import email.policy
 import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ import pytest
 from slurmkit import sandbox
 from slurmkit.slurm import query
 from slurmkit.slurm._exec import run_slurm
+from tests.fakes.smtp import Mailbox, free_port, serving
 from tests.integration.conftest import poll, submit
 
 SLURMKIT = str(Path(sys.executable).with_name("slurmkit"))
@@ -177,61 +177,21 @@ def test_stale_log(run_cli, tmp_path: Path) -> None:
 # ---------------------------------------------------------------- notifications
 
 
-class Mailbox:
-    """An aiosmtpd handler keeping every message; accepts user alerts / password s3cret."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[str, list[str], str]] = []
-        self.logins: list[str] = []
-
-    async def handle_DATA(self, server, session, envelope) -> str:
-        self.messages.append((envelope.mail_from, envelope.rcpt_tos, envelope.content.decode()))
-        return "250 OK"
-
-    def authenticate(self, server, session, envelope, mechanism, auth_data):
-        from aiosmtpd.smtp import AuthResult
-
-        ok = auth_data.login == b"alerts" and auth_data.password == b"s3cret"
-        if ok:
-            self.logins.append(auth_data.login.decode())
-        return AuthResult(success=ok)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def mailbox(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Mailbox]:
-    from aiosmtpd.controller import Controller
-
-    box = Mailbox()
-    port = free_port()
-    controller = Controller(
-        box,
-        hostname="127.0.0.1",
-        port=port,
-        authenticator=box.authenticate,
-        auth_require_tls=False,
-    )
-    controller.start()
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("SLURMKIT_CONFIG", raising=False)
-    for key, value in {
-        "HOST": "127.0.0.1",
-        "PORT": str(port),
-        "USER": "alerts",
-        "PASSWORD": "s3cret",
-        "FROM": "slurmkit@sandbox",
-        "INSECURE_PLAINTEXT": "1",  # a login on plain loopback SMTP: refused without the opt-in
-    }.items():
-        monkeypatch.setenv(f"SLURMKIT_SMTP_{key}", value)
-    try:
-        yield box
-    finally:
-        controller.stop()
+    with serving(Mailbox(accept=("alerts", "s3cret"))) as server:
+        for key, value in {
+            "HOST": "127.0.0.1",
+            "PORT": str(server.port),
+            "USER": "alerts",
+            "PASSWORD": "s3cret",
+            "FROM": "slurmkit@sandbox",
+            "INSECURE_PLAINTEXT": "1",  # a login on plain loopback SMTP: refused without the opt-in
+        }.items():
+            monkeypatch.setenv(f"SLURMKIT_SMTP_{key}", value)
+        yield server.box
 
 
 def test_email_alert_then_recovery_once(run_cli, mailbox: Mailbox, tmp_path: Path) -> None:
@@ -243,9 +203,9 @@ def test_email_alert_then_recovery_once(run_cli, mailbox: Mailbox, tmp_path: Pat
     out = run_cli(*args, exit_code=1)
     assert "s3cret" not in out.stdout + out.stderr
     assert "sent alert for log:" in out.stderr
-    ((sender, rcpts, text),) = mailbox.messages
-    assert (sender, rcpts) == ("slurmkit@sandbox", ["ops@example.org"])
-    mail = email.message_from_string(text, policy=email.policy.default)
+    (raw,) = mailbox.messages
+    assert mailbox.envelopes == [("slurmkit@sandbox", ["ops@example.org"])]
+    mail = email.message_from_bytes(raw, policy=email.policy.default)
     assert mail["Subject"] == f"[slurmkit] ALERT: log {log}"
     assert mail["To"] == "ops@example.org"
     body = mail.get_content()
@@ -257,7 +217,7 @@ def test_email_alert_then_recovery_once(run_cli, mailbox: Mailbox, tmp_path: Pat
     run_cli(*args)
     run_cli(*args)
     assert len(mailbox.messages) == 2
-    recovery = email.message_from_string(mailbox.messages[1][2], policy=email.policy.default)
+    recovery = email.message_from_bytes(mailbox.messages[1], policy=email.policy.default)
     assert recovery["Subject"] == f"[slurmkit] RECOVERED: log {log}"
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from slurmkit.errors import UsageError
 from slurmkit.notify import Notification, deliver, parse_target
 from slurmkit.notify.email import SmtpConfig, build_message, load_smtp_config
+from tests.fakes.smtp import free_port
 
 WHEN = datetime(2026, 3, 10, 12, 0, tzinfo=timezone.utc)
 
@@ -18,12 +18,6 @@ WHEN = datetime(2026, 3, 10, 12, 0, tzinfo=timezone.utc)
 def note(kind: str = "alert", since: datetime | None = None) -> Notification:
     return Notification(kind, "job", "job tr8 (stas)", "no job named tr8 is running", "login1",
                         WHEN, since)  # fmt: skip
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_notification_text() -> None:
@@ -114,7 +108,7 @@ def test_smtp_defaults_and_bad_settings(tmp_path: Path) -> None:
 
 
 def test_dead_targets_are_failed_deliveries_never_exceptions() -> None:
-    port = closed_port()
+    port = free_port()
     smtp = SmtpConfig(
         host="127.0.0.1", port=port, user="u", password="hunter2", starttls=True, timeout=5
     )
@@ -138,7 +132,7 @@ def test_dead_targets_are_failed_deliveries_never_exceptions() -> None:
 def test_cli_never_prints_the_smtp_password(
     run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:
-    port = closed_port()
+    port = free_port()
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     monkeypatch.delenv("SLURMKIT_CONFIG", raising=False)
     monkeypatch.setenv("SLURMKIT_SMTP_HOST", "127.0.0.1")

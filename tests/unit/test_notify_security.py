@@ -15,17 +15,12 @@ import ipaddress
 import json
 import os
 import pwd
-import socket
 import ssl
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult
 
 from slurmkit import config
 from slurmkit.errors import UsageError
@@ -33,6 +28,7 @@ from slurmkit.notify import Notification, deliver, parse_target
 from slurmkit.notify.email import SmtpConfig, load_smtp_config, send_email
 from slurmkit.notify.message import DeliveryFailed
 from slurmkit.trust import UntrustedPath
+from tests.fakes.smtp import Server, serving
 
 WHEN = dt.datetime(2026, 3, 10, 12, 0, tzinfo=dt.timezone.utc)
 IS_ROOT = os.geteuid() == 0
@@ -42,51 +38,7 @@ def note(subject: str = "job tr8 (stas)") -> Notification:
     return Notification("alert", "job", subject, "no job named tr8 is running", "login1", WHEN)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 # ----------------------------------------------------------------- servers
-
-
-@dataclass
-class Mailbox:
-    messages: list[bytes] = field(default_factory=list)
-    logins: list[str] = field(default_factory=list)
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        self.messages.append(envelope.content)
-        return "250 OK"
-
-    def authenticate(self, server: Any, session: Any, envelope: Any, mechanism: str, data: Any):
-        self.logins.append(mechanism)
-        return AuthResult(success=True)
-
-
-@dataclass(frozen=True)
-class Server:
-    port: int
-    box: Mailbox
-
-
-def _serve(**kwargs: Any) -> Iterator[Server]:
-    box = Mailbox()
-    port = free_port()
-    controller = Controller(
-        box,
-        hostname="127.0.0.1",
-        port=port,
-        authenticator=box.authenticate,
-        auth_require_tls=False,
-        **kwargs,
-    )
-    controller.start()
-    try:
-        yield Server(port, box)
-    finally:
-        controller.stop()
 
 
 @pytest.fixture(scope="module")
@@ -138,17 +90,20 @@ def _server_context(certificate: tuple[Path, Path]) -> ssl.SSLContext:
 
 @pytest.fixture
 def plain_server() -> Iterator[Server]:
-    yield from _serve()
+    with serving() as server:
+        yield server
 
 
 @pytest.fixture
 def smtps_server(certificate: tuple[Path, Path]) -> Iterator[Server]:
-    yield from _serve(ssl_context=_server_context(certificate))
+    with serving(ssl_context=_server_context(certificate)) as server:
+        yield server
 
 
 @pytest.fixture
 def starttls_server(certificate: tuple[Path, Path]) -> Iterator[Server]:
-    yield from _serve(tls_context=_server_context(certificate))
+    with serving(tls_context=_server_context(certificate)) as server:
+        yield server
 
 
 # ----------------------------------------------------------------- finding 6: TLS
