@@ -28,6 +28,16 @@ from slurmkit.errors import EnvironmentProblem, SlurmkitError, UsageError
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 
 
+def refused(exc: OSError, doing: str, error: type[SlurmkitError] = UsageError) -> SlurmkitError:
+    """``cannot <doing>: <reason>``, the one line for an OSError the system gave on a path.
+
+    The reason is the system's words (``Permission denied``), never Python's
+    ``[Errno 13] ...`` form; an OSError made without them is shown as it is. Raise it
+    ``from None``: the user's line is the whole story, no traceback behind it.
+    """
+    return error(f"cannot {doing}: {exc.strerror or exc}")
+
+
 def read_bounded(
     path: str | os.PathLike[str],
     *,
@@ -76,7 +86,7 @@ def read_bounded(
             chunks.append(chunk)
             remaining -= len(chunk)
     except OSError as exc:
-        raise error(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+        raise refused(exc, f"read {what} {path}", error) from None
     finally:
         os.close(fd)
     data = b"".join(chunks)
@@ -149,7 +159,7 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, mode: int | None = 
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise refused(exc, f"write {target}", EnvironmentProblem) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
             handle.write(text)
@@ -162,7 +172,7 @@ def write_atomic(path: str | os.PathLike[str], text: str, *, mode: int | None = 
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
-            raise EnvironmentProblem(f"cannot write {target}: {exc.strerror or exc}") from exc
+            raise refused(exc, f"write {target}", EnvironmentProblem) from exc
         raise
     return target
 

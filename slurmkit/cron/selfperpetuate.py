@@ -111,10 +111,7 @@ def selfperpetuate(
         return outcome
     if dry_run:
         return outcome
-    try:
-        write_atomic(wrapper, text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {wrapper}: {exc.strerror}") from None
+    write_atomic(wrapper, text)  # a refusal is its one line (exit 2)
     outcome.job_id = submit(wrapper, extra)
     outcome.action = "submitted"
     return outcome

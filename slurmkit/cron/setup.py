@@ -18,6 +18,7 @@ from pathlib import Path
 from slurmkit.cron.layout import DEFAULT_PREFIX, CronConfig, CronDir, check_prefix
 from slurmkit.cron.period import NAMED, Period
 from slurmkit.errors import UsageError
+from slurmkit.files import refused
 
 SCHEDULER_TEMPLATE = "cron-scheduler"
 
@@ -147,14 +148,12 @@ def _make_dir(path: Path) -> bool:
             return False
         raise UsageError(f"cannot create {path}: a file of that name exists") from None
     except OSError as exc:
-        raise UsageError(f"cannot create {path}: {exc.strerror}") from None
+        raise refused(exc, f"create {path}") from None
     return True
 
 
 def _write(path: Path, text: str) -> Path:
+    """Written whole or not at all; a refusal is write_atomic's one line (exit 2)."""
     from slurmkit.files import write_atomic
 
-    try:
-        return write_atomic(path, text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+    return write_atomic(path, text)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from slurmkit import faultpoint
 from slurmkit.errors import EnvironmentProblem, SlurmkitError
-from slurmkit.files import read_text_bounded
+from slurmkit.files import read_text_bounded, refused
 from slurmkit.train.state import TrainDir, current_user, now_text, progress
 
 ENV_VAR = "SLURMKIT_KILL_SWITCH"
@@ -91,7 +91,7 @@ def _create(train: TrainDir, path: Path, switch: str, effect: str, dry_run: bool
         return f"{label} already on: {path}"
     except OSError as exc:
         _finish(train, token, action, "failed")
-        raise EnvironmentProblem(f"cannot create the {label} {path}: {exc.strerror}") from None
+        raise refused(exc, f"create the {label} {path}", EnvironmentProblem) from None
     _note_who(fd)
     faultpoint.reached(f"train.{switch}.on.done")
     _finish(train, token, action, "done")
@@ -157,7 +157,7 @@ def _remove(train: TrainDir, path: Path, switch: str, effect: str, dry_run: bool
         pass
     except OSError as exc:
         _finish(train, token, action, "failed")
-        raise EnvironmentProblem(f"cannot remove the {label} {path}: {exc.strerror}") from None
+        raise refused(exc, f"remove the {label} {path}", EnvironmentProblem) from None
     faultpoint.reached(f"train.{switch}.off.done")
     _finish(train, token, action, "done")
     return f"removed {path}: {effect}"

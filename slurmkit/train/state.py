@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from slurmkit.errors import EnvironmentProblem, UsageError
-from slurmkit.files import read_bounded, write_atomic
+from slurmkit.files import read_bounded, refused, write_atomic
 from slurmkit.journal import Journal
 from slurmkit.journal import read as read_journal
 from slurmkit.locks import LockBusy, hold
@@ -303,7 +303,7 @@ class TrainDir:
         try:
             return os.lstat(self.path).st_uid
         except OSError as exc:
-            raise UsageError(f"{self.path}: cannot read: {exc.strerror}") from None
+            raise refused(exc, f"read {self.path}") from None
 
     def target(self) -> str | None:
         """Where ``current`` points (the script the next run sources), None if missing."""

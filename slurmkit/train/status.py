@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from slurmkit.errors import SlurmError
+from slurmkit.files import refused
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Job
 from slurmkit.train import killswitch
@@ -262,7 +263,7 @@ def _current_link(train: TrainDir, exists: bool) -> dict[str, Any]:
         except UntrustedPath as exc:
             problem = str(exc)
         except OSError as exc:  # a folder above it the caller cannot look into
-            problem = f"cannot check {exc.filename}: {exc.strerror}"
+            problem = str(refused(exc, f"check {exc.filename}"))
     return {
         "current_changed_by": {"uid": uid, "user": user_name(uid)},
         "current_changed_at": datetime.fromtimestamp(mtime).astimezone().isoformat("T", "seconds"),

@@ -24,7 +24,7 @@ from slurmkit.errors import (
     UsageError,
 )
 from slurmkit.faulty import excluded
-from slurmkit.files import read_bounded, write_atomic
+from slurmkit.files import read_bounded, refused, write_atomic
 from slurmkit.grammar import idrange
 from slurmkit.journal import comment_for, new_token
 from slurmkit.sbatch.header import (
@@ -161,9 +161,8 @@ def trusted_script(script: Path) -> Path:
     try:
         return check_trusted(script.resolve(), what="training script")
     except OSError as exc:  # a folder above it that cannot be looked into
-        raise UntrustedPath(
-            f"refusing training script {script}: cannot check {exc.filename}: {exc.strerror}"
-        ) from None
+        why = refused(exc, f"check {exc.filename}")
+        raise UntrustedPath(f"refusing training script {script}: {why}") from None
 
 
 @dataclass(frozen=True)
@@ -276,7 +275,7 @@ def start(
     except FileExistsError:
         raise _clash(train, root) from None
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot create {train.path}: {exc.strerror}") from None
+        raise refused(exc, f"create {train.path}", EnvironmentProblem) from None
     locked = False
     try:
         with train.locked():
