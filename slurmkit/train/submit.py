@@ -440,14 +440,8 @@ def _submit_new(plan: _StartPlan, *, created: bool) -> Started:
         raise
     notices = list(plan.notices)
     faultpoint.reached("train.start.before-sbatch")  # intent journaled, nothing queued yet
-    try:
-        job_id = submit_text(text, [*plan.sbatch_extra, f"--comment={comment_for(token)}"])
-    except SlurmError as exc:
-        job_id = _checked_submission(train, token, intent_time, "start", exc, [])
-        notices.append(
-            f"array {job_id} was queued although sbatch did not answer ({exc}): found by "
-            f"its token --comment={comment_for(token)}"
-        )
+    options = [*plan.sbatch_extra, f"--comment={comment_for(token)}"]
+    job_id = _submitted(train, text, options, (token, intent_time, "start"), [], notices)
     faultpoint.reached("train.start.submitted")
     try:
         started = _record_new(
@@ -466,6 +460,31 @@ def _submit_new(plan: _StartPlan, *, created: bool) -> Started:
     if note:
         started.notices.append(note)
     return started
+
+
+def _submitted(
+    train: TrainDir,
+    text: str,
+    options: list[str],
+    intent: tuple[str, str, str],
+    known: Sequence[str],
+    notices: list[str],
+) -> str:
+    """sbatch the wrapper ``text``; a failure is checked by the intent's token first.
+
+    ``intent``: its token, time and action. An array found queued although sbatch
+    failed is the answer, with a notice saying how it was found.
+    """
+    token, since, action = intent
+    try:
+        return submit_text(text, options)
+    except SlurmError as exc:
+        job_id = _checked_submission(train, token, since, action, exc, known)
+        notices.append(
+            f"array {job_id} was queued although sbatch did not answer ({exc}): found by "
+            f"its token --comment={comment_for(token)}"
+        )
+        return job_id
 
 
 def _checked_submission(
@@ -602,14 +621,8 @@ def run_extension(ext: Extension, state: TrainState) -> Extension:
     token = reconcile.begin(train, "extend", ext.token, runs=ext.runs, after=ext.after)
     intent_time = now_text()
     notices: list[str] = []
-    try:
-        job_id = submit_text(text, ext.options)
-    except SlurmError as exc:
-        job_id = _checked_submission(train, token, intent_time, "extend", exc, state.array_ids)
-        notices.append(
-            f"array {job_id} was queued although sbatch did not answer ({exc}): found by "
-            f"its token --comment={comment_for(token)}"
-        )
+    intent = (token, intent_time, "extend")
+    job_id = _submitted(train, text, ext.options, intent, state.array_ids, notices)
     faultpoint.reached("train.extend.submitted")
     state.arrays.append(
         ArrayRecord(job_id=job_id, runs=ext.runs, submitted=now_text(), after=ext.after)
