@@ -6,15 +6,20 @@ found itself and could never alert. Here the watchdog's own job
 never counted. A held job, or one waiting on a dependency that can never be
 satisfied, is queued but not alive. A failing ``squeue`` is itself an alert: a
 watchdog that cannot see the queue cannot say the job is fine.
+
+When nothing of the name is queued any more, the alert says how the last one ended:
+one more squeue (finished jobs slurmctld still holds), and for a job that ended badly
+the headline of ``slurmkit why`` (:func:`slurmkit.why.explain.explain`), so the page
+reads "job 58 out of memory: ..." instead of only "no job named train".
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from slurmkit.errors import SlurmError
+from slurmkit.errors import SlurmError, SlurmkitError
 from slurmkit.slurm import query
 from slurmkit.slurm.liveness import can_run, is_running, stuck_reason
 from slurmkit.slurm.records import Job
@@ -79,8 +84,17 @@ def assess_jobs(jobs: Sequence[Job], name: str, user: str | None, me: OwnJob) ->
     return WatchFinding("job", key, subject, False, message, details)
 
 
-def check_job(name: str, user: str | None, me: OwnJob | None = None) -> WatchFinding:
-    """One ``squeue --name=NAME [--user=USER]``; a failure is an alerting finding."""
+Explainer = Callable[[str], str]
+
+
+def check_job(
+    name: str, user: str | None, me: OwnJob | None = None, *, explain: Explainer | None = None
+) -> WatchFinding:
+    """One ``squeue --name=NAME [--user=USER]``; a failure is an alerting finding.
+
+    When no job of the name is queued, one more squeue finds how the last one ended,
+    and ``explain`` (``why``'s headline by default) says why, if it ended badly.
+    """
     me = me if me is not None else OwnJob.from_env()
     try:
         jobs = query.jobs(name=name, user=user)
@@ -89,4 +103,38 @@ def check_job(name: str, user: str | None, me: OwnJob | None = None) -> WatchFin
         return WatchFinding(
             "job", f"job:{user or '*'}:{name}", subject, False, f"cannot read the queue: {exc}"
         )
-    return assess_jobs(jobs, name, user, me)
+    finding = assess_jobs(jobs, name, user, me)
+    if finding.healthy or finding.details.get("jobs"):
+        return finding
+    return with_ended_verdict(finding, name, user, me, explain or why_headline)
+
+
+def with_ended_verdict(
+    finding: WatchFinding, name: str, user: str | None, me: OwnJob, explain: Explainer
+) -> WatchFinding:
+    """The alert, with how the last job of the name ended when it ended badly."""
+    try:
+        found = query.jobs(name=name, user=user, states="all")
+    except SlurmError:
+        return finding
+    ended = [j for j in found if j.is_finished and j.name == name and not me.owns(j)]
+    if not ended:
+        return finding
+    last = max(ended, key=lambda j: (j.end_time.timestamp() if j.end_time else 0.0, j.job_id))
+    if last.state == "COMPLETED":
+        return finding
+    headline = explain(last.display_id) or f"job {last.display_id} ended {last.state}"
+    details = {**finding.details, "last_job": last.display_id, "verdict": headline}
+    return replace(finding, message=f"{finding.message}; last: {headline}", details=details)
+
+
+def why_headline(job_id: str) -> str:
+    """``slurmkit why``'s one-line verdict for an ended job; "" when it cannot be had."""
+    try:
+        from slurmkit.why import explain
+    except ImportError:  # an install without the why package
+        return ""
+    try:
+        return explain.explain(job_id).headline
+    except (SlurmkitError, OSError):
+        return ""

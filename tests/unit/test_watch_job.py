@@ -151,6 +151,7 @@ def test_cli_exit_codes(run_cli, runner, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
     runner(query.squeue_argv(user="u", name="train"), 0, "")
+    runner(query.squeue_argv(user="u", name="train", states="all"), 0, "")  # how the last ended
     out = run_cli("watch", "job", "--name", "train", "--user", "u", exit_code=1)
     assert out.stdout == "ALERT job train (u): no job named train of user u is running or queued\n"
     runner(query.squeue_argv(name="train"), 0, row(job_id="1", name="train", state="PENDING",
