@@ -68,7 +68,7 @@ def explain(
     facts.data["reason"] = reason
     _read_queue(facts)
     headline, severity = _explain_reason(facts, reason, now)
-    estimate = _estimate(facts, now)
+    estimate = _estimate(facts, now, reason)
     if _wants_what_if(job, reason, what_if, caller):
         _add_what_if(facts, estimate, now)
     return Verdict(
@@ -112,9 +112,7 @@ def _in_line(facts: _Facts) -> list[Job]:
     in line for nodes. Slurm orders by priority, then by submission.
     """
     me = facts.job.job_id
-    line = [
-        j for j in facts.queue if j.job_id == me or (j.reason or "") in _RESOURCE_REASONS
-    ]
+    line = [j for j in facts.queue if j.job_id == me or (j.reason or "") in _RESOURCE_REASONS]
     return sorted(line, key=lambda j: (-(j.priority or 0), _when(j.submit_time), _id(j.job_id)))
 
 
@@ -126,14 +124,19 @@ def _id(job_id: str) -> int:
     return int(job_id) if job_id.isdigit() else 0
 
 
-def _estimate(facts: _Facts, now: datetime) -> datetime | None:
+def _estimate(facts: _Facts, now: datetime, reason: str) -> datetime | None:
+    """Slurm's expected start (``squeue --start``), said where it means something: for a
+    job in line for nodes always, for the others only when Slurm has one."""
     row = _own_row(facts)
     start = row.start_time if row else None
+    word = reason.split(",")[0]
     if start is None or start.year >= now.year + 1:
-        facts.fact("start", "Slurm has no start estimate for it yet", "squeue --start")
+        if word in _RESOURCE_REASONS:
+            facts.fact("start", "Slurm has no start estimate for it yet", "squeue --start")
         return None
     facts.data["expected_start"] = start.isoformat(timespec="seconds")
-    facts.fact("start", f"Slurm expects it to start at {_at(start, now)}", "squeue --start")
+    if word != "BeginTime":
+        facts.fact("start", f"Slurm expects it to start at {_at(start, now)}", "squeue --start")
     return start
 
 
@@ -282,7 +285,9 @@ def _held(facts: _Facts, reason: str, now: datetime) -> tuple[str, Severity]:
         "Slurm does not record who held or last released a job (only slurmctld's log does)"
     )
     if reason == "JobHeldUser":
-        facts.fact("held", "held by its user (sbatch -H or scontrol hold/uhold)", "scontrol")
+        facts.fact(
+            "held", "held by its user (sbatch -H or scontrol hold/uhold)", "scontrol show job"
+        )
         facts.advice.append(f"scontrol release {job.job_id}")
         return f"job {job.display_id} is held by its user: scontrol release {job.job_id}", "warning"
     facts.fact("held", "held by an administrator (or by Slurm itself)", "scontrol show job")

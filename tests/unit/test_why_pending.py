@@ -125,6 +125,7 @@ def test_held_by_user_and_by_admin(fake_slurm: FakeSlurm, version: str) -> None:
     user, calls = explain(fake_slurm, version, "held")
     assert user.headline == f"job {ids['held']} is held by its user: scontrol release {ids['held']}"
     assert user.advice == (f"scontrol release {ids['held']}",)
+    assert [e.label for e in user.evidence] == ["held"]  # no "no estimate" line for a held job
     admin, _ = explain(fake_slurm, version, "admin")
     assert admin.headline == f"job {ids['admin']} is held by an administrator"
     assert any("does not record who held" in n for n in admin.notes)
@@ -137,6 +138,7 @@ def test_begin_time(fake_slurm: FakeSlurm, version: str) -> None:
     job = meta(version)["ids"]["begin"]
     assert verdict.headline.startswith(f"job {job} may not start before 2026-")
     assert verdict.headline.endswith("(in 60 min) (--begin)")
+    assert [e.label for e in verdict.evidence] == ["begin"]  # the estimate is the begin time
     assert calls == 1
 
 
