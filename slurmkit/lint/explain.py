@@ -183,6 +183,89 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH --output=logs/%j/out.txt",
         "mkdir -p logs before sbatch, and keep %j in the file name.",
     ),
+    "sbatch-misspelt": (
+        "sbatch reads only lines that start with #SBATCH exactly: #SBTACH, #SABTCH or "
+        "# SBATCH followed by an option is a comment, and the option is silently not "
+        "applied (the job runs with the partition's defaults).",
+        "#SBTACH --gres=gpu:8",
+        "#SBATCH --gres=gpu:8 (##SBATCH switches a line off on purpose).",
+    ),
+    "non-ascii-dash": (
+        "a dash copied from a web page or a document (– — ‐ −) is not '-': sbatch refuses a "
+        "directive holding it (Invalid directive found in batch script), and srun takes the "
+        "word for the program to run.",
+        "#SBATCH \u2013\u2013time=1:00:00",
+        "retype the dashes as ASCII '-'.",
+    ),
+    "sbatch-unknown-option": (
+        "sbatch's getopt refuses the whole script when a directive holds an option its "
+        "table does not know at this version (unrecognized option), an ambiguous prefix, "
+        "or a word that is no option (Invalid directive found in batch script). The table "
+        "was probed from the sbatch binaries of 22.05, 24.11 and 26.05; unique prefixes "
+        "(--part) are accepted, as getopt does; templates and <placeholders> are unknown.",
+        "#SBATCH --gpus-per-tsk=1",
+        "fix the option (sbatch --help lists them) or remove the line.",
+    ),
+    "sbatch-option-twice": (
+        "an option given twice keeps the later value and ignores the earlier one; with "
+        "different values one of them is not what was meant. Each component of a "
+        "heterogeneous job (#SBATCH hetjob) starts afresh; --mail-type values add up.",
+        "#SBATCH --time=1:00:00\n#SBATCH --time=2:00:00",
+        "keep one line per option.",
+    ),
+    "signal-without-trap": (
+        "--signal=B:SIG sends the signal to the batch shell only. Without a trap bash dies "
+        "of it, so the job ends early and saves nothing (error). With a trap, bash runs it "
+        "only when the foreground command returns: behind a foreground srun, that is after "
+        "the time limit killed it (warning).",
+        "#SBATCH --signal=B:USR1@120\nsrun python train.py",
+        "trap 'save_and_requeue' USR1; srun python train.py & wait",
+    ),
+    "term-trap-requeues": (
+        "scancel sends SIGTERM to the batch shell too: a TERM trap that requeues or "
+        "resubmits turns every cancel into a new run.",
+        "trap 'scontrol requeue $SLURM_JOB_ID' TERM",
+        "#SBATCH --signal=B:USR1@120 and trap USR1 instead.",
+    ),
+    "resubmit-without-dependency": (
+        "a script that submits itself again with no dependency can have two runs of one "
+        "training at once, both writing the same checkpoints.",
+        'sbatch "$0"',
+        'sbatch --dependency=singleton "$0" (with a fixed --job-name).',
+    ),
+    "test-bracket-unclosed": (
+        '[ is a command whose last argument must be ]: glued to a word ($x"]) it is not '
+        "one, so [ fails with status 2 and the if takes its other branch, every time.",
+        'if [ -z "$x"]; then',
+        'if [ -z "$x" ]; then',
+    ),
+    "option-as-command": (
+        "a line of options whose previous line lost its trailing backslash: the command "
+        "ran without them, and bash then runs --option as a program (command not found).",
+        "srun python train.py \\\n    --lr 0.1\n    --epochs 3",
+        "end every continued line with a backslash.",
+    ),
+    "array-zero-line": (
+        "an array from 0 that picks line $SLURM_ARRAY_TASK_ID of a file: lines count from "
+        "1, so task 0 gets nothing (sed refuses address 0) and the last line is never run.",
+        '#SBATCH --array=0-9\nf=$(sed -n "${SLURM_ARRAY_TASK_ID}p" files.txt)',
+        "--array=1-10, or pick line $((SLURM_ARRAY_TASK_ID + 1)).",
+    ),
+    "rm-own-log": (
+        "rm of a glob that matches the job's own --output/--error deletes the log Slurm "
+        "opened when the job started: the job keeps writing into a deleted file and the "
+        "run leaves no log. Slurm's default name slurm-%j.out counts.",
+        "#SBATCH --output=%x-%j.out\nrm -f *.out",
+        "delete older logs only, or clean another directory.",
+    ),
+    "slurm-variable-unset": (
+        "Slurm sets $SLURM_GPUS_PER_TASK, $SLURM_CPUS_PER_TASK, $SLURM_ARRAY_TASK_ID and "
+        "the like only when the job asks for the option beside them: without it the value "
+        "is empty, and the option or count it fills is missing. Quiet where the script sets "
+        "it, tests it, or gives a default (${VAR:-1}), and where the header sets nothing.",
+        "srun python t.py --gpus $SLURM_GPUS_PER_TASK   (no --gpus-per-task)",
+        "#SBATCH --gpus-per-task=N, or ${SLURM_GPUS_PER_TASK:-1}.",
+    ),
     "unknown-rule": (
         "a slurmkit-lint comment names no rule, so it silences nothing.",
         "# slurmkit-lint: disable=no-such-rule",

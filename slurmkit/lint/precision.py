@@ -18,4 +18,5 @@ PRECISION: dict[str, tuple[int, int]] = {
     "srun-rank-expanded-early": (3, 3),
     "tee-without-pipefail": (21, 21),
     "terminal-command": (0, 9),
+    "test-bracket-unclosed": (6, 6),
 }

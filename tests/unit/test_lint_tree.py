@@ -193,7 +193,7 @@ def test_a_literal_output_without_job_id_is_still_found() -> None:
 def test_a_fixed_log_name_is_a_warning_where_runs_collide() -> None:
     """Issue 32 item 2: arrays and a script that submits itself again truncate the log."""
     chain = '#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=run.out\npython t.py\nsbatch "$0"\n'
-    (finding,) = lint(chain)
+    (finding,) = [f for f in lint(chain) if f.rule.startswith("output")]
     assert (finding.severity, finding.rule) == ("warning", "output-collides")
     assert "submits itself again (line 5)" in finding.message
     assert found(chain.replace('sbatch "$0"', "sbatch other.sh")) == [

@@ -8,20 +8,26 @@ from slurmkit.lint.rules import (
     cpus,
     directives,
     groups,
+    header,
     launchers,
+    lifecycle,
     paths,
     ranks,
+    slips,
     syntax,
 )
 
 RULES: tuple[Rule, ...] = (
     *syntax.RULES,
     *directives.RULES,
+    *header.RULES,
     *paths.RULES,
     *cpus.RULES,
     *launchers.RULES,
     *groups.RULES,
     *ranks.RULES,
     *commands.RULES,
+    *lifecycle.RULES,
+    *slips.RULES,
 )
 RULE_IDS = frozenset(rule.id for rule in RULES)

@@ -106,7 +106,7 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
     a time overwrites only an old log: info.
     """
     array = script.job.get("array") is not None
-    resubmits = resubmits_itself(script)
+    resubmits: int | None = -1  # looked up once, and only for a fixed name
     for name in ("output", "error"):
         setting = script.job.get(name)
         if setting is None or setting.value is None or setting.value.startswith("/dev/"):
@@ -119,6 +119,8 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
         )
         if unique:
             continue
+        if resubmits == -1:
+            resubmits = resubmits_itself(script)
         if array:
             rule, severity = "output-collides", WARNING
             why = (

@@ -74,7 +74,7 @@ def _harmless(script: Script, srun: Srun, text: str, value: str, via: str) -> bo
     return True
 
 
-def _right_anyway(script: Script, srun: Srun) -> frozenset[str]:
+def _right_anyway(script: Script, srun: Srun, one_task_job: bool) -> frozenset[str]:
     """Values the batch step's expansion gets right for this step's every task.
 
     One task, not moved off the first node: all of them (rank 0, the first node).
@@ -85,7 +85,7 @@ def _right_anyway(script: Script, srun: Srun) -> frozenset[str]:
     ntasks = srun.option("ntasks")
     if ntasks is not None and ntasks.value == "1":
         return frozenset({"*"})
-    if _one_task_job(script) and not srun.has("ntasks", "ntasks-per-node", "nodes"):
+    if one_task_job and not srun.has("ntasks", "ntasks-per-node", "nodes"):
         return frozenset({"*"})
     nodes = srun.option("nodes")
     if (nodes is not None and nodes.value == "1") or script.job.nodes == (1, 1):
@@ -131,8 +131,9 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
     for binding in script.bindings:
         if binding.value is not None and _early(binding.value):
             bindings.setdefault(binding.name, binding)
+    one_task_job = _one_task_job(script)  # once: a header read per srun was quadratic
     for srun in script.sruns:
-        right = _right_anyway(script, srun)
+        right = _right_anyway(script, srun, one_task_job)
         if not srun.program or "*" in right:
             continue
         for word in srun.program:

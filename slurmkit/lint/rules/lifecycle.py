@@ -1,0 +1,151 @@
+"""Signals, requeue and resubmission: what a job does near its end (issue 32 item 4).
+
+``--signal=B:USR1@120`` sends the signal to the batch shell alone. Without a trap
+bash dies of it (USR1's, USR2's and TERM's default action ends the process), so the
+job ends two minutes early having saved nothing. With a trap, bash runs it only
+once the foreground command returns: behind a foreground ``srun``, that is when the
+time limit has killed it. The handler needs the step in the background and ``wait``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from slurmkit.lint.context import LintContext
+from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.rules.directives import resubmits_itself
+from slurmkit.lint.script import Script
+
+_NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "10": "USR1", "12": "USR2", "15": "TERM"}
+# Signals bash ignores by default: no trap is needed to survive them.
+_HARMLESS = frozenset({"CHLD", "CONT", "URG", "WINCH"})
+
+
+def _signal_name(text: str) -> str:
+    name = text.upper().removeprefix("SIG")
+    return _NUMBERS.get(name, name)
+
+
+def _batch_signal(script: Script) -> tuple[str, int] | None:
+    """(signal, line) of ``--signal=B:SIG[@TIME]`` (the batch shell's), or None."""
+    setting = script.job.get("signal")
+    if setting is None or setting.value is None:
+        return None
+    flags, _, rest = setting.value.rpartition(":")
+    if "B" not in flags.upper().split(":"):
+        return None
+    return _signal_name(rest.split("@", 1)[0]), setting.line
+
+
+def _traps(script: Script) -> list[tuple[str, set[str], int]]:
+    """(handler text, signals, line) of every ``trap HANDLER SIG…``."""
+    found = []
+    for command in script.commands:
+        if command.name != "trap":
+            continue
+        args = [w.text for w in command.argv[1:] if not w.text.startswith("-")]
+        if len(args) >= 2:
+            signals = {_signal_name(a) for a in args[1:]}
+            found.append((args[0], signals, script.line_of(command.start)))
+    return found
+
+
+def _waits_in_background(script: Script) -> bool:
+    background = any(c.background for c in script.commands)
+    return background and any(c.name == "wait" for c in script.commands)
+
+
+def _signal(script: Script, context: LintContext) -> Iterator[Finding]:
+    found = _batch_signal(script)
+    if found is None:
+        return
+    signal, line = found
+    if signal in _HARMLESS or not signal:
+        return
+    trapped = [t for t in _traps(script) if signal in t[1]]
+    if not trapped:
+        yield script.finding(
+            line,
+            ERROR,
+            RULE_SIGNAL.id,
+            f"--signal sends SIG{signal} to the batch shell, and the script sets no trap for "
+            f"it: bash dies of SIG{signal}, so the job ends early and saves nothing",
+            f"trap 'handler' {signal}, with the step in the background: srun … & wait",
+        )
+    elif not _waits_in_background(script):
+        yield script.finding(
+            trapped[0][2],
+            WARNING,
+            RULE_SIGNAL.id,
+            f"the trap for SIG{signal} runs only when the foreground command returns: behind "
+            "a foreground srun that is when the time limit has killed it",
+            "start the step in the background and wait for it: srun … & wait",
+        )
+
+
+_REQUEUE = re.compile(r"scontrol\s+requeue|\bsbatch\b")
+
+
+def _term_requeue(script: Script, context: LintContext) -> Iterator[Finding]:
+    requeues_somewhere = any(
+        c.name == "scontrol" and "requeue" in [w.text for w in c.argv[1:2]] for c in script.commands
+    )
+    for handler, signals, line in _traps(script):
+        if "TERM" not in signals:
+            continue
+        named = re.fullmatch(r"[A-Za-z_]\w*", handler.strip()) is not None
+        if _REQUEUE.search(handler) or (named and requeues_somewhere):
+            yield script.finding(
+                line,
+                WARNING,
+                RULE_TERM_REQUEUE.id,
+                "a TERM trap that requeues: scancel sends SIGTERM too, so cancelling the job "
+                "requeues (or resubmits) it instead of ending it",
+                "ask for another signal before the limit (#SBATCH --signal=B:USR1@120) and "
+                "trap that one",
+            )
+
+
+_WAITS = ("--dependency", "-d", "--begin", "-b")
+
+
+def _resubmit(script: Script, context: LintContext) -> Iterator[Finding]:
+    line = resubmits_itself(script)
+    if line is None:
+        return
+    header = script.job.value("dependency") or ""
+    submit = [c for c in script.commands if script.line_of(c.start) == line and c.name == "sbatch"]
+    words = [w.text for c in submit for w in c.argv[1:]]
+    if "singleton" in header or any(w.startswith(_WAITS) for w in words):
+        return  # it waits for this run (or starts at a later time: a watchdog's next round)
+    yield script.finding(
+        line,
+        WARNING,
+        RULE_RESUBMIT.id,
+        "the script submits itself again with no dependency: the next run can start while "
+        "this one still runs, and both write the same checkpoints and logs",
+        'sbatch --dependency=singleton "$0" (with a fixed --job-name), or '
+        "--dependency=afterany:$SLURM_JOB_ID",
+    )
+
+
+RULE_SIGNAL = Rule(
+    "signal-without-trap",
+    ERROR,
+    "--signal=B:SIG with no trap for it (error), or a trap behind a foreground step (warning)",
+    _signal,
+)
+RULE_TERM_REQUEUE = Rule(
+    "term-trap-requeues",
+    WARNING,
+    "a TERM trap that requeues or resubmits: scancel requeues the job instead of ending it",
+    _term_requeue,
+)
+RULE_RESUBMIT = Rule(
+    "resubmit-without-dependency",
+    WARNING,
+    'sbatch "$0" without --dependency=singleton: two runs of one training at once',
+    _resubmit,
+)
+RULES = (RULE_SIGNAL, RULE_TERM_REQUEUE, RULE_RESUBMIT)

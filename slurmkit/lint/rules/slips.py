@@ -1,0 +1,252 @@
+"""Slips that lose work on every cluster, found in the parsed script (issue 32 item 4).
+
+- ``[ -z "$x"]``: without a blank before ``]`` the test command has no closing
+  bracket; ``[`` fails with status 2 and the ``if`` takes its else branch.
+- ``--lr 0.1`` alone on a line: the line before lost its trailing backslash, so the
+  options never reach their command and bash runs ``--lr`` as a program.
+- an array that starts at 0 picking line ``$SLURM_ARRAY_TASK_ID`` of a file with
+  ``sed -n "${SLURM_ARRAY_TASK_ID}p"``: lines count from 1, so task 0 gets nothing
+  (sed refuses address 0) and the last line is never run.
+- ``rm`` of a glob that matches the job's own ``--output``/``--error``: the log open
+  since the job started is deleted, and with it the record of this run.
+- ``$SLURM_GPUS_PER_TASK`` (and the like, not the array's) where the job never asks for the option
+  that makes Slurm set it: the value is empty.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from collections.abc import Iterator
+
+from slurmkit.lint.context import LintContext
+from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.script import Script
+
+# ``[`` where a command starts, its words, then a ``]`` glued to the last one and a
+# command's end after it. The grammar reads ``[ … ]`` as a test node, so this is read
+# from the line (comments cut); ``[[`` and ``${a[0]}`` never match.
+_GLUED = re.compile(
+    r"(?:^|[;&|({!]|\b(?:if|while|until|then|do|else|elif))\s*\[\s+[^\]\n;]*?[^\s\[]\]"
+    r"(?=\s*(?:;|&&|\|\||\)|$))"
+)
+
+
+def _bracket(script: Script, context: LintContext) -> Iterator[Finding]:
+    if '"]' not in script.text and "]" not in script.text.replace(" ]", ""):
+        return
+    for number, line in script.code_lines():
+        if "]" not in line or _GLUED.search(line) is None:
+            continue
+        yield script.finding(
+            number,
+            ERROR,
+            RULE_BRACKET.id,
+            '[ … with its closing ] glued to the last word: bash says "[: missing `]\'", '
+            "the test fails with status 2 and the if takes its other branch",
+            'put a blank before the closing bracket: [ -z "$x" ]',
+        )
+
+
+def _option_as_command(script: Script, context: LintContext) -> Iterator[Finding]:
+    for command in script.commands:
+        name = command.name
+        if name is None or not name.startswith("-") or len(name) < 2 or command.depth:
+            continue
+        if command.prefix:
+            continue
+        line = script.line_of(command.start)
+        yield script.finding(
+            line,
+            ERROR,
+            RULE_OPTION_COMMAND.id,
+            f"bash runs {name!r} as a command (not found): the line before ends without a "
+            "backslash, so this line's options never reach the command they belong to",
+            f"end line {line - 1} with a backslash (and nothing after it)",
+        )
+
+
+_ARRAY_NAMES = ("SLURM_ARRAY_TASK_ID",)
+
+
+def _zero_based(script: Script) -> bool:
+    setting = script.job.get("array")
+    if setting is None or setting.value is None:
+        return False
+    spec = re.sub(r"%\d+\s*$", "", setting.value)
+    return any(re.fullmatch(r"0+(?:[-:].*)?", part.strip()) for part in spec.split(","))
+
+
+def _line_pickers(names: set[str]) -> re.Pattern[str]:
+    name = "|".join(sorted(names))
+    value = rf"[\"']?\$\{{?(?:{name})\}}?"
+    return re.compile(
+        rf"\bsed\s+(?:-\w+\s+)*{value}(?:p|q;d)\b"
+        rf"|\bhead\s+-n\s*{value}[\"']?\s*(?:\S+\s*)?\|\s*tail\s+-n?\s*1\b"
+        rf"|NR\s*==\s*{value}"
+    )
+
+
+def _array_lines(script: Script, context: LintContext) -> Iterator[Finding]:
+    if not _zero_based(script):
+        return
+    names = set(_ARRAY_NAMES)
+    for binding in script.bindings:
+        if binding.value is not None and re.fullmatch(
+            r"\$\{?SLURM_ARRAY_TASK_ID\}?", binding.value.raw.strip("\"'")
+        ):
+            names.add(binding.name)
+    picker = _line_pickers(names)
+    for number, line in script.code_lines():
+        if picker.search(line):
+            yield script.finding(
+                number,
+                ERROR,
+                RULE_ARRAY_LINES.id,
+                f"--array={script.job.value('array')} starts at 0, but this picks line "
+                "$SLURM_ARRAY_TASK_ID of a file, and lines count from 1: task 0 gets "
+                "nothing (sed refuses address 0) and the last line never runs",
+                "start the array at 1 (--array=1-N), or pick line $((SLURM_ARRAY_TASK_ID + 1))",
+            )
+
+
+_LOG_MARKS = re.compile(r"%(?:%|\d*[AaJjNnstuxb])")
+
+
+def _log_paths(script: Script) -> list[tuple[str, str]]:
+    """(option, an example of the name Slurm gives the log) for --output and --error."""
+    array = script.job.get("array") is not None
+    default = "slurm-%A_%a.out" if array else "slurm-%j.out"
+    name = script.job.value("job-name") or "job"
+    found = []
+    for option in ("output", "error"):
+        value = script.job.value(option)
+        if option == "error" and value is None:
+            continue
+        value = value or default
+        if "$" in value or "{" in value or value.startswith("/dev/"):
+            continue
+        example = _LOG_MARKS.sub(
+            lambda m: name if m.group(0).endswith("x") else "7", value.replace("%%", "%")
+        )
+        found.append((option, posixpath.normpath(example)))
+    return found
+
+
+def _rm_log(script: Script, context: LintContext) -> Iterator[Finding]:
+    logs = _log_paths(script)
+    if not logs:
+        return
+    if "rm" not in script.text:
+        return
+    for command in script.commands:
+        if command.name != "rm" or command.depth:
+            continue
+        args = [w for w in command.argv[1:]]
+        recursive = any(w.text.startswith("-") and "r" in w.text.lower() for w in args)
+        for word in args:
+            text = word.text
+            if text.startswith("-") or "$" in text or not text:
+                continue
+            pattern = posixpath.normpath(text)
+            for option, log in logs:
+                hit = ("*" in pattern or "?" in pattern) and fnmatch.fnmatchcase(log, pattern)
+                inside = recursive and log.startswith(pattern.rstrip("/") + "/")
+                if hit or inside:
+                    yield script.finding(
+                        script.line_of(command.start),
+                        WARNING,
+                        RULE_RM_LOG.id,
+                        f"rm {text} also deletes this job's own --{option} ({log} for job 7): "
+                        "Slurm keeps writing into the deleted file, and the run's log is lost",
+                        'delete only older logs (find … ! -name "*$SLURM_JOB_ID*" -delete), '
+                        "or keep logs in a directory the job never cleans",
+                    )
+                    break
+
+
+# Variables Slurm sets only when the job asks for the option beside them. Not the
+# array's: --array is as often given on sbatch's command line as in the header.
+_SET_BY = {
+    "SLURM_GPUS_PER_TASK": "gpus-per-task",
+    "SLURM_CPUS_PER_TASK": "cpus-per-task",
+    "SLURM_NTASKS_PER_NODE": "ntasks-per-node",
+    "SLURM_MEM_PER_GPU": "mem-per-gpu",
+}
+
+
+def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
+    if not any(d.ignored is None for d in script.directives):
+        return  # options come from sbatch's command line: unknown
+    wanted = {
+        name
+        for name, option in _SET_BY.items()
+        if script.job.get(option) is None and name in script.text
+    }
+    if not wanted:
+        return
+    assigned = {b.name for b in script.bindings}
+    guarded = _tested(script)
+    reported: set[str] = set()
+    for command in script.commands:
+        for word in command.words:
+            names = (word.expands & wanted) - assigned - guarded - reported
+            for name in sorted(names):
+                if re.search(rf"\$\{{{name}:?[-=+?]", word.raw):
+                    continue  # ${VAR:-default}
+                reported.add(name)
+                yield script.finding(
+                    script.line_of(word.start),
+                    WARNING,
+                    RULE_UNSET.id,
+                    f"${name} is empty in this job: Slurm sets it only with "
+                    f"--{_SET_BY[name]}, which the job does not ask for",
+                    f"#SBATCH --{_SET_BY[name]}=…, or ${{{name}:-default}}",
+                )
+
+
+def _tested(script: Script) -> set[str]:
+    """Variables the script checks itself (``[ -n "$SLURM_CPUS_PER_TASK" ]``)."""
+    found: set[str] = set()
+    for command in script.commands:
+        if command.name in ("[", "test", "[["):
+            for word in command.argv:
+                found |= word.expands
+    for _, line in script.code_lines():
+        if "[[" in line or "-z" in line or "-n" in line:
+            found |= set(re.findall(r"-[zn]\s+\"?\$\{?(SLURM_\w+)", line))
+    return found
+
+
+RULE_BRACKET = Rule(
+    "test-bracket-unclosed",
+    ERROR,
+    '[ -z "$x"] (no blank before ]): the test always fails',
+    _bracket,
+)
+RULE_OPTION_COMMAND = Rule(
+    "option-as-command",
+    ERROR,
+    "a line starting with --option: the line before lost its backslash",
+    _option_as_command,
+)
+RULE_ARRAY_LINES = Rule(
+    "array-zero-line",
+    ERROR,
+    'an array from 0 picking line $SLURM_ARRAY_TASK_ID (sed -n "${SLURM_ARRAY_TASK_ID}p")',
+    _array_lines,
+)
+RULE_RM_LOG = Rule(
+    "rm-own-log",
+    WARNING,
+    "rm of a glob that matches the job's own --output/--error",
+    _rm_log,
+)
+RULE_UNSET = Rule(
+    "slurm-variable-unset",
+    WARNING,
+    "$SLURM_GPUS_PER_TASK (and others) used where the job lacks the option that sets it",
+    _unset,
+)
+RULES = (RULE_BRACKET, RULE_OPTION_COMMAND, RULE_ARRAY_LINES, RULE_RM_LOG, RULE_UNSET)
