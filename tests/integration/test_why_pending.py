@@ -2,8 +2,8 @@
 
 The sandbox's four nodes are laid out so that every pending reason happens at once
 (pending jobs cost no CPU, so they share one fixture and the module adds seconds, not
-minutes): node-4 is drained, node-[1-2] run the *hang* job (four Python ranks, rank 3
-stuck elsewhere), node-3 runs a one-CPU job. Then, in partition cpu:
+minutes): node-4 is drained, node-[1-2] run the *hang* job (four Python ranks of
+test_pyspy's program, rank 1 stuck elsewhere), node-3 runs a one-CPU job. Then, in partition cpu:
 
 - two jobs of two whole nodes: the first waits for ``Resources``, the second for
   ``Priority``;
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 import time
@@ -47,33 +48,11 @@ from slurmkit.slurm.parse_text import DELIMITER
 from slurmkit.slurm.records import Job
 from slurmkit.why import hung, pending
 from slurmkit.why.model import Verdict
+from tests.integration.test_pyspy import PROGRAM  # rank 1 waits elsewhere; rank 0 forks
 
 DRAIN_REASON = "slurmkit why test: bad fan"
 SEP = "<SEP>"  # the recordings' stand-in for this process's random field separator
 QOS = "skwhyq"
-PROGRAM = """\
-import os
-import sys
-import time
-
-
-def wait_for_peer():
-    while True:
-        time.sleep(0.5)
-
-
-def allreduce():
-    while True:
-        time.sleep(0.5)
-
-
-rank = int(os.environ["SLURM_PROCID"])
-with open(os.path.join(sys.argv[1], "ready-%d" % rank), "w") as ready:
-    ready.write(os.environ["SLURMD_NODENAME"])
-if rank == 3:
-    wait_for_peer()
-allreduce()
-"""
 
 
 @dataclass
@@ -141,7 +120,7 @@ def build(queue: Queue, work: Path) -> None:
     ready = [work / f"ready-{rank}" for rank in range(4)]
     _wait(lambda: all(p.exists() and p.read_text() for p in ready), 120, "4 ranks ready")
     _wait(lambda: _reasons({"s": ids["small"]})["s"] == "RUNNING", 60, "the small job to run")
-    queue.odd_node = ready[3].read_text()
+    queue.odd_node = ready[1].read_text()
     ids["resources"] = _sbatch("-N2", "--exclusive", "--time=10", "--wrap", "true")
     ids["priority"] = _sbatch("-N2", "--exclusive", "--time=20", "--wrap", "true")
     ids["dependency"] = _sbatch(
@@ -284,10 +263,11 @@ def test_a_hang_on_one_rank_names_its_node(queue: Queue) -> None:
     verdict = hung.explain(job, hung.Options(stale=1.0, settings=_settings()))
     odd = queue.odd_node
     assert verdict.kind == "hung" and verdict.severity == "bad"
-    assert verdict.headline.startswith(
-        f"job {job.job_id} looks hung: 1 rank on {odd} in wait_for_peer (prog.py:"
+    assert re.fullmatch(
+        rf"job {job.job_id} looks hung: 1 rank on {odd} in wait_for_peer \(prog\.py:\d+\) "
+        rf"while 3 wait in allreduce \(prog\.py:\d+\): suspect {odd}",
+        verdict.headline,
     )
-    assert verdict.headline.endswith(f"while 3 wait in allreduce (prog.py:13): suspect {odd}")
     assert [e.label for e in verdict.evidence] == ["ranks", "odd ranks", odd]
     assert verdict.data["suspect_nodes"] == [odd]
 

@@ -1,7 +1,7 @@
 """``why`` on a running job: quiet and fine, or hung with a node to suspect.
 
-The stacks are the real py-spy dumps of the live hang (four ranks on node-[1-2], rank 3
-in ``wait_for_peer`` on node-2) recorded on 22.05, 24.11 and 26.05 with
+The stacks are the real py-spy dumps of the live hang (four ranks on node-[1-2], rank 1
+in ``wait_for_peer`` on node-1) recorded on 22.05, 24.11 and 26.05 with
 tests/integration/test_why_pending.py; the suspect node's state is its recorded
 ``scontrol show node``.
 """
@@ -61,25 +61,25 @@ def test_the_odd_rank_names_its_node(fake_slurm: FakeSlurm, version: str) -> Non
     )
     assert verdict.kind == "hung" and verdict.severity == "bad"
     assert verdict.headline == (
-        "job 58 looks hung: 1 rank on node-2 in wait_for_peer (prog.py:8) "
-        "while 3 wait in allreduce (prog.py:13): suspect node-2"
+        "job 58 looks hung: 1 rank on node-1 in wait_for_peer (prog.py:13) "
+        "while 3 wait in allreduce (prog.py:18): suspect node-1"
     )
-    assert [e.label for e in verdict.evidence] == ["ranks", "odd ranks", "node-2"]
+    assert [e.label for e in verdict.evidence] == ["ranks", "odd ranks", "node-1"]
     assert verdict.evidence[2].text.startswith("ALLOCATED")
-    assert verdict.data["suspect_nodes"] == ["node-2"]
-    assert verdict.advice[1] == "resubmit without it: --exclude=node-2"
+    assert verdict.data["suspect_nodes"] == ["node-1"]
+    assert verdict.advice[1] == "resubmit without it: --exclude=node-1"
     assert fake_slurm.count("scontrol") == 1  # one node read, whatever the rank count
 
 
 def test_all_ranks_alike_is_no_odd_rank(fake_slurm: FakeSlurm) -> None:
     job = _job()
     whole = _collection("24.11", job)
-    alike = [r for r in whole.reports if r.node == "node-1"]
+    alike = [r for r in whole.reports if r.node == "node-2"]
     collection = pyspy.Collection("58", job, "srun", 30.0, tuple(alike))
     verdict = hung.explain(job, hung.Options(stacks=True), collect=lambda *a: collection)
     assert verdict.kind == "hung" and verdict.severity == "warning"
     assert verdict.headline == (
-        "job 58: all 2 ranks wait in allreduce (prog.py:13): no odd rank, "
+        "job 58: all 2 ranks wait in allreduce (prog.py:18): no odd rank, "
         "suspect what they all wait for (I/O, the network)"
     )
     assert fake_slurm.calls == []
