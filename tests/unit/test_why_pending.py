@@ -251,3 +251,44 @@ def test_what_if_is_not_asked_for_another_users_job(fake_slurm: FakeSlurm) -> No
     verdict, calls = explain(fake_slurm, "22.05", "resources", caller="alice")
     assert "what_if" not in verdict.data
     assert calls == 2
+
+
+def _variant(fake: FakeSlurm, version: str, role: str, old: str, new: str) -> str:
+    """A recorded job record with one field changed: for reasons no recording holds."""
+    text = (folder(version) / f"{role}-job.out").read_text()
+    assert old in text
+    job_id = meta(version)["ids"][role]
+    fake.on(["scontrol", "--details", "show", "job", job_id], text.replace(old, new))
+    fake.on(["squeue", "**"], "")
+    return job_id
+
+
+def test_launch_failure_requeued_held_names_the_node(fake_slurm: FakeSlurm) -> None:
+    job_id = _variant(
+        fake_slurm, "24.11", "held", "Reason=JobHeldUser", "Reason=launch_failed_requeued_held"
+    )
+    verdict = pending.explain(query.job(job_id))
+    assert verdict.headline == f"job {job_id} failed to launch and was requeued held"
+    assert verdict.severity == "bad"
+    assert verdict.advice[0].endswith(f"then scontrol release {job_id}")
+
+
+def test_a_dependency_that_can_never_be_satisfied_says_so(fake_slurm: FakeSlurm) -> None:
+    job_id = _variant(
+        fake_slurm, "22.05", "dependency", "Reason=Dependency", "Reason=DependencyNeverSatisfied"
+    )
+    verdict = pending.explain(query.job(job_id))
+    hang = meta("22.05")["ids"]["hang"]
+    assert verdict.headline == (
+        f"job {job_id} can never start: its dependency failed "
+        f"({hang} (afterok): ended and forgotten by slurmctld)"
+    )
+    assert verdict.severity == "bad"
+
+
+def test_a_reservation_is_named(fake_slurm: FakeSlurm) -> None:
+    job_id = _variant(
+        fake_slurm, "26.05", "held", "Reason=JobHeldUser", "Reason=Reservation Reservation=maint"
+    )
+    verdict = pending.explain(query.job(job_id))
+    assert verdict.headline == f"job {job_id} waits for its reservation maint"
