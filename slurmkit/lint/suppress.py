@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from slurmkit.lint.findings import Finding
 
 _DISABLE = re.compile(
-    r"#\s*slurmkit-lint:\s*disable(?P<file>-file)?\s*=\s*(?P<rules>[\w-]+(?:\s*,\s*[\w-]+)*)"
+    r"#\s*slurmkit-lint:\s*disable(?P<file>-file)?\s*=\s*(?P<rules>[\w/-]+(?:\s*,\s*[\w/-]+)*)"
 )
 ALL = "all"
 
@@ -39,9 +39,14 @@ def unknown_rules(lines: list[str], known: Iterable[str]) -> list[tuple[int, str
     for number, line in enumerate(lines, start=1):
         for match in _DISABLE.finditer(line):
             for rule in (r.strip() for r in match["rules"].split(",")):
-                if rule not in names:
+                if rule not in names and not _shellcheck_code(rule):
                     found.append((number, rule))
     return found
+
+
+def _shellcheck_code(rule: str) -> bool:
+    """``shellcheck/SC2086``: ShellCheck's codes are its own, not listed by lint."""
+    return re.fullmatch(r"shellcheck/SC\d{4}", rule) is not None
 
 
 def keep(findings: Iterable[Finding], lines: list[str]) -> list[Finding]:
