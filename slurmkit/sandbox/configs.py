@@ -53,6 +53,13 @@ HEALTH_INTERVAL = 5
 # round, whose pair with that node is killed only after the pair's limit plus 30 s to launch
 # (templates/_net_check.py LAUNCH_GRACE). With 12 s and 20 s, the job ended NODE_FAIL first on
 # 26.05 and the healthy pair's result was lost (faulty scan's mid-scan test).
+# What each step used (MaxRSS, TotalCPU per task and node), for ``why`` and its efficiency
+# figures: gathered every 2 s, as test jobs last seconds. OverMemoryKill would end a step
+# over its memory limit as OUT_OF_MEMORY without cgroups, but a limit reaches a step only
+# where memory is a consumable resource (CR_*_Memory); this sandbox schedules CR_CPU (one
+# job's default --mem would otherwise hold a whole node), so a job over its --mem runs on
+# and ends COMPLETED with MaxRSS above ReqMem: what ``why`` flags, and what the live test
+# checks (tests/integration/test_why_ended.py).
 ACCOUNTING = (
     "JobAcctGatherType=jobacct_gather/linux",
     "JobAcctGatherFrequency=task=2",
@@ -114,10 +121,7 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         f"AccountingStoragePort={spec.dbd_port}",
         f"AccountingStoragePass={spec.munge_socket}",
         "AccountingStorageTRES=gres/gpu",
-        # Accounting gathers what each step used (MaxRSS, TotalCPU per task and node), so
-        # ``why`` and its efficiency figures read real numbers; every 2 s, as test jobs
-        # last seconds. OverMemoryKill makes Slurm itself end a step over its --mem as
-        # OUT_OF_MEMORY, without cgroups (see ACCOUNTING).
+        # Accounting gathers what each step used (see ACCOUNTING).
         *ACCOUNTING,
         # Preemption by QOS only: no QOS preempts another until a test makes one with
         # sacctmgr (Preempt=normal), so no existing job is ever preempted.

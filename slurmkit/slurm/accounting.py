@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 from slurmkit.errors import ControllerUnreachable, SlurmError
@@ -119,8 +119,8 @@ class Step:
     alloc_cpus: int | None = None
     ntasks: int | None = None
     req_mem: int | None = None
-    req_tres: Mapping[str, str] = field(default_factory=dict)
-    alloc_tres: Mapping[str, str] = field(default_factory=dict)
+    req_tres_text: str = ""
+    alloc_tres_text: str = ""
     submit_time: datetime | None = None
     start_time: datetime | None = None
     end_time: datetime | None = None
@@ -131,10 +131,29 @@ class Step:
     max_rss_node: str | None = None
     max_rss_task: int | None = None
     ave_rss: int | None = None
-    usage_max: Mapping[str, str] = field(default_factory=dict)
-    usage_tot: Mapping[str, str] = field(default_factory=dict)
+    usage_max_text: str = ""
+    usage_tot_text: str = ""
     work_dir: str | None = None
     submit_line: str | None = None
+
+    # TRES strings are split only when read: an array of 10,000 tasks reads few of them.
+    @property
+    def req_tres(self) -> dict[str, str]:
+        return parse_tres(self.req_tres_text)
+
+    @property
+    def alloc_tres(self) -> dict[str, str]:
+        return parse_tres(self.alloc_tres_text)
+
+    @property
+    def usage_max(self) -> dict[str, str]:
+        """Each TRES's largest task (``mem``: MaxRSS, ``gres/gpumem``, ``cpu`` time)."""
+        return parse_tres(self.usage_max_text)
+
+    @property
+    def usage_tot(self) -> dict[str, str]:
+        """Each TRES summed over the step's tasks (``mem``: all their peaks)."""
+        return parse_tres(self.usage_tot_text)
 
     @property
     def array_job_id(self) -> str | None:
@@ -243,8 +262,8 @@ def step_from_row(row: Mapping[str, str]) -> Step:
         alloc_cpus=parse_int(row.get("alloc_cpus")),
         ntasks=parse_int(row.get("ntasks")),
         req_mem=parse_size(row.get("req_mem")),
-        req_tres=parse_tres(row.get("req_tres")),
-        alloc_tres=parse_tres(row.get("alloc_tres")),
+        req_tres_text=row.get("req_tres", ""),
+        alloc_tres_text=row.get("alloc_tres", ""),
         submit_time=parse_time(row.get("submit_time")),
         start_time=parse_time(row.get("start_time")),
         end_time=parse_time(row.get("end_time")),
@@ -255,8 +274,8 @@ def step_from_row(row: Mapping[str, str]) -> Step:
         max_rss_node=text_or_none(row.get("max_rss_node")),
         max_rss_task=parse_int(row.get("max_rss_task")),
         ave_rss=parse_size(row.get("ave_rss")),
-        usage_max=parse_tres(row.get("usage_max")),
-        usage_tot=parse_tres(row.get("usage_tot")),
+        usage_max_text=row.get("usage_max", ""),
+        usage_tot_text=row.get("usage_tot", ""),
         work_dir=text_or_none(row.get("work_dir")),
         submit_line=text_or_none(row.get("submit_line")),
     )
@@ -322,8 +341,8 @@ def parse_sstat(text: str) -> list[Step]:
                 max_rss_node=text_or_none(row.get("max_rss_node")),
                 max_rss_task=parse_int(row.get("max_rss_task")),
                 ave_rss=parse_size(row.get("ave_rss")),
-                usage_max=parse_tres(row.get("usage_max")),
-                usage_tot=parse_tres(row.get("usage_tot")),
+                usage_max_text=row.get("usage_max", ""),
+                usage_tot_text=row.get("usage_tot", ""),
             )
         )
     return steps

@@ -14,6 +14,7 @@ import dataclasses
 import os
 import pwd
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 from slurmkit.errors import ControllerUnreachable, NotFound, SlurmError, UsageError
@@ -65,7 +66,7 @@ def explain(job_id: str, *, log_paths: Sequence[str] = (), caller: str | None = 
     if current.state in ended.ACTIVE_STATES:
         history[-1].steps[:] = _with_sstat(job_id, history[-1].steps, notes)
     context = ended.Context(
-        events=_events(history),
+        events=_events(history, notes),
         kill_task_failed=_kill_task_failed(current),
         logs=logs.scan(_log_paths(live, current, log_paths)),
         notes=notes,
@@ -183,23 +184,29 @@ def _with_sstat(job_id: str, steps: list[Step], notes: list[str]) -> list[Step]:
                 max_rss_node=now.max_rss_node,
                 max_rss_task=now.max_rss_task,
                 ave_rss=now.ave_rss,
-                usage_max=now.usage_max,
-                usage_tot=now.usage_tot,
+                usage_max_text=now.usage_max_text,
+                usage_tot_text=now.usage_tot_text,
             )
         )
     return merged
 
 
-def _events(history: Sequence[ended.Attempt]) -> list[accounting.NodeEvent]:
+def _events(history: Sequence[ended.Attempt], notes: list[str]) -> list[accounting.NodeEvent]:
     failed = [a.allocation for a in history if a.allocation.state == "NODE_FAIL"]
     if not failed:
         return []
     last = failed[-1]
     try:
-        found = accounting.node_events(last.nodelist, last.start_time, last.end_time)
-    except SlurmError:
+        found = accounting.node_events(last.nodelist, last.start_time, None)
+    except SlurmError as exc:
+        notes.append(f"node events unavailable ({exc})")
         return []
-    return found
+    # The node goes down in the second the job ends NODE_FAIL (or just after): events that
+    # began by a minute after the end belong to it; later ones are another story.
+    if last.end_time is None:
+        return found
+    latest = last.end_time + timedelta(minutes=1)
+    return [e for e in found if e.start is None or e.start <= latest]
 
 
 def _kill_task_failed(current: Step) -> str:
