@@ -25,10 +25,11 @@ from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.script import Script
 
 # ``[`` where a command starts, its words, then a ``]`` glued to the last one and a
-# command's end after it. The grammar reads ``[ … ]`` as a test node, so this is read
+# command's end after it (a test is short: the bounded middle keeps a line of a
+# million "[ " linear). The grammar reads ``[ … ]`` as a test node, so this is read
 # from the line (comments cut); ``[[`` and ``${a[0]}`` never match.
 _GLUED = re.compile(
-    r"(?:^|[;&|({!]|\b(?:if|while|until|then|do|else|elif))\s*\[\s+[^\]\n;]*?[^\s\[]\]"
+    r"(?:^|[;&|({!]|\b(?:if|while|until|then|do|else|elif))\s*\[\s+[^\]\n;]{0,300}?[^\s\[]\]"
     r"(?=\s*(?:;|&&|\|\||\)|$))"
 )
 
