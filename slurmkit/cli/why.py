@@ -27,12 +27,20 @@ from slurmkit.errors import EXIT_FINDINGS, EXIT_OK, UsageError
     metavar="PATH",
     help="Also read this log's tail (repeatable); default: the job's StdOut/StdErr.",
 )
+@click.option(
+    "--stale",
+    metavar="DURATION",
+    help="A running job whose output has not grown for this long is suspect (default 10m).",
+)
+@click.option("--stacks", is_flag=True, help="Dump a running job's Python stacks (py-spy).")
 @json_option()
 def why_command(
     job: str | None,
     train_name: str | None,
     train_dir: str | None,
     log_paths: tuple[str, ...],
+    stale: str | None,
+    stacks: bool,
     as_json: bool,
 ) -> None:
     """Why a job is pending, why it ended, and how well it used what it asked for.
@@ -47,7 +55,12 @@ def why_command(
     if (job is None) == (train_name is None):
         raise UsageError("give a JOB or --train NAME (one of them)")
     target = job if job is not None else _train_run(train_name or "", train_dir)
-    verdict = explain(target, log_paths=log_paths)
+    seconds = None
+    if stale is not None:
+        from slurmkit.grammar.duration import parse_duration
+
+        seconds = float(parse_duration(stale, "--stale"))
+    verdict = explain(target, log_paths=log_paths, stale=seconds, stacks=stacks)
     if as_json:
         from slurmkit.cli._output import print_json
 

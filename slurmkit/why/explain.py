@@ -39,8 +39,19 @@ def check_job_id(text: str) -> str:
     return text
 
 
-def explain(job_id: str, *, log_paths: Sequence[str] = (), caller: str | None = None) -> Verdict:
-    """The verdict for ``job_id`` (a job, an array task ``4_1``, or a whole array ``4``)."""
+def explain(
+    job_id: str,
+    *,
+    log_paths: Sequence[str] = (),
+    caller: str | None = None,
+    stale: float | None = None,
+    stacks: bool = False,
+) -> Verdict:
+    """The verdict for ``job_id`` (a job, an array task ``4_1``, or a whole array ``4``).
+
+    A running job is also asked :func:`slurmkit.why.hung.explain` (``stale`` seconds without
+    output growth, or ``stacks``): a hang wins the headline, its evidence joins the usage.
+    """
     check_job_id(job_id)
     caller = caller or _caller()
     notes: list[str] = []
@@ -71,7 +82,29 @@ def explain(job_id: str, *, log_paths: Sequence[str] = (), caller: str | None = 
         logs=logs.scan(_log_paths(live, current, log_paths)),
         notes=notes,
     )
-    return ended.verdict(job_id, history, context)
+    verdict = ended.verdict(job_id, history, context)
+    if live is not None and live.is_running:
+        return _with_hang(verdict, live, stale, stacks)
+    return verdict
+
+
+def _with_hang(verdict: Verdict, live: Job, stale: float | None, stacks: bool) -> Verdict:
+    """The hang part's verdict on a running job, merged with the usage of this one."""
+    try:
+        from slurmkit.why import hung
+    except ImportError:
+        return verdict
+    options = hung.Options(stale=hung.DEFAULT_STALE if stale is None else stale, stacks=stacks)
+    found = hung.explain(live, options)
+    if found.kind == "hung" or found.severity in ("warning", "bad"):
+        merged = (*found.evidence, *verdict.evidence)
+        notes = tuple(dict.fromkeys([*found.notes, *verdict.notes]))
+        return dataclasses.replace(found, evidence=merged, notes=notes)
+    return dataclasses.replace(
+        verdict,
+        evidence=(*verdict.evidence, *found.evidence),
+        notes=tuple(dict.fromkeys([*verdict.notes, *found.notes])),
+    )
 
 
 def _caller() -> str:

@@ -167,3 +167,32 @@ def test_known_signatures_in_a_log_tail(tmp_path: Path) -> None:
         "Python exception",
     }
     assert found["Python exception"] == "KeyError: 'lr'"
+
+
+SCONTROL_RUNNING = (
+    "JobId=20 JobName=requeue\n   UserId=root(0) GroupId=root(0)\n   JobState=RUNNING "
+    "Reason=None Dependency=(null)\n   Requeue=1 Restarts=1 BatchFlag=1 ExitCode=0:0\n"
+    "   NodeList=node-1\n   StdOut=/dev/null\n"
+)
+
+
+def test_a_running_job_asks_the_hang_part_and_keeps_its_usage(
+    fake_slurm: FakeSlurm, run_cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hang verdict wins the headline; the usage from sacct and sstat stays as evidence."""
+    from slurmkit.why import hung
+    from slurmkit.why.model import Verdict
+
+    asked: list[hung.Options] = []
+
+    def fake_hung(job, options):  # type: ignore[no-untyped-def]
+        asked.append(options)
+        return Verdict(job.job_id, "hung", "job 20 looks hung: suspect node-1", "bad")
+
+    monkeypatch.setattr(hung, "explain", fake_hung)
+    routes(fake_slurm, (0, job_lines("20"), ""), (0, SCONTROL_RUNNING, ""))
+    fake_slurm.on(["sstat", "**"], recorded("22.05", "sstat.txt")[0])
+    out = run_cli("why", "20", "--stale", "5m", "--stacks", exit_code=1)
+    assert out.stdout.splitlines()[0] == "job 20 looks hung: suspect node-1"
+    assert "efficiency: step 20.batch" in out.stdout
+    assert asked and asked[0].stale == 300 and asked[0].stacks
