@@ -200,4 +200,4 @@ def test_a_running_job_asks_the_hang_part_and_keeps_its_usage(
 
 def test_train_without_such_a_train_is_one_line_exit_2(run_cli, tmp_path: Path) -> None:
     out = run_cli("why", "--train", "nope", "--dir", str(tmp_path), exit_code=2)
-    assert out.stderr.startswith("slurmkit: no trains in") and out.stderr.count("\n") == 1
+    assert out.stderr.startswith("slurmkit: unknown train 'nope'") and out.stderr.count("\n") == 1
