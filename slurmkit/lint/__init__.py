@@ -22,6 +22,7 @@ from slurmkit.errors import UsageError
 from slurmkit.files import read_bounded
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
+from slurmkit.lint.guards import dead_lines
 from slurmkit.lint.rules import RULE_IDS, RULES
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import NestingTooDeep, mask_templates
@@ -44,6 +45,8 @@ __all__ = [
 ]
 
 UNKNOWN_RULE = "unknown-rule"
+# Judged in code that never runs too: bash reads the whole script before it runs a line.
+_EVEN_DEAD = frozenset({"bash-syntax", "dos-line-breaks"})
 # No batch script comes near this; past it a file is refused before it is read.
 MAX_BYTES = 10 * 1024 * 1024
 
@@ -78,8 +81,12 @@ def _lint_text(text: str, path: str, context: LintContext | None) -> list[Findin
     pending = [script]
     while pending:
         current = pending.pop()
+        dead = dead_lines(current)
         for rule in RULES:
-            findings.extend(_placed(current, rule(current, context)))
+            found = rule(current, context)
+            if dead:
+                found = [f for f in found if f.line not in dead or f.rule in _EVEN_DEAD]
+            findings.extend(_placed(current, found))
         pending.extend(current.job_scripts())
     if context.shellcheck:
         from slurmkit.lint import shellcheck

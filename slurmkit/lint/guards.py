@@ -1,0 +1,140 @@
+"""Steps that never run: guards on Slurm's own counts, decided before the rules judge steps.
+
+``if [ "$SLURM_NNODES" -gt 1 ]; then srun torchrun …; else torchrun …; fi`` in a job
+of ``--nodes=2``: the else branch never runs, so a launcher there is not outside srun
+(issue 32 item 6). Read from the lines, for the plain multi-line shapes only: an
+``if``/``elif`` whose test compares ``$SLURM_NNODES``, ``$SLURM_JOB_NUM_NODES`` or
+``$SLURM_NTASKS`` with a number, and a ``for`` over ``$(seq 1 $((SLURM_NNODES - 1)))``
+or ``for ((i = 1; i < SLURM_NNODES; i++))``. The counts come from the header (a fixed
+``--nodes``, ``--ntasks``); anything else is unknown, and unknown code runs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from slurmkit.lint.script import Script
+
+_COUNT = r"\"?\$\{?(SLURM_NNODES|SLURM_JOB_NUM_NODES|SLURM_NTASKS|SLURM_NPROCS)\}?\"?"
+_TEST = re.compile(
+    r"^(if|elif)\s+(?:\[\[?|test)\s+" + _COUNT + r"\s+(-eq|-ne|-gt|-ge|-lt|-le|==|!=|=)\s+"
+    r"\"?(\d+)\"?\s*(?:\]\]?)?\s*;?\s*(?:then)?\s*$"
+)
+_SEQ_LOOP = re.compile(
+    r"^for\s+\w+\s+in\s+\$\(\s*seq\s+(\d+)\s+\$\(\(\s*\$?\{?"
+    r"(SLURM_NNODES|SLURM_JOB_NUM_NODES)\}?\s*-\s*(\d+)\s*\)\)\s*\)\s*;?\s*(?:do)?\s*$"
+)
+_C_LOOP = re.compile(
+    r"^for\s*\(\(\s*\w+\s*=\s*(\d+)\s*;\s*\w+\s*<\s*\$?\{?(SLURM_NNODES|SLURM_JOB_NUM_NODES)"
+    r"\}?\s*;[^)]*\)\)\s*;?\s*(?:do)?\s*$"
+)
+_COMPARE = {
+    "-eq": lambda a, b: a == b,
+    "==": lambda a, b: a == b,
+    "=": lambda a, b: a == b,
+    "-ne": lambda a, b: a != b,
+    "!=": lambda a, b: a != b,
+    "-gt": lambda a, b: a > b,
+    "-ge": lambda a, b: a >= b,
+    "-lt": lambda a, b: a < b,
+    "-le": lambda a, b: a <= b,
+}
+
+
+def counts(script: Script) -> dict[str, int]:
+    """Slurm's counts that the header fixes."""
+    known: dict[str, int] = {}
+    nodes = script.job.nodes
+    if nodes is not None and nodes[0] == nodes[1]:
+        known["SLURM_NNODES"] = known["SLURM_JOB_NUM_NODES"] = nodes[0]
+    ntasks = script.job.integer("ntasks")
+    if ntasks is not None:
+        known["SLURM_NTASKS"] = known["SLURM_NPROCS"] = ntasks
+    return known
+
+
+def dead_lines(script: Script) -> set[int]:
+    """Lines of the script that never run in this job."""
+    known = counts(script)
+    if not known or not any(name in script.text for name in known):
+        return set()
+    lines = list(script.code_lines())
+    dead: set[int] = set()
+    # (kind, [(branch keyword line, verdict)], ...): an if's branches, or a loop.
+    stack: list[tuple[str, list[tuple[int, bool | None]]]] = []
+    for number, raw in lines:
+        line = raw.strip()
+        first = line.split(None, 1)[0] if line else ""
+        if first in ("if", "elif"):
+            verdict = _verdict(line, known)
+            if first == "if":
+                stack.append(("if", [(number, verdict)]))
+            elif stack and stack[-1][0] == "if":
+                stack[-1][1].append((number, verdict))
+            if line.endswith(("fi", "fi;")) and first == "if":
+                stack.pop()  # a one-line if: not judged
+        elif first == "else" and stack and stack[-1][0] == "if":
+            stack[-1][1].append((number, None if not _decided(stack[-1][1]) else _else(stack)))
+        elif first in ("fi", "fi;") and stack and stack[-1][0] == "if":
+            _, branches = stack.pop()
+            dead |= _dead_branches(branches, number)
+        elif first == "for":
+            runs = _loop_runs(line, known)
+            stack.append(("for", [(number, runs)]))
+            if re.search(r"\bdone\s*;?$", line):
+                stack.pop()
+        elif first in ("while", "until"):
+            stack.append(("for", [(number, None)]))
+        elif first in ("done", "done;") and stack and stack[-1][0] == "for":
+            _, ((start, runs),) = stack.pop()
+            if runs is False:
+                dead |= set(range(start + 1, number))
+    return dead
+
+
+def _verdict(line: str, known: dict[str, int]) -> bool | None:
+    match = _TEST.match(line)
+    if match is None or match.group(2) not in known:
+        return None
+    return bool(_COMPARE[match.group(3)](known[match.group(2)], int(match.group(4))))
+
+
+def _decided(branches: list[tuple[int, bool | None]]) -> bool:
+    """Whether every branch so far was decided (else's fate is known only then)."""
+    return all(verdict is not None for _, verdict in branches)
+
+
+def _else(stack: list[tuple[str, list[tuple[int, bool | None]]]]) -> bool:
+    """The else branch runs when no earlier branch did."""
+    return not any(verdict for _, verdict in stack[-1][1])
+
+
+def _dead_branches(branches: list[tuple[int, bool | None]], end: int) -> set[int]:
+    """Lines of the branches that never run: decided False, or after one decided True."""
+    dead: set[int] = set()
+    taken = False
+    for index, (start, verdict) in enumerate(branches):
+        stop = branches[index + 1][0] if index + 1 < len(branches) else end
+        if taken or verdict is False:
+            dead |= set(range(start + 1, stop))
+        if verdict is None and not taken:
+            break  # unknown: this and every later branch may run
+        taken = taken or verdict is True
+    return dead
+
+
+def _loop_runs(line: str, known: dict[str, int]) -> bool | None:
+    """False when a loop bounded by the node count runs no iteration."""
+    for pattern, bound in ((_SEQ_LOOP, _seq_bound), (_C_LOOP, _c_bound)):
+        match = pattern.match(line)
+        if match is not None and match.group(2) in known:
+            return bound(match, known[match.group(2)])
+    return None
+
+
+def _seq_bound(match: re.Match[str], nodes: int) -> bool:
+    return int(match.group(1)) <= nodes - int(match.group(3))
+
+
+def _c_bound(match: re.Match[str], nodes: int) -> bool:
+    return int(match.group(1)) < nodes
