@@ -121,9 +121,9 @@ class Step:
     req_mem: int | None = None
     req_tres_text: str = ""
     alloc_tres_text: str = ""
-    submit_time: datetime | None = None
-    start_time: datetime | None = None
-    end_time: datetime | None = None
+    submit_text: str = ""
+    start_text: str = ""
+    end_text: str = ""
     elapsed: int | None = None
     time_limit: int | None = None  # minutes
     total_cpu: float | None = None
@@ -136,7 +136,19 @@ class Step:
     work_dir: str | None = None
     submit_line: str | None = None
 
-    # TRES strings are split only when read: an array of 10,000 tasks reads few of them.
+    # Times and TRES strings are parsed only when read: an array of 10,000 tasks reads few.
+    @property
+    def submit_time(self) -> datetime | None:
+        return parse_time(self.submit_text)
+
+    @property
+    def start_time(self) -> datetime | None:
+        return parse_time(self.start_text)
+
+    @property
+    def end_time(self) -> datetime | None:
+        return parse_time(self.end_text)
+
     @property
     def req_tres(self) -> dict[str, str]:
         return parse_tres(self.req_tres_text)
@@ -264,9 +276,9 @@ def step_from_row(row: Mapping[str, str]) -> Step:
         req_mem=parse_size(row.get("req_mem")),
         req_tres_text=row.get("req_tres", ""),
         alloc_tres_text=row.get("alloc_tres", ""),
-        submit_time=parse_time(row.get("submit_time")),
-        start_time=parse_time(row.get("start_time")),
-        end_time=parse_time(row.get("end_time")),
+        submit_text=row.get("submit_time", ""),
+        start_text=row.get("start_time", ""),
+        end_text=row.get("end_time", ""),
         elapsed=parse_int(row.get("elapsed")),
         time_limit=_minutes(row.get("time_limit")),
         total_cpu=parse_cpu_time(row.get("total_cpu")),
