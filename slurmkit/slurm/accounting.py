@@ -338,26 +338,7 @@ def sstat_argv(job: str) -> list[str]:
 def parse_sstat(text: str) -> list[Step]:
     """sstat's figures as :class:`Step` lines (numbers only: ``|`` is a safe separator)."""
     rows = split_records(text, SSTAT_COLUMNS, "|", what="sstat")
-    steps = []
-    for row in rows:
-        job_id, _, step = row["display_id"].partition(".")
-        steps.append(
-            Step(
-                job_id=job_id,
-                display_id=row["display_id"],
-                step=step or None,
-                state="RUNNING",
-                nodelist=text_or_none(row.get("nodelist")) or "",
-                ntasks=parse_int(row.get("ntasks")),
-                max_rss=parse_size(row.get("max_rss")),
-                max_rss_node=text_or_none(row.get("max_rss_node")),
-                max_rss_task=parse_int(row.get("max_rss_task")),
-                ave_rss=parse_size(row.get("ave_rss")),
-                usage_max_text=row.get("usage_max", ""),
-                usage_tot_text=row.get("usage_tot", ""),
-            )
-        )
-    return steps
+    return [step_from_row({**row, "state": "RUNNING"}) for row in rows]
 
 
 def running_usage(job: str) -> list[Step]:
