@@ -30,6 +30,14 @@ _UNAVAILABLE = re.compile(r"UnavailableNodes:(?P<nodes>\S+)")
 _LIMIT = re.compile(r"^(?P<scope>QOS|Assoc)(?P<kind>Grp|Max|Min)(?P<what>\w+?)(?:Limit)?$")
 _DEPENDENCY = re.compile(r"(?P<type>[a-z_]+):(?P<ids>[0-9_:+*()A-Za-z]+)")
 _RESOURCE_REASONS = frozenset({"Resources", "Priority"})
+_ASSOC_FIELD = {
+    "MaxJobsPU": "MaxJobs",
+    "MaxJobsPA": "MaxJobs",
+    "MaxSubmitPU": "MaxSubmit",
+    "MaxSubmitPA": "MaxSubmit",
+    "MaxTRESPU": "MaxTRES",
+    "MaxTRESPA": "MaxTRES",
+}
 _PARTITION_REASONS = ("PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig")
 
 
@@ -349,11 +357,13 @@ def _limit(facts: _Facts, reason: str, now: datetime) -> tuple[str, Severity]:
     assert match is not None  # the handler table matched it
     scope, what = match["scope"], match["what"]
     field_name, counted = _limit_field(match["kind"], what)
+    if scope == "Assoc":  # an association's limits have no PU/PA suffix: they are its own
+        field_name = _ASSOC_FIELD.get(field_name, field_name)
     facts.data["limit"] = {"scope": scope, "reason": reason, "field": field_name}
     limits = _read_limits(facts, scope)
     maximum = (limits or {}).get(field_name, "") if field_name else ""
     usage = _usage(facts, scope, what, counted)
-    owner = f"QOS {job.qos}" if scope == "QOS" else f"association of {job.user}/{job.account}"
+    owner = f"QOS {job.qos}" if scope == "QOS" else f"association {job.user}/{job.account}"
     plain = _plain_limit(match["kind"], what)
     shown = f"{field_name}={maximum or '?'}" if field_name else reason
     facts.fact("limit", f"{owner}: {shown}", _limit_source(scope))

@@ -292,3 +292,15 @@ def test_a_reservation_is_named(fake_slurm: FakeSlurm) -> None:
     )
     verdict = pending.explain(query.job(job_id))
     assert verdict.headline == f"job {job_id} waits for its reservation maint"
+
+
+def test_an_association_limit_names_its_maximum_and_usage(fake_slurm: FakeSlurm) -> None:
+    """22.05, root's association root/root with MaxJobs=1 (sacctmgr), one job running."""
+    verdict, calls = explain(fake_slurm, "22.05", "assoc")
+    job = meta("22.05")["ids"]["assoc"]
+    assert verdict.headline == (
+        f"job {job} is held back by its association root/root's limit on jobs: "
+        "max 1 (1 of root's jobs run under it now)"
+    )
+    assert verdict.evidence[0].text == "association root/root: MaxJobs=1"
+    assert calls == 3
