@@ -30,6 +30,7 @@ ORDINARY_FLAGS = frozenset(
         "no_wait", "expand_names", "unique", "keep_order", "multi_dim", "native",
         "all_processes", "no_install", "any_user",
         "no_exclude",  # which nodes a job of one's own may use: the submitter's choice
+        "stacks",  # why: dump a running job's Python stacks (reads, changes nothing)
     }
 )  # fmt: skip
 
