@@ -156,6 +156,8 @@ _SELF = frozenset({"$0", "${0}", "$BASH_SOURCE", "${BASH_SOURCE}", "${BASH_SOURC
 
 def resubmits_itself(script: Script) -> int | None:
     """The line of an ``sbatch`` that submits this script again (``sbatch "$0"``), or None."""
+    if "sbatch" not in script.text.replace("#SBATCH", ""):
+        return None  # the common script: no command to look at
     own = script.path.rsplit("/", 1)[-1]
     for command in script.commands:
         if command.name != "sbatch":

@@ -88,6 +88,8 @@ _REQUEUE = re.compile(r"scontrol\s+requeue|\bsbatch\b")
 
 
 def _term_requeue(script: Script, context: LintContext) -> Iterator[Finding]:
+    if "trap" not in script.text:
+        return
     requeues_somewhere = any(
         c.name == "scontrol" and "requeue" in [w.text for w in c.argv[1:2]] for c in script.commands
     )
@@ -111,6 +113,8 @@ _WAITS = ("--dependency", "-d", "--begin", "-b")
 
 
 def _resubmit(script: Script, context: LintContext) -> Iterator[Finding]:
+    if "sbatch" not in script.body.replace("#SBATCH", ""):
+        return
     line = resubmits_itself(script)
     if line is None:
         return

@@ -50,7 +50,12 @@ def _bracket(script: Script, context: LintContext) -> Iterator[Finding]:
         )
 
 
+_OPTION_LINE = re.compile(r"(?m)^[ \t]*-[-\w]")
+
+
 def _option_as_command(script: Script, context: LintContext) -> Iterator[Finding]:
+    if _OPTION_LINE.search(script.text) is None:
+        return  # no line starts with an option: nothing to look up
     for command in script.commands:
         name = command.name
         if name is None or not name.startswith("-") or len(name) < 2 or command.depth:
