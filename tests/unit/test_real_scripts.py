@@ -46,6 +46,7 @@ KINDS = {
     "srun-bad-option",
     "step-exceeds-job",
     "gpu-program-without-gpus",
+    "bashism-in-sh",
 }
 
 
@@ -89,7 +90,7 @@ def test_the_holdout_says_it_is_not_for_tuning() -> None:
     assert "must not" in (HOLDOUT / "README.md").read_text()
 
 
-@pytest.mark.parametrize("directory", [CORPUS], ids=["dev"])
+@pytest.mark.parametrize("directory", [CORPUS, HOLDOUT], ids=["dev", "test"])
 def test_every_new_script_is_labelled(directory: Path) -> None:
     """Labels name scripts of their part, lines inside them, and a known kind."""
     labels = json.loads((directory / "LABELS.json").read_text())["scripts"]
