@@ -1,5 +1,9 @@
 """lint on 66 published sbatch scripts against hand judgments (issue 21 items 1 and 5).
 
+These are the scripts the rules were tuned on: a regression check, linted through the
+CLI command itself from their directory (issue 32: one code path). The larger labelled
+corpus and its hold-out are scored, not required, by benchmarks/score_lint_corpus.py.
+
 ``tests/fixtures/real-scripts/EXPECTED.tsv`` says, for every finding lint makes there,
 whether the job really would do the wrong thing (judged against Slurm and bash, not
 against lint), and names lines that must stay quiet. At each Slurm version:
