@@ -245,6 +245,13 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "srun python train.py \\\n    --lr 0.1\n    --epochs 3",
         "end every continued line with a backslash.",
     ),
+    "continued-into-command": (
+        "a trailing backslash on the last option line joins the next line to the command: "
+        "echo done becomes two more arguments of python train.py, which fails on them, and "
+        "the echo never runs.",
+        "python train.py \\\n    --epochs 3 \\\necho done",
+        "no backslash at the end of a command's last line.",
+    ),
     "array-zero-line": (
         "an array from 0 that picks line $SLURM_ARRAY_TASK_ID of a file: lines count from "
         "1, so task 0 gets nothing (sed refuses address 0) and the last line is never run.",

@@ -21,6 +21,7 @@ NEW = (
     "test-bracket-unclosed",
     "option-as-command",
     "array-zero-line",
+    "continued-into-command",
     "rm-own-log",
     "slurm-variable-unset",
     "output-collides",
@@ -170,6 +171,14 @@ def test_an_option_line_whose_backslash_was_lost() -> None:
     text = HEAD + "srun python train.py \\\n    --lr 0.1\n    --epochs 3\n"
     assert found(text, rule="option-as-command") == [(7, "error", "option-as-command")]
     assert found(text.replace("0.1\n", "0.1 \\\n"), rule="option-as-command") == []
+
+
+def test_a_continued_line_whose_next_command_became_arguments() -> None:
+    text = HEAD + "python train.py \\\n    --epochs 3 \\\necho done\n"
+    assert found(text, rule="continued-into-command") == [(7, "error", "continued-into-command")]
+    assert found(text.replace("3 \\\n", "3\n"), rule="continued-into-command") == []
+    # srun's program on the next line is the continued command's own
+    assert found(HEAD + "srun --nodes 2 \\\n  python t.py\n", rule="continued-into-command") == []
 
 
 @pytest.mark.parametrize(

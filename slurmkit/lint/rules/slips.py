@@ -4,6 +4,8 @@
   bracket; ``[`` fails with status 2 and the ``if`` takes its else branch.
 - ``--lr 0.1`` alone on a line: the line before lost its trailing backslash, so the
   options never reach their command and bash runs ``--lr`` as a program.
+- ``--epochs 3 \\`` and then ``echo done``: the backslash makes the next command more
+  arguments of the one above (it fails on them, and the next command never runs).
 - an array that starts at 0 picking line ``$SLURM_ARRAY_TASK_ID`` of a file with
   ``sed -n "${SLURM_ARRAY_TASK_ID}p"``: lines count from 1, so task 0 gets nothing
   (sed refuses address 0) and the last line is never run.
@@ -71,6 +73,39 @@ def _option_as_command(script: Script, context: LintContext) -> Iterator[Finding
             "backslash, so this line's options never reach the command they belong to",
             f"end line {line - 1} with a backslash (and nothing after it)",
         )
+
+
+# Commands that start a line of their own and are never an option's value.
+_STANDALONE = frozenset(
+    {"echo", "srun", "sbatch", "cd", "export", "wait", "mkdir", "rm", "cp", "mv", "exit"}
+    | {"set", "module", "source", "conda", "sleep", "date", "printf", "unset", "trap"}
+)
+
+
+def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
+    """An option line ending in a backslash, then a line that starts a new command."""
+    if "\\\n" not in script.text:
+        return
+    previous = ""
+    for number, line in script.code_lines():
+        stripped = line.strip()
+        first = stripped.split(None, 1)[0] if stripped else ""
+        if (
+            previous.startswith("-")
+            and previous.endswith("\\")
+            and first in _STANDALONE
+            and not stripped.endswith("\\")
+        ):
+            yield script.finding(
+                number,
+                ERROR,
+                RULE_CONTINUED_INTO.id,
+                f"the line before ends in a backslash, so {first!r} and the rest of this line "
+                "are more arguments of the command above it, not a command of their own "
+                "(it fails on arguments it does not know, and this line never runs)",
+                f"remove the backslash at the end of line {number - 1}",
+            )
+        previous = stripped
 
 
 _ARRAY_NAMES = ("SLURM_ARRAY_TASK_ID",)
@@ -237,6 +272,12 @@ RULE_OPTION_COMMAND = Rule(
     "a line starting with --option: the line before lost its backslash",
     _option_as_command,
 )
+RULE_CONTINUED_INTO = Rule(
+    "continued-into-command",
+    ERROR,
+    "an option line ending in a backslash before a new command: the command became arguments",
+    _continued_into,
+)
 RULE_ARRAY_LINES = Rule(
     "array-zero-line",
     ERROR,
@@ -255,4 +296,11 @@ RULE_UNSET = Rule(
     "$SLURM_GPUS_PER_TASK (and others) used where the job lacks the option that sets it",
     _unset,
 )
-RULES = (RULE_BRACKET, RULE_OPTION_COMMAND, RULE_ARRAY_LINES, RULE_RM_LOG, RULE_UNSET)
+RULES = (
+    RULE_BRACKET,
+    RULE_OPTION_COMMAND,
+    RULE_CONTINUED_INTO,
+    RULE_ARRAY_LINES,
+    RULE_RM_LOG,
+    RULE_UNSET,
+)
