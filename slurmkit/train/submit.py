@@ -163,6 +163,8 @@ def trusted_script(script: Path) -> Path:
     except OSError as exc:  # a folder above it that cannot be looked into
         why = refused(exc, f"check {exc.filename}")
         raise UntrustedPath(f"refusing training script {script}: {why}") from None
+    except UntrustedPath as exc:
+        raise _named(exc, script) from None
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,16 @@ def read_checked(script: Path) -> CheckedScript:
         )
     except FileNotFoundError:
         raise UsageError(f"{script}: no such file") from None
+    except UsageError as exc:
+        raise _named(exc, script) from None
     return CheckedScript(target, data, header_of(data, str(script)))
+
+
+def _named(exc: SlurmkitError, script: Path) -> SlurmkitError:
+    """``exc`` naming the path the user gave, when it speaks of the file a link led to."""
+    if str(script) in str(exc):
+        return exc
+    return type(exc)(f"{script}: {exc}")
 
 
 def _check_after(after: str) -> None:
