@@ -84,6 +84,7 @@ NO_STATE_CHANGE: set[str] = {
     "hostfile",
     "job info",
     "launch-env",
+    "log show",  # reads the audit log
     "node show",
     "lint",
     "nodes count",
