@@ -359,7 +359,6 @@ def _limit(facts: _Facts, reason: str, now: datetime) -> tuple[str, Severity]:
     field_name, counted = _limit_field(match["kind"], what)
     if scope == "Assoc":  # an association's limits have no PU/PA suffix: they are its own
         field_name = _ASSOC_FIELD.get(field_name, field_name)
-    facts.data["limit"] = {"scope": scope, "reason": reason, "field": field_name}
     limits = _read_limits(facts, scope)
     maximum = (limits or {}).get(field_name, "") if field_name else ""
     usage = _usage(facts, scope, what, counted)
@@ -382,12 +381,16 @@ def _limit(facts: _Facts, reason: str, now: datetime) -> tuple[str, Severity]:
     )
 
 
-# reason words -> (sacctmgr field, what squeue counts)
 def _limit_field(kind: str, what: str) -> tuple[str, str]:
+    """The sacctmgr field a reason's limit is in, and what the limit counts.
+
+    ``QOSMaxJobsPerUserLimit`` is MaxJobsPU counting running jobs, ``QOSGrpCpuLimit``
+    GrpTRES counting CPUs: Slurm's reason names follow the limit's own name.
+    """
     per_user = what.endswith(("PerUser", "PU"))
     per_account = what.endswith(("PerAccount", "PA"))
     base = re.sub(r"(PerUser|PerAccount|PerJob|PerNode|PU|PA|PJ)$", "", what)
-    if base.startswith("Submit") or base.startswith("SubmitJob"):
+    if base.startswith("Submit"):
         field_name = (
             "GrpSubmit" if kind == "Grp" else ("MaxSubmitPA" if per_account else "MaxSubmitPU")
         )
@@ -395,7 +398,7 @@ def _limit_field(kind: str, what: str) -> tuple[str, str]:
     if base.startswith("Jobs") or base == "Job":
         field_name = "GrpJobs" if kind == "Grp" else ("MaxJobsPA" if per_account else "MaxJobsPU")
         return field_name, "running"
-    if base.startswith("WallDuration") or base.startswith("Wall"):
+    if base.startswith("Wall"):
         return ("GrpWall" if kind == "Grp" else "MaxWall"), ""
     if kind == "Grp":
         tres = "GrpTRES"
@@ -406,7 +409,7 @@ def _limit_field(kind: str, what: str) -> tuple[str, str]:
 
 def _plain_limit(kind: str, what: str) -> str:
     words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", what).lower()
-    words = words.replace("per user", "per user").replace("cpu", "CPUs")
+    words = words.replace("cpu", "CPUs")
     prefix = "the group's " if kind == "Grp" else ""
     return f"{prefix}{words}".strip()
 

@@ -304,3 +304,23 @@ def test_an_association_limit_names_its_maximum_and_usage(fake_slurm: FakeSlurm)
     )
     assert verdict.evidence[0].text == "association root/root: MaxJobs=1"
     assert calls == 3
+
+
+@pytest.mark.parametrize(
+    ("reason", "field", "counted"),
+    [
+        ("QOSMaxJobsPerUserLimit", "MaxJobsPU", "running"),
+        ("QOSMaxSubmitJobPerUserLimit", "MaxSubmitPU", "submitted"),
+        ("QOSMaxCpuPerUserLimit", "MaxTRESPU", "cpu"),
+        ("QOSMaxNodePerUserLimit", "MaxTRESPU", "node"),
+        ("QOSGrpCpuLimit", "GrpTRES", "cpu"),
+        ("QOSMaxJobsPerAccount", "MaxJobsPA", "running"),
+        ("QOSMaxWallDurationPerJobLimit", "MaxWall", ""),
+        ("AssocGrpJobsLimit", "GrpJobs", "running"),
+    ],
+)
+def test_each_limit_reason_names_its_field(reason: str, field: str, counted: str) -> None:
+    """Slurm's reason names (slurm.h's job_state_reason strings) to the sacctmgr field."""
+    match = pending._LIMIT.match(reason)
+    assert match is not None
+    assert pending._limit_field(match["kind"], match["what"]) == (field, counted)
