@@ -13,6 +13,7 @@ PRECISION: dict[str, tuple[int, int]] = {
     "launcher-cpus-per-task": (12, 12),
     "missing-shebang": (3, 3),
     "missing-time": (0, 66),
+    "output-dir-missing": (63, 63),
     "output-without-jobid": (0, 12),
     "srun-cpus-per-task": (23, 23),
     "srun-rank-expanded-early": (3, 3),

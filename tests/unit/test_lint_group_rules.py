@@ -158,10 +158,13 @@ LOGS = (
 )
 
 
+BOTH = [4, 5]  # --output and --error, each on its own line
+
+
 def test_a_log_directory_the_script_makes_itself_is_a_warning() -> None:
-    assert found(LOGS) == [(4, "warning", "output-dir-missing")]
+    assert found(LOGS) == [(line, "warning", "output-dir-missing") for line in BOTH]
     assert found(LOGS.replace("mkdir -p logs", "mkdir -p ./logs/")) == [
-        (4, "warning", "output-dir-missing")
+        (line, "warning", "output-dir-missing") for line in BOTH
     ]
 
 
@@ -176,11 +179,12 @@ def test_statically_unknown_directories_stay_quiet() -> None:
 
 def test_the_submit_directory_is_looked_up(tmp_path: Path) -> None:
     text = LOGS.replace("mkdir -p logs\n", "")
-    assert found(text, submit_dir=str(tmp_path)) == [(4, "error", "output-dir-missing")]
+    errors = [(line, "error", "output-dir-missing") for line in BOTH]
+    assert found(text, submit_dir=str(tmp_path)) == errors
     (tmp_path / "logs").mkdir()
     assert found(text, submit_dir=str(tmp_path)) == []
     chdir = text.replace("#SBATCH --nodes=1\n", "#SBATCH --chdir=run\n")
-    assert found(chdir, submit_dir=str(tmp_path)) == [(4, "error", "output-dir-missing")]
+    assert found(chdir, submit_dir=str(tmp_path)) == errors
     (tmp_path / "run" / "logs").mkdir(parents=True)
     assert found(chdir, submit_dir=str(tmp_path)) == []
 
@@ -208,16 +212,29 @@ def test_a_directory_named_after_the_job_never_exists_before_it() -> None:
 
 
 def test_a_directory_the_git_checkout_ships_exists(tmp_path: Path) -> None:
-    """The script's own directory, in a git work tree that ships logs/, is the default."""
+    """A script in a git work tree is submitted from its own directory (issue 32 item 3)."""
     (tmp_path / ".git").mkdir()
-    (tmp_path / "logs").mkdir()
     script = tmp_path / "job.slurm"
-    script.write_text(LOGS)
     context = LintContext(SlurmVersion.parse("24.11.5"))
-    rules = [f.rule for f in lint_path(script, context)]
-    assert rules == ["output-dir-missing"]  # logs/ exists here, but git does not ship it
-    (tmp_path / "logs" / ".gitkeep").write_text("")
-    assert [f.rule for f in lint_path(script, context)] == []
-    (tmp_path / "logs" / ".gitkeep").unlink()
-    (tmp_path / ".git" / "index").write_bytes(b"DIRC\0\0\0\2...logs/README.md\0")
-    assert [f.rule for f in lint_path(script, context)] == []
+    script.write_text(LOGS.replace("mkdir -p logs\n", ""))
+    # logs/ neither beside the script nor shipped: a fresh checkout fails, --output and --error
+    assert [(f.line, f.severity) for f in lint_path(script, context)] == [
+        (4, "error"),
+        (5, "error"),
+    ]
+    (tmp_path / ".git" / "index").write_bytes(b"DIRC\0\0\0\2...logs/.gitkeep\0")
+    assert lint_path(script, context) == []  # shipped: the checkout makes it
+    (tmp_path / ".git" / "index").unlink()
+    (tmp_path / "logs").mkdir()
+    assert lint_path(script, context) == []  # there beside the script
+    (tmp_path / "logs").rmdir()
+    script.write_text(LOGS)  # the script's own mkdir: too late for the first run
+    assert [(f.line, f.severity) for f in lint_path(script, context)] == [
+        (4, "warning"),
+        (5, "warning"),
+    ]
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (tmp_path / ".git").rename(tmp_path / "not-git")
+    (outside / "job.slurm").write_text(LOGS.replace("mkdir -p logs\n", ""))
+    assert lint_path(outside / "job.slurm", context) == []  # no work tree: unknown

@@ -11,8 +11,10 @@ never from wherever lint happens to run (issue 32 item 3):
   ``lint --submit-dir DIR`` (joined with a relative ``--chdir``), or an absolute
   ``--chdir``; missing there: error (an absolute ``--chdir`` missing on this host is
   another host's path: unknown);
-- without one, a directory that the script's git work tree ships (a tracked file in
-  it, or a ``.gitkeep``) exists wherever the repository is checked out: quiet;
+- without one, a script in a git work tree is submitted from its own directory: the
+  log directory exists when it is there on disk or the checkout ships it (a tracked
+  file in it, a ``.gitkeep``); otherwise a fresh checkout lacks it: error, unless the
+  script creates it itself (then the warning below). Outside a work tree: unknown;
 - an absolute directory missing on the host where lint runs is unknown (the cluster
   is another host), never an error;
 - the script makes the directory itself (``mkdir -p logs`` after the header): too
@@ -29,6 +31,7 @@ import os
 import posixpath
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from slurmkit.errors import UsageError
 from slurmkit.files import read_bounded
@@ -39,6 +42,9 @@ from slurmkit.sbatch.directives import Setting
 
 _UNKNOWN = ("%", "$", "{", "`", "~", "*", "?")
 _PER_JOB = re.compile(r"%[jJAa]")
+# First names of directories that hold a run's output, which a checkout ships only on
+# purpose (a .gitkeep): logs/exp1/ is judged like logs/; slurm/logs/ is the repository's.
+_OUTPUT_ROOTS = frozenset({"logs", "outputs", "output", "out"})
 # Files that keep an otherwise empty directory in a git checkout.
 _KEEPERS = (".gitkeep", ".keep", ".gitignore")
 # How far up from the script a work tree's .git is looked for, and the largest
@@ -73,16 +79,14 @@ def _made_by_script(script: Script) -> dict[str, int]:
 
 
 def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
-    seen: set[str] = set()
     made: dict[str, int] | None = None
     for name in ("output", "error"):
         setting = script.job.get(name)
         if setting is None or not setting.value:
             continue
         directory = _directory(setting.value)
-        if directory is None or directory in seen:
+        if directory is None:
             continue
-        seen.add(directory)
         if _PER_JOB.search(directory):
             yield _per_job(script, setting, directory)
             continue
@@ -91,13 +95,12 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         state = _lookup(directory, script.job.value("chdir"), context)
         if state is True:
             continue
-        if isinstance(state, str):
-            yield _missing(script, setting, state)
-            continue
         if made is None:
             made = _made_by_script(script)
         line = made.get(directory)
-        if line is not None:
+        if isinstance(state, Missing) and (line is None or state.explicit):
+            yield _missing(script, setting, state)
+        elif line is not None:
             yield _made_too_late(script, setting, directory, line)
 
 
@@ -114,14 +117,30 @@ def _per_job(script: Script, setting: Setting, directory: str) -> Finding:
     )
 
 
-def _missing(script: Script, setting: Setting, where: str) -> Finding:
+@dataclass(frozen=True)
+class Missing:
+    """A directory known to be missing: under --submit-dir (explicit), or not shipped."""
+
+    where: str
+    explicit: bool
+
+
+def _missing(script: Script, setting: Setting, missing: Missing) -> Finding:
+    where = missing.where
+    how = (
+        f"the directory {where} does not exist"
+        if missing.explicit
+        else f"the directory {where} is not beside the script, its git checkout does not "
+        "ship it, and nothing in the script creates it"
+    )
     return script.finding(
         setting.line,
         ERROR,
         RULE_LOG_DIR.id,
-        f"#SBATCH {setting.written}: the directory {where} does not exist, and Slurm "
-        "does not create it: the job fails at once and leaves no log",
-        f"mkdir -p {where} before sbatch (the script's own mkdir comes too late)",
+        f"#SBATCH {setting.written}: {how}, and Slurm does not create it: the job fails at "
+        "once and leaves no log",
+        f"mkdir -p {where} before sbatch (the script's own mkdir comes too late), or ship "
+        f"it (a {where}/.gitkeep)",
     )
 
 
@@ -138,11 +157,13 @@ def _made_too_late(script: Script, setting: Setting, directory: str, line: int) 
     )
 
 
-def _lookup(directory: str, chdir: str | None, context: LintContext) -> bool | str | None:
-    """True: it exists; a path: it is missing there; None: unknown from here.
+def _lookup(directory: str, chdir: str | None, context: LintContext) -> bool | Missing | None:
+    """True: it exists; Missing: it is known not to; None: unknown from here.
 
     Absolute paths (the directory's, or an absolute ``--chdir``'s) are another host's
-    when missing here, so only their existence says anything.
+    when missing here, so only their existence says anything. Without a submit
+    directory, a script in a git work tree is submitted from its own directory: there
+    the directory exists when it is on disk beside the script or the checkout ships it.
     """
     if posixpath.isabs(directory):
         return True if os.path.isdir(directory) else None
@@ -153,10 +174,17 @@ def _lookup(directory: str, chdir: str | None, context: LintContext) -> bool | s
         return True if os.path.isdir(where) else None
     if context.submit_dir is not None:
         where = posixpath.normpath(posixpath.join(context.submit_dir, chdir or "", directory))
-        return True if os.path.isdir(where) else where
-    if context.script_dir is not None and shipped(context.script_dir, chdir or "", directory):
+        return True if os.path.isdir(where) else Missing(where, explicit=True)
+    if context.script_dir is None or _work_tree(context.script_dir) is None:
+        return None
+    where = posixpath.normpath(posixpath.join(chdir or "", directory))
+    if "/" in where and where.split("/", 1)[0] not in _OUTPUT_ROOTS:
+        return None  # slurm/logs: a path into the repository's layout, from a root not known
+    if os.path.isdir(posixpath.join(context.script_dir, where)):
         return True
-    return None
+    if shipped(context.script_dir, chdir or "", directory):
+        return True
+    return Missing(where, explicit=False)
 
 
 def shipped(script_dir: str, *parts: str) -> bool:
@@ -167,8 +195,6 @@ def shipped(script_dir: str, *parts: str) -> bool:
     (``.gitkeep``) there, or the path in the work tree's index.
     """
     where = posixpath.normpath(posixpath.join(script_dir, *parts))
-    if not os.path.isdir(where):
-        return False
     top = _work_tree(script_dir)
     if top is None:
         return False
