@@ -184,7 +184,7 @@ def test_undrain_killed_after_the_update_is_settled_by_the_next_run(
         again = slurmkit("undrain", *common)
     assert again.returncode == 0, again.stderr
     notes = [ln for ln in _errors(again.stderr) if "settled" in ln]
-    assert len(notes) == 1 and f"{node} returned" in notes[0], again.stderr
+    assert len(notes) == 1 and f"{node} undrain done: not drained" in notes[0], again.stderr
     last = _log_actions(log)[-1]
     assert (last["action"], last["node"], last["reconciled"]) == ("undrain", node, "yes")
 

@@ -111,7 +111,7 @@ def test_an_undrain_killed_after_returning_a_node_drained_again_is_settled_retur
     assert again.returncode == 0, again.stderr
     (note,) = [ln for ln in _errors(again.stderr) if "settled" in ln]
     stamp = again_drained.reason_time.isoformat(timespec="seconds")  # type: ignore[union-attr]
-    assert f"{node} returned, drained again since {stamp} ({KTF})" in note, note
+    assert f"{node} undrain done: returned, drained again since {stamp} ({KTF})" in note, note
     rows = _log_actions(log)
     assert (rows[1]["action"], rows[1]["reconciled"]) == ("undrain", "yes"), rows
     assert "undrain-failed" not in log.read_text()
