@@ -122,7 +122,7 @@ def change(
     verb: str,
     report: NodeReport,
     log: AuditLog,
-    call: Callable[[HostSet], None],
+    call: core.Call,
     options: ChangeOptions,
     **fields: str,
 ) -> list[NodeRow]:

@@ -17,6 +17,7 @@ from slurmkit.node import change
 from slurmkit.node.change import ChangeOptions
 from slurmkit.node.outcome import DONE, WOULD, NodeReport, NodeRow
 from slurmkit.nodechange.auditlog import AuditLog
+from slurmkit.nodechange.change import slurm_call
 from slurmkit.printable import printable
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Node
@@ -70,7 +71,7 @@ def drain(
             "drain",
             report,
             log,
-            lambda names: query.update_node_state(names, "drain", reason),
+            slurm_call("drain", reason=reason),
             options,
             reason=reason,
         )

@@ -27,6 +27,7 @@ from slurmkit.node.change import ChangeOptions, Notify
 from slurmkit.node.drain import check_reason
 from slurmkit.node.outcome import DONE, FAILED, WOULD, NodeReport, NodeRow
 from slurmkit.nodechange.auditlog import AuditLog
+from slurmkit.nodechange.change import slurm_call
 from slurmkit.slurm import nodeops, query
 from slurmkit.slurm.records import Node
 
@@ -177,9 +178,7 @@ def reboot(
             "reboot",
             report,
             log,
-            lambda names: nodeops.reboot(
-                names, asap=reboot_options.asap, reason=reboot_options.reason
-            ),
+            slurm_call("reboot", asap=reboot_options.asap, reason=reboot_options.reason),
             options,
             **fields,
         )

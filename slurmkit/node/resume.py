@@ -23,6 +23,7 @@ from slurmkit.node.outcome import DONE, WOULD, NodeReport, NodeRow
 from slurmkit.nodechange import leftovers as chk
 from slurmkit.nodechange import settle
 from slurmkit.nodechange.auditlog import AuditLog
+from slurmkit.nodechange.change import slurm_call
 from slurmkit.nodechange.leftovers import DEFAULT_CHECK_TIMEOUT, HOLDING_STATES, jobs_by_node
 from slurmkit.remote import RemoteOptions
 from slurmkit.remote.command import new_token
@@ -92,7 +93,7 @@ def _check(rows: list[NodeRow], resume: ResumeOptions) -> None:
         elif left:
             row.processes = [str(p) for p in left]
             row.found = f"{len(left)} leftover(s): " + "; ".join(row.processes)
-            row.skip("leftovers found: end them (or slurmkit undrain --kill), then resume")
+            row.skip("leftovers found: end them (or undrain --kill), then resume")
         else:
             row.found = "no leftovers" + (
                 f" (job {', '.join(sorted(jobs))} still running)" if jobs else ""
@@ -122,7 +123,7 @@ def resume(
             "resume",
             report,
             log,
-            lambda names: query.update_node_state(names, "resume"),
+            slurm_call("resume"),
             options,
         )
 

@@ -29,7 +29,7 @@ from slurmkit.hostlist import HostSet
 from slurmkit.nodechange import auditlog, settle
 from slurmkit.nodechange.auditlog import AuditLog, LogProblem
 from slurmkit.nodechange.row import DONE, FAILED, SENT, UNKNOWN, Row
-from slurmkit.slurm import query, recheck
+from slurmkit.slurm import nodeops, query, recheck
 from slurmkit.slurm.records import Node
 
 Notify = Callable[[str], None]
@@ -74,11 +74,25 @@ class Applied:
     nodes: dict[str, Node] = field(default_factory=dict)  # as read back
 
 
+Call = Callable[[HostSet], None]
+_STATES = {"drain": "drain", "resume": "resume", "undrain": "undrain"}
+
+
+def slurm_call(verb: str, *, reason: str | None = None, asap: bool = False) -> Call:
+    """The one Slurm call of each verb, for all the nodes at once: ``scontrol update
+    nodename=<set> state=<verb> [reason=R]``, or ``scontrol reboot [ASAP] [reason=R] <set>``.
+    Only :func:`apply` runs it: no other code changes a node's state."""
+    if verb == "reboot":
+        return lambda names: nodeops.reboot(names, asap=asap, reason=reason)
+    state = _STATES[verb]
+    return lambda names: query.update_node_state(names, state, reason)
+
+
 def apply(
     verb: str,
     rows: Sequence[Row],
     log: AuditLog,
-    call: Callable[[HostSet], None],
+    call: Call,
     reading: Reading,
     points: Points,
     **fields: str,

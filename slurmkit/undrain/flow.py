@@ -337,7 +337,7 @@ def _return(
         "undrain",
         outcomes,
         log,
-        lambda names: query.update_node_state(names, "undrain"),
+        core.slurm_call("undrain"),
         options.reading,
         Points("undrain.after-intent", "undrain.after-update"),
     )
