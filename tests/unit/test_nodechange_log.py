@@ -14,7 +14,7 @@ from pathlib import Path
 
 from slurmkit import journal
 from slurmkit.nodechange import auditlog
-from tests.unit.nodelog_lines import actions, old_line
+from tests.unit.nodelog_lines import actions, new_line, old_line
 from tests.unit.test_node import Nodes, _lock, fake  # noqa: F401
 
 
@@ -100,3 +100,25 @@ def test_log_show_refuses_bad_input_with_one_line(run_cli, tmp_path: Path) -> No
     os.mkfifo(fifo)
     result = run_cli("log", "show", "--log", str(fifo), exit_code=2)
     assert "not a regular file" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_an_undrain_killed_half_way_is_settled_by_a_node_command(
+    fake: Nodes,  # noqa: F811
+    run_cli,
+    tmp_path: Path,
+) -> None:
+    """One core settles every open intent, whichever command wrote it (before, the node
+    commands settled only their own will-drain/resume/reboot and left undrain's open)."""
+    log = tmp_path / "actions.log"
+    log.write_text(
+        old_line("node-1", "will-undrain", before="IDLE+DRAIN", token="u9")
+        + new_line("node-2", "will-kill", before="IDLE+DRAIN", token="k9", pids="300")
+    )
+    log.chmod(0o600)
+    result = run_cli(
+        "node", "drain", "node-4", "--reason", "x", "--yes", "--log", str(log), *_lock(tmp_path)
+    )
+    assert "node-1 undrain done: not drained" in result.stderr
+    assert "node-2 kill interrupted" in result.stderr
+    assert auditlog.open_intents(log) == []
+    assert actions(log)[2:4] == ["kill-interrupted", "undrain"]
