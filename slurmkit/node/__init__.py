@@ -1,10 +1,12 @@
 """Node lifecycle for admins: drain, resume, reboot and show, safely and in batches.
 
-The library behind ``slurmkit node``. Every change goes through :mod:`.change`: one
-Slurm call for all nodes (per reason), an intent line in ``--log`` before it and the
-outcome after (undrain's action log), a faultpoint in between, a read-back. Resume
-reuses undrain's leftover check, reboot checks ``RebootProgram`` first and follows the
-nodes back, ``--validate`` reuses ``faulty scan``. Nothing here imports click.
+The library behind ``slurmkit node``: planners on the node-change core
+(:mod:`slurmkit.nodechange`), which makes every change: one Slurm call for all nodes (per
+reason), an intent record in the audit log before it and the outcome after, faultpoints
+around it, a read-back. Resume runs the leftover check undrain runs
+(:mod:`slurmkit.nodechange.leftovers`), reboot checks ``RebootProgram`` first and follows
+the nodes back, ``--validate`` reuses ``faulty scan``. Nothing here imports click, nor
+:mod:`slurmkit.undrain` (an import contract).
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 The library behind ``slurmkit undrain``: :func:`undrain` runs the flow in
 :mod:`.flow` (select by reason, check nodes in parallel for leftovers of
-jobs, optionally end them, return the clean ones with one batched
-``scontrol update``, read back), under the shared lock (:mod:`slurmkit.locks`;
-root's lives in /run/slurmkit).
+jobs, optionally end them, then return the clean ones through the node-change
+core, :mod:`slurmkit.nodechange`: one batched ``scontrol update``, read back, the
+one audit log), under the shared lock (:mod:`slurmkit.locks`; root's lives in
+/run/slurmkit).
 
 The names below load on first use (PEP 562): ``nodes drained`` needs only
 :mod:`.select`'s reason regex, and importing the whole flow (journal, locks,
