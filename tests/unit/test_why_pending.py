@@ -158,21 +158,6 @@ def test_unavailable_node_names_its_drain_reason_author_and_time(
     assert calls == 2
 
 
-def test_qos_limit_names_the_limit_the_maximum_and_the_usage(fake_slurm: FakeSlurm) -> None:
-    """Recorded on 22.05 only: the sandbox enforces no QOS limits (see SOURCES.md)."""
-    verdict, calls = explain(fake_slurm, "22.05", "qos")
-    job = meta("22.05")["ids"]["qos"]
-    assert verdict.headline == (
-        f"job {job} is held back by its QOS skwhyq's limit on jobs per user: "
-        "max 1 (1 of root's jobs run under it now)"
-    )
-    assert [(e.label, e.text) for e in verdict.evidence[:2]] == [
-        ("limit", "QOS skwhyq: MaxJobsPU=1"),
-        ("usage", "1 of root's jobs run under it now"),
-    ]
-    assert calls == 3
-
-
 @pytest.mark.parametrize("role", ["resources", "nodes", "dependency", "held"])
 def test_calls_do_not_grow_with_the_queue(fake_slurm: FakeSlurm, role: str) -> None:
     """O(1): the same calls for a queue of 3 pending jobs and one of 3000."""
@@ -294,15 +279,27 @@ def test_a_reservation_is_named(fake_slurm: FakeSlurm) -> None:
     assert verdict.headline == f"job {job_id} waits for its reservation maint"
 
 
-def test_an_association_limit_names_its_maximum_and_usage(fake_slurm: FakeSlurm) -> None:
-    """22.05, root's association root/root with MaxJobs=1 (sacctmgr), one job running."""
-    verdict, calls = explain(fake_slurm, "22.05", "assoc")
-    job = meta("22.05")["ids"]["assoc"]
+@pytest.mark.parametrize(
+    ("role", "owner", "limit"),
+    [
+        ("qos", "QOS skwhyq's limit on jobs per user", "QOS skwhyq: MaxJobsPU=1"),
+        ("assoc", "association root/root's limit on jobs", "association root/root: MaxJobs=1"),
+    ],
+)
+def test_a_limit_names_its_maximum_and_usage(
+    fake_slurm: FakeSlurm, role: str, owner: str, limit: str
+) -> None:
+    """Recorded on 22.05 only, with limits enforced (see SOURCES.md): a QOS of
+    MaxJobsPerUser=1 and root's association root/root with MaxJobs=1, one job running."""
+    verdict, calls = explain(fake_slurm, "22.05", role)
+    job = meta("22.05")["ids"][role]
     assert verdict.headline == (
-        f"job {job} is held back by its association root/root's limit on jobs: "
-        "max 1 (1 of root's jobs run under it now)"
+        f"job {job} is held back by its {owner}: max 1 (1 of root's jobs run under it now)"
     )
-    assert verdict.evidence[0].text == "association root/root: MaxJobs=1"
+    assert [(e.label, e.text) for e in verdict.evidence[:2]] == [
+        ("limit", limit),
+        ("usage", "1 of root's jobs run under it now"),
+    ]
     assert calls == 3
 
 
