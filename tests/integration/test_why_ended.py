@@ -111,6 +111,9 @@ def scenarios(
     cluster: sandbox.SandboxSpec, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Scenarios]:
     began = time.monotonic()
+    # A module fixture runs before the per-test settled_nodes: a freshly started 24.11
+    # sandbox still shows its nodes idle* (not responding) here.
+    poll(lambda: not _not_ready(), 90, f"every node to answer: {_not_ready()}")
     folder = tmp_path_factory.mktemp("why")
     folder.chmod(0o755)
     _ensure_qos()
@@ -146,7 +149,7 @@ def scenarios(
     )
     ids["array"] = py("array", 20, 1, False, "--array=1-3", "--mem=50M", AWAY)
     for name in ("cancelled", "requeue", "victim", "nodefail"):
-        poll(lambda n=name: squeue_state(ids[n]) == "RUNNING", 60, f"{name} to run")
+        poll(lambda n=name: squeue_state(ids[n]) == "RUNNING", 90, f"{name} to run")
     run_slurm(["scancel", ids["cancelled"]])
     run_slurm(["scontrol", "requeue", ids["requeue"]])
     ids["preemptor"] = submit(
@@ -178,6 +181,13 @@ def _ended(job: str) -> bool:
     states = run_slurm(["sacct", "-X", "-n", "-P", "-j", job, "-o", "State"], check=False).stdout
     words = [line.split(" ")[0] for line in states.split("\n") if line.strip()]
     return bool(words) and all(w not in ("PENDING", "RUNNING", "REQUEUED") for w in words)
+
+
+def _not_ready() -> list[str]:
+    """Nodes not responding (``idle*``) or out of service, as ``name:state``."""
+    out = run_slurm(["sinfo", "-h", "-N", "-o", "%N %t"], check=False).stdout.split("\n")
+    bad = ("*", "drain", "drng", "down", "fail", "boot", "maint")
+    return sorted({ln.replace(" ", ":") for ln in out if ln.strip() and any(b in ln for b in bad)})
 
 
 def _node_back(node: str) -> bool:
