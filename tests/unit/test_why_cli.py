@@ -201,3 +201,16 @@ def test_a_running_job_asks_the_hang_part_and_keeps_its_usage(
 def test_train_without_such_a_train_is_one_line_exit_2(run_cli, tmp_path: Path) -> None:
     out = run_cli("why", "--train", "nope", "--dir", str(tmp_path), exit_code=2)
     assert out.stderr.startswith("slurmkit: unknown train 'nope'") and out.stderr.count("\n") == 1
+
+
+def test_kill_task_failed_drains_on_the_jobs_nodes_are_named(
+    fake_slurm: FakeSlurm, run_cli
+) -> None:
+    """Job 18 ran on node-2; sinfo -R shows node-[2-3] drained "Kill task failed"."""
+    routes(fake_slurm, (0, job_lines("18"), ""))
+    reason = DELIMITER.join(
+        ["Kill task failed", "root", "2026-11-29T01:00:00", "drained", "node-[2-3]"]
+    )
+    fake_slurm.on(["sinfo", "**"], reason + "\n")
+    out = run_cli("why", "18", exit_code=1)
+    assert "drained: 'Kill task failed' drains on the job's nodes: node-2" in out.stdout
