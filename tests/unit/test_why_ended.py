@@ -5,6 +5,7 @@ shows it: a 4-task srun step over 2 nodes, a TIMEOUT job, an array, a job over i
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,16 @@ def test_an_array_of_10000_tasks_is_one_sacct_and_one_summary(fake_slurm: FakeSl
     assert fake_slurm.calls and [c[0] for c in fake_slurm.calls] == ["sacct"]
     assert any("--starttime=2000-01-01T00:00:00" in c for c in fake_slurm.calls[0])
     assert "--duplicates" in fake_slurm.calls[0]
+
+
+def test_gpu_use_is_shown_where_accounting_records_it() -> None:
+    """gres/gpumem and gres/gpuutil (AccountingStorageTRES with NVML); the sandbox has none,
+    so this one step's figures are written here: the rest of its line is the recording's."""
+    step = next(s for s in steps_2205() if s.display_id == f"{MPI}.0")
+    gpu = replace(step, usage_max_text=step.usage_max_text + ",gres/gpumem=2G,gres/gpuutil=87")
+    use = efficiency.step_use(gpu)
+    assert use.gpu_memory == 2 << 30 and use.gpu_util == 87.0
+    assert (
+        "GPU util 87%, GPU memory 2.0G"
+        in efficiency.summary_lines(efficiency.of_attempt(history(MPI)[-1].allocation, [gpu]))[-1]
+    )
