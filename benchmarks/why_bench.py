@@ -25,6 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from slurmkit import _proc  # noqa: E402
 from slurmkit.slurm.parse_text import DELIMITER  # noqa: E402
+from tests.unit.test_why_ended import array_sacct  # noqa: E402  (the unit test's grower)
 
 FIXTURE = REPO / "tests" / "fixtures" / "why" / "slurm-22.05"
 UNKNOWN = (1, "", "slurm_load_jobs error: Invalid job id specified\n")
@@ -38,17 +39,6 @@ def recorded_lines() -> list[str]:
 
 def field(line: str, number: int) -> str:
     return line.split(DELIMITER)[number]
-
-
-def array_sacct(tasks: int) -> str:
-    task1 = [ln for ln in recorded_lines() if field(ln, 1) in ("22_1", "22_1.batch")]
-    out = []
-    for task in range(1, tasks + 1):
-        for line in task1:
-            _raw, display, rest = line.split(DELIMITER, 2)
-            step = ".batch" if display.endswith(".batch") else ""
-            out.append(DELIMITER.join([f"{100000 + task}{step}", f"22_{task}{step}", rest]))
-    return "\n".join(out) + "\n"
 
 
 def wide_job_sacct(nodes: int, tasks_per_node: int) -> str:
