@@ -112,6 +112,7 @@ NO_STATE_CHANGE: set[str] = {
     "watch fs",
     "watch job",
     "watch log",
+    "why",  # reads what Slurm and the job's logs say (--stacks: like pyspy)
 }
 
 
