@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 @click.option(
     "--list-rules",
     is_flag=True,
-    help="List the rules (id, severity, precision measured on published scripts) and exit.",
+    help="List the rules (id, severity, precision on the corpus's development part) and exit.",
 )
 @click.option("--explain", "explain", metavar="RULE", help="Why RULE exists, an example, the fix.")
 @click.option(
@@ -191,7 +191,11 @@ def _lint(texts: list[tuple[str, str]], context: LintContext) -> list[Finding]:
 
 
 def _print_rules(as_json: bool) -> None:
-    """Each rule with its precision measured on the corpus (committed data, not run here)."""
+    """Each rule with its precision measured on the corpus's development part.
+
+    Committed data (benchmarks/score_lint_corpus.py --write-precision), never the corpus
+    itself: an installed slurmkit has no corpus, and the test part must stay unread.
+    """
     from slurmkit.cli._output import print_json, print_table
     from slurmkit.lint import RULES
     from slurmkit.lint.precision import PRECISION
@@ -218,7 +222,7 @@ def _print_rules(as_json: bool) -> None:
                     r["severity"],
                     f"{100 * r['right'] // r['judged']}% ({r['right']}/{r['judged']})"
                     if r["judged"]
-                    else "no finding",
+                    else "unmeasured",
                     r["summary"],
                 )
                 for r in rows
@@ -237,7 +241,7 @@ def _explain(rule_id: str) -> None:
     why, example, fix = EXPLAIN[rule_id]
     severity = {r.id: r.severity for r in RULES}.get(rule_id, "warning")
     right, judged = PRECISION.get(rule_id, (0, 0))
-    measured = f"{right} of {judged} findings right" if judged else "no finding"
+    measured = f"{right} of {judged} findings right" if judged else "unmeasured"
     example_lines = "".join(f"    {line}\n" for line in example.splitlines())
     click.echo(
         f"{rule_id} ({severity}; on published scripts: {measured})\n\n"

@@ -155,8 +155,14 @@ def test_list_rules(run_cli, sinfo) -> None:
 
     for rule in ("missing-time", "srun-cpus-per-task"):
         assert (by_id[rule]["right"], by_id[rule]["judged"]) == PRECISION[rule]
-    right, judged = PRECISION["srun-cpus-per-task"]
+    right, judged = PRECISION["output-dir-missing"]
     assert right == judged and f"100% ({right}/{judged})" in table
+    # a rule with no finding on the development part is unmeasured, not 0%
+    assert "output-collides" not in PRECISION
+    row = next(line for line in table.splitlines() if line.startswith("output-collides"))
+    assert "unmeasured" in row
+    explained = run_cli("lint", "--explain", "output-collides").stdout
+    assert explained.startswith("output-collides (warning; on published scripts: unmeasured)")
     assert sinfo.calls == []
 
 
