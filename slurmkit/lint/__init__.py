@@ -23,6 +23,7 @@ from slurmkit.files import read_bounded
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.guards import dead_lines
+from slurmkit.lint.helpers import Helpers
 from slurmkit.lint.rules import RULE_IDS, RULES
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import NestingTooDeep, mask_templates
@@ -79,8 +80,10 @@ def _lint_text(text: str, path: str, context: LintContext | None) -> list[Findin
     # header): linted as one, its findings at their lines in this file. Bounded: each
     # body is a strict part of the text that holds it.
     pending = [script]
+    helpers = Helpers(context.script_dir) if context.script_dir else None
     while pending:
         current = pending.pop()
+        current.helpers = helpers
         dead = dead_lines(current)
         for rule in RULES:
             found = rule(current, context)

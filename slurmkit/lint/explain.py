@@ -117,6 +117,14 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH -N 2\ntorchrun --nnodes=2 train.py",
         "srun --ntasks-per-node=1 torchrun …",
     ),
+    "helper-unreadable": (
+        "a step runs a script of the same repository (srun bash train.sh) and lint reads it "
+        "too, to find the launcher it starts (depth 2, 256 KiB, never outside the script's "
+        "git work tree). This one exists but could not be read: a link loop, not a regular "
+        "file, too big, not text. The launcher rules know nothing of what it starts.",
+        "ln -s run.sh run.sh\nsrun bash run.sh",
+        "point the step at the real script file.",
+    ),
     "srun-rank-expanded-early": (
         'srun bash -c "… $SLURM_PROCID …": the batch shell expands the value once, as '
         "task 0 on the first node, so every task gets the same rank. Not judged: values "

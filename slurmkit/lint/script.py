@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from slurmkit.lint.findings import Finding
+from slurmkit.lint.helpers import Helpers
 from slurmkit.lint.shell import (
     Assignment,
     Command,
@@ -167,6 +168,8 @@ class Script:
     path: str
     text: str
     origin: HeredocOrigin | None = None
+    # the scripts of its repository its steps run (None: a text with no file, no directory)
+    helpers: Helpers | None = None
     lines: list[str] = field(init=False)
     parsed: Parsed = field(init=False)
     directives: list[Directive] = field(init=False)

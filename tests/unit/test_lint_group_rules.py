@@ -118,7 +118,7 @@ def test_node_rank_given_or_c10d_stays_quiet() -> None:
 RAY = (
     "#!/bin/bash\n"
     "#SBATCH --nodes=3\n"
-    "#SBATCH --ntasks-per-node=1\n"
+    "#SBATCH --ntasks-per-node=1 --cpus-per-task=8\n"
     "#SBATCH --time=04:00:00\n"
     "#SBATCH --output=ray-%j.out\n"
     'nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")\n'
@@ -130,6 +130,9 @@ RAY = (
 
 def test_quoted_node_list_in_an_array_is_an_error() -> None:
     assert found(RAY) == [(7, "error", "hostlist-one-element")]
+    # ray start is a launcher (issue 32 item 5): its daemon and every worker on 1 CPU
+    one_cpu = RAY.replace(" --cpus-per-task=8", "")
+    assert (9, "warning", "launcher-cpus-per-task") in found(one_cpu)
     direct = RAY.replace(
         'nodes_array=("$nodes")', 'nodes_array=("$(scontrol show hostnames $SLURM_NODELIST)")'
     )

@@ -227,7 +227,8 @@ wait
 
 @pytest.mark.parametrize("body", [RAY, VLLM], ids=["ray", "vllm"])
 def test_head_and_worker_steps_on_different_nodes_do_not_block(body: str) -> None:
-    assert found(HEAD + body) == []
+    # ray start on 1 CPU is its own finding (launcher-cpus-per-task), not this test's
+    assert [f for f in found(HEAD + body) if f[2] != "launcher-cpus-per-task"] == []
 
 
 @pytest.mark.parametrize(
@@ -252,7 +253,11 @@ def test_steps_that_ask_only_for_what_they_need_do_not_block(second: str) -> Non
     ],
 )
 def test_steps_that_may_share_nodes_still_block(first: str, second: str) -> None:
-    assert found(HEAD + first + "\n" + second + "\n") == [(5, "info", "srun-without-overlap")]
+    shown = found(HEAD + first + "\n" + second + "\n")
+    # ray start on 1 CPU is its own finding (launcher-cpus-per-task), not this test's
+    assert [f for f in shown if f[2] != "launcher-cpus-per-task"] == [
+        (5, "info", "srun-without-overlap")
+    ]
 
 
 # ---------------------------------------------------------------- SRUN_CPUS_PER_TASK spellings

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
-from slurmkit.lint.rules.launchers import launcher_lines
+from slurmkit.lint.rules.launchers import TRAINER, launcher_kind, launcher_lines
 from slurmkit.lint.script import Script
 from slurmkit.sbatch.directives import AFTER_COMMAND, INDENTED, WRONG_CASE
 
@@ -193,7 +193,8 @@ def _array(script: Script, context: LintContext) -> Iterator[Finding]:
     if setting is None or setting.value is None:
         return
     name = script.job.value("job-name") or ""
-    training = bool(launcher_lines(script)) or bool(_TRAINING.search(name))
+    trainers = [n for _, n in launcher_lines(script) if launcher_kind(n) == TRAINER]
+    training = bool(trainers) or bool(_TRAINING.search(name))
     limit = re.search(r"%(\d+)\s*$", setting.value)
     if not training or (limit and limit.group(1) == "1"):
         return

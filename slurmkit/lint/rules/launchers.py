@@ -4,6 +4,15 @@ A launcher starts one worker per GPU itself, so it must run once per node (one
 task per node), see the job's real node count, and start as many workers as the
 node has GPUs. Launchers are found in code lines and in heredoc bodies (the shipped
 templates run them from a heredoc), never in comments or Python imports.
+
+Three kinds (issue 32 item 5): trainers (torchrun and the tools that spawn it:
+accelerate, deepspeed, ``llamafactory-cli train`` and other ``*-cli train``,
+torchtune's ``tune run``), ``ray start`` (one Ray daemon per node, like a trainer), and
+inference servers (``vllm serve``, ``python -m vllm.entrypoints…``, SGLang's
+``sglang.launch_server``). A server needs CPUs like a trainer, but one per node is not
+a rule for it (a script may start one per GPU on its own port), and one in the batch
+step of a multi-node job is usually the head of a Ray cluster srun started: it is
+judged by neither of those rules.
 """
 
 from __future__ import annotations
@@ -13,6 +22,8 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
+from slurmkit.lint.helpers import SHELLS, helper_word
+from slurmkit.lint.parsed import Command
 from slurmkit.lint.script import Script, Srun
 from slurmkit.sbatch.directives import node_range, to_int
 
@@ -20,8 +31,38 @@ LAUNCHER = re.compile(
     r"(?<![\w.-])(?P<name>torchrun|deepspeed)(?![\w.-])"
     r"|(?P<module>torch\.distributed\.(?:run|launch))\b"
     r"|(?<![\w.-])(?P<accelerate>accelerate\s+launch)\b"
+    r"|(?<![\w.-])(?P<cli>[\w-]+-cli\s+train)(?![\w.-])"
+    # tune is a common word: torchtune's only at a command's start (or srun's program)
+    r"|(?:^\s*|[;&|(]\s*|\bsrun\s[^;&|]*?)(?:\w+=\S*\s+)*(?P<tune>tune\s+run)(?![\w.-])"
+    r"|(?<![\w.-])(?P<ray>ray\s+start)(?![\w.-])"
+    r"|(?<![\w.-])(?P<vllm>vllm\s+serve)(?![\w.-])"
+    r"|(?P<entry>(?:vllm\.entrypoints|sglang\.launch_server)[\w.]*)"
 )
-_LAUNCHER_WORDS = ("torchrun", "deepspeed", "torch.distributed", "accelerate")
+_LAUNCHER_WORDS = (
+    "torchrun",
+    "deepspeed",
+    "torch.distributed",
+    "accelerate",
+    "-cli",
+    "tune",
+    "ray start",
+    "vllm",
+    "sglang",
+)
+SERVER = "server"
+RAY = "ray"
+TRAINER = "trainer"
+
+
+def launcher_kind(name: str) -> str:
+    """trainer, ray or server: which of the launcher rules apply (see the module doc)."""
+    if name.startswith(("vllm", "sglang")):
+        return SERVER
+    if name.startswith("ray"):
+        return RAY
+    return TRAINER
+
+
 _IMPORT = re.compile(r"^\s*(import|from)\s")
 NODE_VARIABLES = ("NNODES", "NUM_NODES", "N_NODES", "NNODE")
 _NODE_ARGS = re.compile(
@@ -56,23 +97,89 @@ def launcher_in(text: str) -> str | None:
 
 
 def launcher_lines(script: Script) -> list[tuple[int, str]]:
-    """(line, launcher) for every line that starts a launcher, heredoc bodies included."""
+    """(line, launcher) for every line that starts a launcher, heredoc bodies included,
+    and every batch-step command running a helper script that starts one by itself
+    (one that runs srun, ssh or mpirun or gives a hostfile places its launcher itself)."""
     found: list[tuple[int, str]] = []
-    if not _may_launch(script.text):
-        return found
-    hidden = script.hidden_lines  # job scripts fed to sbatch: linted as their own
-    for number, line in enumerate(script.lines, start=1):
-        if number in hidden:
+    if _may_launch(script.text):
+        hidden = script.hidden_lines  # job scripts fed to sbatch: linted as their own
+        for number, line in enumerate(script.lines, start=1):
+            if number in hidden:
+                continue
+            name = launcher_in(line)
+            if name:
+                found.append((number, re.sub(r"\s+", " ", name)))
+    for command, word in helper_commands(script):
+        if command.name == "srun":
             continue
-        name = launcher_in(line)
+        helper = script.helpers.read(word) if script.helpers else None
+        if helper is None or helper.text is None or _places_itself(helper.text):
+            continue
+        name = _helper_launcher(script, word)
         if name:
-            found.append((number, re.sub(r"\s+", " ", name)))
-    return found
+            found.append((script.line_of(command.start), name))
+    return sorted(found)
+
+
+def _places_itself(text: str) -> bool:
+    return bool(re.search(r"(?<![\w-])srun(?![\w-])", text) or _REMOTE.search(text)) or bool(
+        _REACHES_NODES.search(text)
+    )
+
+
+def helper_commands(script: Script) -> Iterator[tuple[Command, str]]:
+    """(command, helper path word) of every command that runs a helper: the program of an
+    srun step, or the command itself. Nothing when the script has no directory."""
+    if script.helpers is None:
+        return
+    for srun in script.sruns:
+        word = helper_word(srun.program) if srun.program else None
+        if word:
+            yield srun.command, word
+    for command in script.commands:
+        argv = command.argv
+        if not argv or argv[0].text == "srun":
+            continue
+        if argv[0].text.rsplit("/", 1)[-1] in SHELLS or "/" in argv[0].text:
+            word = helper_word(argv)
+            if word:
+                yield command, word
+
+
+def _helper_launcher(script: Script, word: str) -> str | None:
+    if script.helpers is None:
+        return None
+    name = script.helpers.launcher(word, launcher_in)
+    return f"{' '.join(name.split())} (in {word})" if name else None
 
 
 def srun_launcher(script: Script, srun: Srun) -> str | None:
-    """The launcher this srun starts, directly or through variables it references."""
-    return launcher_in(script.expanded_source(script.source(srun.command)))
+    """The launcher this srun starts, directly, through variables it references, or in
+    the helper script it runs (then named ``torchrun (in train.sh)``: the torch rules
+    that read the launcher's own options skip it)."""
+    own = launcher_in(script.expanded_source(script.source(srun.command)))
+    if own or script.helpers is None:
+        return own
+    word = helper_word(srun.program)
+    return _helper_launcher(script, word) if word else None
+
+
+def _helper_unreadable(script: Script, context: LintContext) -> Iterator[Finding]:
+    """A helper that exists but could not be read: its launchers are unknown, said once."""
+    said: set[str] = set()
+    for command, word in helper_commands(script):
+        helper = script.helpers.read(word) if script.helpers else None
+        if helper is None or helper.text is not None or word in said:
+            continue
+        said.add(word)
+        yield script.finding(
+            script.line_of(command.start),
+            INFO,
+            RULE_HELPER.id,
+            f"the helper script {word} was not read ({helper.why}): what it starts is unknown "
+            "to lint",
+            "make it a readable regular file inside the repository",
+        )
 
 
 def _tasks_per_node(script: Script, srun: Srun) -> tuple[int | None, int, str]:
@@ -105,6 +212,8 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
     """Only launchers srun starts: in the batch step (or via pdsh) a launcher runs once."""
     steps = [(s, srun_launcher(script, s)) for s in script.sruns]
     for srun, name in [(s, name) for s, name in steps if name]:
+        if launcher_kind(name) == SERVER:
+            continue
         count, line, how = _tasks_per_node(script, srun)
         if count is not None and count > 1:
             yield script.finding(
@@ -121,19 +230,22 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
 
 def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     """Only the clear case (no CPUs asked for anywhere): how many a training needs varies."""
-    launchers = launcher_lines(script)
     job = script.job
     asked = ("cpus-per-task", "cpus-per-gpu", "exclusive", "mincpus")
-    if not launchers or any(job.get(name) for name in asked):
+    if any(job.get(name) for name in asked):
         return
-    steps = [s for s in script.sruns if srun_launcher(script, s)]
-    if any(s.has("cpus-per-task", "cpus-per-gpu") for s in steps):
+    launchers = launcher_lines(script)
+    steps = [(s, name) for s in script.sruns if (name := srun_launcher(script, s))]
+    if not launchers and not steps:
         return
+    if any(s.has("cpus-per-task", "cpus-per-gpu") for s, _ in steps):
+        return
+    line, name = (steps[0][0].line, steps[0][1]) if steps else launchers[0]
     yield script.finding(
-        steps[0].line if steps else launchers[0][0],
+        line,
         WARNING,
         RULE_CPUS.id,
-        f"no --cpus-per-task: the task running {launchers[0][1]} gets 1 CPU, shared by the "
+        f"no --cpus-per-task: the task running {name} gets 1 CPU, shared by the "
         "launcher, every worker and all their data loaders",
         "#SBATCH --cpus-per-task=N with N >= (1 + data loader workers) x GPUs per node, and "
         "srun --cpus-per-task=$SLURM_CPUS_PER_TASK",
@@ -142,7 +254,7 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
 
 def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Finding]:
     nodes = script.job.nodes
-    launchers = launcher_lines(script)
+    launchers = [(n, name) for n, name in launcher_lines(script) if launcher_kind(name) != SERVER]
     if not launchers or not nodes or nodes[0] < 2:
         return
     if any(srun_launcher(script, s) for s in script.sruns):
@@ -256,7 +368,7 @@ def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
 RULE_TASKS = Rule(
     "launcher-tasks-per-node",
     ERROR,
-    "more than one task per node for torchrun/accelerate/deepspeed (each starts its own workers)",
+    "more than one task per node for a trainer launcher or ray start (each starts its own workers)",
     _launcher_tasks,
 )
 RULE_CPUS = Rule(
@@ -283,4 +395,10 @@ RULE_GPUS = Rule(
     "GPUS_PER_NODE / --nproc_per_node differ from the GPUs requested per node",
     _gpus_mismatch,
 )
-RULES = (RULE_NODES, RULE_TASKS, RULE_GPUS, RULE_CPUS, RULE_OUTSIDE)
+RULE_HELPER = Rule(
+    "helper-unreadable",
+    INFO,
+    "a helper script a step runs exists but could not be read (link loop, not a file, too big)",
+    _helper_unreadable,
+)
+RULES = (RULE_NODES, RULE_TASKS, RULE_GPUS, RULE_CPUS, RULE_OUTSIDE, RULE_HELPER)
