@@ -117,6 +117,32 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH -N 2\ntorchrun --nnodes=2 train.py",
         "srun --ntasks-per-node=1 torchrun …",
     ),
+    "background-never-waited": (
+        "when the batch script ends, Slurm ends the job and kills every step still "
+        "running. A step or server started with & and followed only by quick commands "
+        "(echo, rm, exit) runs for a moment and is killed: the job ends COMPLETED having "
+        "done nothing. Anything that keeps the script running (wait, a foreground step, "
+        "sleep, a polling loop) or kills it on purpose keeps this quiet.",
+        'srun vllm serve "$MODEL" &\necho "server started"',
+        "wait at the end of the script, or start the last step in the foreground.",
+    ),
+    "step-exceeds-job": (
+        "a step runs inside the job's allocation: srun -N 4 in a job of 2 nodes, or "
+        "--gpus-per-node=8 in a job of 4 GPUs per node, is refused (Requested node "
+        "configuration is not available) and the job goes on without it.",
+        "#SBATCH --nodes=2\nsrun -N 4 python train.py",
+        "ask for what the job has: srun -N $SLURM_NNODES, or raise the #SBATCH request.",
+    ),
+    "gpu-program-without-gpus": (
+        "vLLM, SGLang and torchrun --nproc-per-node=gpu need a GPU, and the "
+        "job asks for none (--gres=gpu, --gpus, --gpus-per-node/-task/-socket). Where "
+        "Slurm manages GPUs as GRES the job sees no GPU and the program fails. A warning: "
+        "a cluster without GPU GRES gives every job the node's GPUs, and sbatch may be "
+        "given --gres when the script is submitted. nvidia-smi is not judged: it is nearly "
+        "always a log of the GPUs, whose failure loses nothing.",
+        "#SBATCH -p gpu\nvllm serve meta-llama/Llama-3-8B",
+        "#SBATCH --gpus-per-node=N (or --gres=gpu:N).",
+    ),
     "helper-unreadable": (
         "a step runs a script of the same repository (srun bash train.sh) and lint reads it "
         "too, to find the launcher it starts (depth 2, 256 KiB, never outside the script's "

@@ -125,6 +125,7 @@ RAY = (
     'nodes_array=("$nodes")\n'
     "head_node=${nodes_array[0]}\n"
     'srun --nodes=1 --ntasks=1 -w "$head_node" --overlap ray start --head --block &\n'
+    "wait\n"
 )
 
 

@@ -42,7 +42,7 @@ def test_words_that_are_no_launcher(command: str) -> None:
 
 
 def test_trainers_and_ray_run_once_per_node_servers_are_not_judged() -> None:
-    head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -c 8\n#SBATCH --ntasks-per-node=4\n"
+    head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -c 8 --gpus=4\n#SBATCH --ntasks-per-node=4\n"
     assert found(head + "srun llamafactory-cli train c.yaml\n") == [
         (4, "error", "launcher-tasks-per-node")
     ]
@@ -52,7 +52,7 @@ def test_trainers_and_ray_run_once_per_node_servers_are_not_judged() -> None:
 
 
 def test_a_trainer_in_the_batch_step_of_two_nodes_but_not_a_server() -> None:
-    cpus = TWO_NODES + "#SBATCH -c 8\n"
+    cpus = TWO_NODES + "#SBATCH -c 8 --gpus-per-node=4\n"
     assert found(cpus + "tune run --nnodes 2 full_finetune_distributed\n") == [
         (6, "warning", "launcher-outside-srun")
     ]

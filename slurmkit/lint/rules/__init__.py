@@ -14,6 +14,7 @@ from slurmkit.lint.rules import (
     paths,
     ranks,
     slips,
+    steps,
     syntax,
 )
 
@@ -28,6 +29,7 @@ RULES: tuple[Rule, ...] = (
     *ranks.RULES,
     *commands.RULES,
     *lifecycle.RULES,
+    *steps.RULES,
     *slips.RULES,
 )
 RULE_IDS = frozenset(rule.id for rule in RULES)

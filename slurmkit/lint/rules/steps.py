@@ -1,0 +1,206 @@
+"""Steps against the job and against the script's end (issue 32 item 4).
+
+- A step or server started with ``&`` that nothing waits for: when the batch script
+  ends, Slurm ends the job and kills every step still running, so a script whose last
+  act is starting its server in the background (then an ``echo``) ends at once.
+- A step asking for more nodes, or more GPUs per node, than the job has: srun refuses
+  it inside the allocation ("Requested node configuration is not available").
+- Programs that need a GPU (vLLM, SGLang, torchrun --nproc-per-node=gpu)
+  in a job that asks for none: a warning, since a cluster that does not manage GPUs as
+  GRES gives every job the node's GPUs, and sbatch may be given --gres when submitted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from slurmkit.lint.context import LintContext
+from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.parsed import Command
+from slurmkit.lint.rules.launchers import SERVER, launcher_in, launcher_kind
+from slurmkit.lint.script import Script, Srun
+from slurmkit.sbatch.directives import gres_gpus, node_range, to_int
+
+# Commands that return at once: after them the script ends as surely as at its end.
+_QUICK = frozenset(
+    {
+        "echo",
+        "printf",
+        "true",
+        ":",
+        "exit",
+        "date",
+        "hostname",
+        "pwd",
+        "cd",
+        "export",
+        "unset",
+        "set",
+        "touch",
+        "mkdir",
+        "rm",
+        "mv",
+        "cp",
+        "sync",
+        "ls",
+    }
+)
+_KEEPS = frozenset({"wait", "kill", "pkill", "scancel"})
+
+
+def _top(script: Script) -> list[Command]:
+    return [c for c in script.commands if c.depth == 0 and c.argv]
+
+
+def _started_in_background(script: Script, command: Command) -> str | None:
+    """What a background command starts that must outlive the moment: a step or server."""
+    if not command.background:
+        return None
+    if command.name == "srun":
+        return "srun step"
+    name = launcher_in(script.source(command))
+    return name
+
+
+def _never_waited(script: Script, context: LintContext) -> Iterator[Finding]:
+    if "&" not in script.body:
+        return
+    commands = _top(script)
+    for index, command in enumerate(commands):
+        what = _started_in_background(script, command)
+        if what is None:
+            continue
+        later = commands[index + 1 :]
+        if any(c.name in _KEEPS or (not c.background and c.name not in _QUICK) for c in later):
+            return  # something waits, kills, or keeps the script running
+        line = script.line_of(command.start)
+        yield script.finding(
+            line,
+            ERROR,
+            RULE_NEVER_WAITED.id,
+            f"the {what} started here with & is never waited for: the script ends right "
+            "after, and Slurm ends the job and kills it with the script",
+            "end the script with wait (or run the last step in the foreground)",
+        )
+        return
+
+
+def _gpus_of(text: str | None) -> int | None:
+    if text is None:
+        return None
+    return to_int(text.rsplit(":", 1)[-1])
+
+
+def _step_exceeds(script: Script, context: LintContext) -> Iterator[Finding]:
+    job = script.job
+    nodes = job.nodes
+    gpus = job.gpus_per_node
+    if nodes is None and gpus is None:
+        return
+    for srun in script.sruns:
+        yield from _step_nodes(script, srun, nodes)
+        if gpus is not None:
+            yield from _step_gpus(script, srun, gpus[0])
+
+
+def _step_nodes(script: Script, srun: Srun, nodes: tuple[int, int] | None) -> Iterator[Finding]:
+    option = srun.option("nodes")
+    asked = node_range(option.value) if option else None
+    if option is None or asked is None or nodes is None or asked[0] <= nodes[1]:
+        return
+    yield script.finding(
+        srun.line,
+        ERROR,
+        RULE_EXCEEDS.id,
+        f"srun {option.written} asks for {asked[0]} nodes, but the job has at most "
+        f"{nodes[1]}: srun refuses the step inside the allocation",
+        "ask for the job's nodes (srun -N $SLURM_NNODES) or raise #SBATCH --nodes",
+    )
+
+
+def _step_gpus(script: Script, srun: Srun, per_node: int) -> Iterator[Finding]:
+    option = srun.option("gpus-per-node", "gres")
+    if option is None or option.value is None:
+        return
+    count = gres_gpus(option.value) if option.name == "gres" else _gpus_of(option.value)
+    if count is None or count <= per_node:
+        return
+    yield script.finding(
+        srun.line,
+        ERROR,
+        RULE_EXCEEDS.id,
+        f"srun {option.written} asks for {count} GPUs per node, but the job has {per_node}: "
+        "srun refuses the step inside the allocation",
+        "ask for at most the job's GPUs per node, or raise the #SBATCH GPU request",
+    )
+
+
+_GPU_REQUEST = ("gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket")
+_GPU_WORDS = ("vllm", "sglang", "gpu")
+_NPROC_GPU = re.compile(r"--nproc[-_]per[-_]node[= ]+gpu\b")
+
+
+def _gpu_program(script: Script, command: Command) -> str | None:
+    """A program that cannot do its work without a GPU. nvidia-smi is not one here: it
+    is nearly always a log of the GPUs (as in the unit fixtures and the corpus), whose
+    failure loses nothing."""
+    source = script.source(command)
+    launcher = launcher_in(source)
+    if launcher and launcher_kind(launcher) == SERVER:
+        return launcher
+    if _NPROC_GPU.search(source):
+        return "torchrun --nproc-per-node=gpu"
+    return None
+
+
+def _gpus_asked(script: Script) -> bool:
+    job = script.job
+    for name in _GPU_REQUEST:
+        setting = job.get(name)
+        if setting is None:
+            continue
+        if name != "gres" or "gpu" in (setting.value or ""):
+            return True
+    return any(job.get(n) for n in ("tres-per-task", "constraint") if "gpu" in (job.value(n) or ""))
+
+
+def _gpus_missing(script: Script, context: LintContext) -> Iterator[Finding]:
+    if not script.directives or not any(w in script.body for w in _GPU_WORDS):
+        return
+    if _gpus_asked(script):
+        return
+    for command in _top(script):
+        program = _gpu_program(script, command)
+        if program is None:
+            continue
+        yield script.finding(
+            script.line_of(command.start),
+            WARNING,
+            RULE_NO_GPUS.id,
+            f"{program} needs a GPU, but no #SBATCH line asks for one: where Slurm manages "
+            "GPUs as GRES the job sees none (unless sbatch is given --gres when submitted)",
+            "#SBATCH --gpus-per-node=N (or --gres=gpu:N)",
+        )
+        return
+
+
+RULE_NEVER_WAITED = Rule(
+    "background-never-waited",
+    ERROR,
+    "a step or server started with & that the script never waits for: killed when it ends",
+    _never_waited,
+)
+RULE_EXCEEDS = Rule(
+    "step-exceeds-job",
+    ERROR,
+    "a step asking for more nodes or GPUs per node than the job has",
+    _step_exceeds,
+)
+RULE_NO_GPUS = Rule(
+    "gpu-program-without-gpus",
+    WARNING,
+    "vLLM, SGLang or torchrun --nproc-per-node=gpu in a job that asks for no GPU",
+    _gpus_missing,
+)
+RULES = (RULE_NEVER_WAITED, RULE_EXCEEDS, RULE_NO_GPUS)

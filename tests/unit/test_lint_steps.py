@@ -1,0 +1,91 @@
+"""Steps against the job and the script's end (issue 32 item 4): lifecycle and resources."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurmkit.lint import LintContext, SlurmVersion, lint_text
+
+V = LintContext(SlurmVersion.parse("24.11.5"))
+HEAD = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 2\n#SBATCH -c 8\n#SBATCH --gpus-per-node=4\n"
+
+
+def rules(text: str) -> list[tuple[int, str, str]]:
+    return [(f.line, f.severity, f.rule) for f in lint_text(text, "t.slurm", V)]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        'srun vllm serve m &\necho "started"\n',
+        "vllm serve m --port 8000 &\n",
+        "for h in a b; do\n  srun -w $h -N1 python worker.py &\ndone\nrm -f lock\n",
+    ],
+)
+def test_a_background_step_nobody_waits_for(body: str) -> None:
+    line = 7 if body.startswith("for") else 6
+    assert (line, "error", "background-never-waited") in rules(HEAD + body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "srun vllm serve m &\nwait\n",
+        "srun vllm serve m &\nsleep 60\npython client.py\n",
+        "srun vllm serve m &\nPID=$!\npython bench.py\nkill $PID\n",
+        "srun python a.py &\nsrun python b.py\n",
+        "nvidia-smi dmon > gpu.log &\nsrun python train.py\n",  # no step: not judged
+        "srun python a.py\necho done\n",
+        'x=$(srun hostname &)\necho "$x"\n',
+    ],
+)
+def test_background_steps_that_are_waited_for_or_outlived(body: str) -> None:
+    assert "background-never-waited" not in {r for _, _, r in rules(HEAD + body)}
+
+
+def test_a_step_asking_for_more_than_the_job() -> None:
+    assert rules(HEAD + "srun -N 4 python t.py\n") == [(6, "error", "step-exceeds-job")]
+    assert rules(HEAD + "srun --gpus-per-node=8 python t.py\n") == [
+        (6, "error", "step-exceeds-job")
+    ]
+    assert rules(HEAD + "srun --gres=gpu:a100:8 python t.py\n") == [
+        (6, "error", "step-exceeds-job")
+    ]
+    for fits in ("srun -N 2 python t.py", "srun -N1 --gres=gpu:4 t", "srun -N $N t"):
+        assert rules(HEAD + fits + "\n") == [], fits
+    # a range of nodes: the step may have its nodes
+    ranged = HEAD.replace("-N 2", "-N 2-4")
+    assert rules(ranged + "srun -N 4 python t.py\n") == []
+
+
+CPU_JOB = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -p gpu\n#SBATCH -c 8\n"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "vllm serve meta-llama/Llama-3-8B\n",
+        "python -m sglang.launch_server --model-path m\n",
+        "srun torchrun --nproc-per-node=gpu train.py\n",
+    ],
+)
+def test_gpu_programs_in_a_job_that_asks_for_no_gpu(body: str) -> None:
+    assert rules(CPU_JOB + body) == [(5, "warning", "gpu-program-without-gpus")]
+
+
+@pytest.mark.parametrize(
+    ("header", "body"),
+    [
+        ("#SBATCH --gres=gpu:2\n", "vllm serve m\n"),
+        ("#SBATCH --gpus=1\n", "srun torchrun --nproc_per_node gpu t.py\n"),
+        ("#SBATCH --gpus-per-task=1\n", "srun vllm serve m\n"),
+        ("", "srun nvidia-smi\n"),  # a log of the GPUs: its failure loses nothing
+        ("", "python train.py --device cpu\n"),
+    ],
+)
+def test_gpu_programs_with_gpus_or_none_at_all(header: str, body: str) -> None:
+    assert "gpu-program-without-gpus" not in {r for _, _, r in rules(CPU_JOB + header + body)}
+
+
+def test_a_script_without_directives_is_not_judged_for_gpus() -> None:
+    assert "gpu-program-without-gpus" not in {r for _, _, r in rules("#!/bin/bash\nvllm serve m\n")}
