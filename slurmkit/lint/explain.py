@@ -143,6 +143,15 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH -p gpu\nvllm serve meta-llama/Llama-3-8B",
         "#SBATCH --gpus-per-node=N (or --gres=gpu:N).",
     ),
+    "exit-status-hidden": (
+        "a job's exit code is its batch script's, which is the last command's. After the "
+        "last step, an echo, a clean-up or exit 0 without set -e makes a failed step a "
+        "COMPLETED job: sacct shows success and --dependency=afterok jobs run on a failed "
+        "result. Info: on the corpus's development part all 17 findings were right by bash "
+        "and Slurm, yet none was labelled a defect.",
+        'srun python train.py\necho "done"',
+        "set -e at the top, or srun …; rc=$?; echo done; exit $rc",
+    ),
     "helper-unreadable": (
         "a step runs a script of the same repository (srun bash train.sh) and lint reads it "
         "too, to find the launcher it starts (depth 2, 256 KiB, never outside the script's "

@@ -89,3 +89,32 @@ def test_gpu_programs_with_gpus_or_none_at_all(header: str, body: str) -> None:
 
 def test_a_script_without_directives_is_not_judged_for_gpus() -> None:
     assert "gpu-program-without-gpus" not in {r for _, _, r in rules("#!/bin/bash\nvllm serve m\n")}
+
+
+ONE = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -c 8\n"
+
+
+@pytest.mark.parametrize(
+    "tail",
+    ['echo "done"\n', "rm -rf /tmp/x\nexit 0\n", "END=$(date +%s)\necho $((END))\n"],
+)
+def test_a_trailing_echo_or_exit_0_hides_the_steps_status(tail: str) -> None:
+    found = [f for f in rules(ONE + "srun -c 8 python train.py\n" + tail) if f[2] != "missing-time"]
+    assert [(s, r) for _, s, r in found] == [("info", "exit-status-hidden")]
+    assert found[0][0] >= 5
+
+
+@pytest.mark.parametrize(
+    ("head", "tail"),
+    [
+        ("set -euo pipefail\n", 'echo "done"\n'),
+        ("", "rc=$?\necho done\nexit $rc\n"),
+        ("", "srun -c 8 python eval.py\n"),
+        ("", ""),
+        ("", "python upload.py\n"),  # more work after the step: its status is the job's
+        ("", "exit 3\n"),
+    ],
+)
+def test_the_steps_status_kept(head: str, tail: str) -> None:
+    text = ONE + head + "srun -c 8 python train.py\n" + tail
+    assert "exit-status-hidden" not in {r for _, _, r in rules(text)}

@@ -5,6 +5,8 @@
   act is starting its server in the background (then an ``echo``) ends at once.
 - A step asking for more nodes, or more GPUs per node, than the job has: srun refuses
   it inside the allocation ("Requested node configuration is not available").
+- After the last step, only an echo, a clean-up or ``exit 0`` and no ``set -e``: the
+  job's exit code is that command's, so a failed step ends COMPLETED.
 - Programs that need a GPU (vLLM, SGLang, torchrun --nproc-per-node=gpu)
   in a job that asks for none: a warning, since a cluster that does not manage GPUs as
   GRES gives every job the node's GPUs, and sbatch may be given --gres when submitted.
@@ -16,7 +18,7 @@ import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.launchers import SERVER, launcher_in, launcher_kind
 from slurmkit.lint.script import Script, Srun
@@ -185,6 +187,43 @@ def _gpus_missing(script: Script, context: LintContext) -> Iterator[Finding]:
         return
 
 
+_ERREXIT = re.compile(r"^\s*set\s+(?:-\w*e\w*|-o\s+errexit)\b|^#!.*\s-\w*e", re.MULTILINE)
+_STATUS = re.compile(r"\$\?|\$\{\?\}|PIPESTATUS|\|\|\s*exit")
+
+
+def _is_step(script: Script, command: Command) -> bool:
+    return command.name == "srun" or launcher_in(script.source(command)) is not None
+
+
+def _status_hidden(script: Script, context: LintContext) -> Iterator[Finding]:
+    """The job's exit code is its script's: the last command's. After the main step, an
+    echo or a clean-up makes a failed step a COMPLETED job (afterok dependents run)."""
+    if "srun" not in script.body and not launcher_in(script.body):
+        return
+    if _ERREXIT.search(script.body) or _STATUS.search(script.body):
+        return
+    commands = [c for c in _top(script) if not c.background]
+    steps = [i for i, c in enumerate(commands) if _is_step(script, c)]
+    if not steps:
+        return
+    after = commands[steps[-1] + 1 :]
+    if not after or any(c.name not in _QUICK for c in after):
+        return
+    last = after[-1]
+    if last.name == "exit" and [w.text for w in last.argv[1:]] not in ([], ["0"]):
+        return
+    step = commands[steps[-1]]
+    yield script.finding(
+        script.line_of(last.start),
+        INFO,
+        RULE_STATUS_HIDDEN.id,
+        f"the job's exit code is this {last.name}'s, not the step's (line "
+        f"{script.line_of(step.start)}): a failed step ends COMPLETED, and afterok "
+        "dependents run",
+        "set -e at the top, or keep the step's status: srun …; rc=$?; …; exit $rc",
+    )
+
+
 RULE_NEVER_WAITED = Rule(
     "background-never-waited",
     ERROR,
@@ -203,4 +242,13 @@ RULE_NO_GPUS = Rule(
     "vLLM, SGLang or torchrun --nproc-per-node=gpu in a job that asks for no GPU",
     _gpus_missing,
 )
-RULES = (RULE_NEVER_WAITED, RULE_EXCEEDS, RULE_NO_GPUS)
+# Info, not the warning the issue asked for: right by bash and Slurm on every one of its
+# 17 findings on the development part, yet none labelled a defect there (0/34 at 22.05
+# and 24.11): by the severity policy a rule that rarely matches the labels is info.
+RULE_STATUS_HIDDEN = Rule(
+    "exit-status-hidden",
+    INFO,
+    "after the last step only echo/clean-up/exit 0 without set -e: a failed step ends COMPLETED",
+    _status_hidden,
+)
+RULES = (RULE_NEVER_WAITED, RULE_EXCEEDS, RULE_NO_GPUS, RULE_STATUS_HIDDEN)
