@@ -108,13 +108,17 @@ def test_a_trailing_echo_or_exit_0_hides_the_steps_status(tail: str) -> None:
     ("head", "tail"),
     [
         ("set -euo pipefail\n", 'echo "done"\n'),
+        ("set -x -e\n", 'echo "done"\n'),
+        ("set -o pipefail -o errexit\n", 'echo "done"\n'),
         ("", "rc=$?\necho done\nexit $rc\n"),
         ("", "srun -c 8 python eval.py\n"),
         ("", ""),
         ("", "python upload.py\n"),  # more work after the step: its status is the job's
         ("", "exit 3\n"),
+        ("", "|| echo failed\n"),  # on the step's line: the author's handling
     ],
 )
 def test_the_steps_status_kept(head: str, tail: str) -> None:
-    text = ONE + head + "srun -c 8 python train.py\n" + tail
+    joined = " " if tail.startswith("||") else "\n"
+    text = ONE + head + "srun -c 8 python train.py" + joined + tail
     assert "exit-status-hidden" not in {r for _, _, r in rules(text)}
