@@ -152,6 +152,16 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         'srun python train.py\necho "done"',
         "set -e at the top, or srun …; rc=$?; echo done; exit $rc",
     ),
+    "variable-never-set": (
+        "a count given to srun (-N, -n, -c, --gpus-per-node…) or to a launcher (--nnodes, "
+        "--nproc_per_node, --tensor-parallel-size…) is a variable the script never assigns "
+        "and Slurm never sets. Empty, the option takes the next word as its value or the "
+        "launcher fails. A warning: sbatch passes the submitter's environment (--export=ALL "
+        "by default). Not judged where the script sources files, loads modules, reads input "
+        "or loops, nor for the shell's own variables ($RANDOM, $HOSTNAME, $PWD, $1…).",
+        "#SBATCH -N 2\nsrun -N $NODES python train.py",
+        "set it in the script (NODES=$SLURM_NNODES), or ${NODES:?set NODES before sbatch}.",
+    ),
     "helper-unreadable": (
         "a step runs a script of the same repository (srun bash train.sh) and lint reads it "
         "too, to find the launcher it starts (depth 2, 256 KiB, never outside the script's "

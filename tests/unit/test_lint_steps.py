@@ -51,7 +51,7 @@ def test_a_step_asking_for_more_than_the_job() -> None:
     assert rules(HEAD + "srun --gres=gpu:a100:8 python t.py\n") == [
         (6, "error", "step-exceeds-job")
     ]
-    for fits in ("srun -N 2 python t.py", "srun -N1 --gres=gpu:4 t", "srun -N $N t"):
+    for fits in ("srun -N 2 python t.py", "srun -N1 --gres=gpu:4 t", "srun -N $SLURM_NNODES t"):
         assert rules(HEAD + fits + "\n") == [], fits
     # a range of nodes: the step may have its nodes
     ranged = HEAD.replace("-N 2", "-N 2-4")

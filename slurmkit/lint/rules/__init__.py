@@ -16,6 +16,7 @@ from slurmkit.lint.rules import (
     slips,
     steps,
     syntax,
+    variables,
 )
 
 RULES: tuple[Rule, ...] = (
@@ -31,5 +32,6 @@ RULES: tuple[Rule, ...] = (
     *lifecycle.RULES,
     *steps.RULES,
     *slips.RULES,
+    *variables.RULES,
 )
 RULE_IDS = frozenset(rule.id for rule in RULES)

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, Finding, Rule
 from slurmkit.lint.rules.launchers import srun_launcher
+from slurmkit.lint.rules.variables import SHELL_SPECIALS
 from slurmkit.lint.script import Script, Srun
 from slurmkit.sbatch.directives import node_range, to_int
 
@@ -75,8 +76,8 @@ def _opaque(script: Script, text: str) -> bool:
         name = match.group("name")
         if name is None:
             return True
-        if name in _PROVIDED or name.startswith("SLURM_"):
-            continue
+        if name in _PROVIDED or name.startswith("SLURM_") or name in SHELL_SPECIALS:
+            continue  # one value, never options: $RANDOM as the port blinds nothing
         if not script.assigned_sources(name):
             return True
     return False

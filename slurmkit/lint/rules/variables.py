@@ -1,0 +1,145 @@
+"""Variables nobody sets, used where a value is needed (issue 32 item 4).
+
+``srun -N $NODES`` or ``torchrun --nproc_per_node=$GPUS`` with a variable that the
+script never assigns and Slurm never sets: empty, the option takes the next word as
+its value or gets none. Only counts (nodes, tasks, CPUs, GPUs, processes, parallel
+sizes, ranks) are judged: a node name or a job id from the caller is normal. A
+warning: sbatch passes the submitting shell's environment to the job (``--export=ALL``
+is the default), so the user may set it before sbatch. Nothing is judged in a script
+that sources files, loads modules, reads input or loops (any of them may set it).
+
+The shell's own variables (``$RANDOM``, ``$HOSTNAME``, ``$PWD``, positional parameters
+…) are known here, so that such a word neither fires this rule nor makes a launcher's
+options unreadable to the other rules (:mod:`slurmkit.lint.rules.groups`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from slurmkit.lint.context import LintContext
+from slurmkit.lint.findings import WARNING, Finding, Rule
+from slurmkit.lint.parsed import Command
+from slurmkit.lint.rules.launchers import launcher_in
+from slurmkit.lint.script import Script, Srun
+
+# Set by bash itself, or by every login environment a batch job starts from.
+SHELL_SPECIALS = frozenset(
+    {
+        "RANDOM",
+        "SRANDOM",
+        "HOSTNAME",
+        "HOSTTYPE",
+        "OSTYPE",
+        "MACHTYPE",
+        "PWD",
+        "OLDPWD",
+        "USER",
+        "LOGNAME",
+        "HOME",
+        "SHELL",
+        "PATH",
+        "LANG",
+        "TMPDIR",
+        "UID",
+        "EUID",
+        "PPID",
+        "BASHPID",
+        "SECONDS",
+        "LINENO",
+        "EPOCHSECONDS",
+        "EPOCHREALTIME",
+        "BASH",
+        "BASH_VERSION",
+        "BASH_SOURCE",
+        "FUNCNAME",
+        "PIPESTATUS",
+        "IFS",
+        "REPLY",
+        "OPTARG",
+        "OPTIND",
+        "HOSTFILE",
+    }
+)
+# Variable prefixes the job's environment carries: Slurm's, srun's input, MPI's, CUDA's.
+_ENV_PREFIXES = ("SLURM_", "SRUN_", "SBATCH_", "SALLOC_", "PMI", "OMPI_", "CUDA_", "NVIDIA_")
+# Anything of these may set any variable: then nothing is known to be unset.
+_MAY_SET_ANY = re.compile(
+    r"^\s*(?:source|\.|eval|module|ml|conda|mamba|micromamba|spack|set\s+-a|read|getopts|"
+    r"declare|typeset|local|export\s+-f|while|for|case)\b",
+    re.MULTILINE,
+)
+# Counts: an empty one makes the option take the next word, or fails the launcher.
+_SRUN_COUNTS = (
+    "nodes",
+    "ntasks",
+    "ntasks-per-node",
+    "cpus-per-task",
+    "gpus",
+    "gpus-per-node",
+    "gpus-per-task",
+)
+_LAUNCHER_COUNTS = re.compile(
+    r"(?:^|\s)--(?:nnodes|nproc[-_]per[-_]node|num[-_]processes|num[-_]machines|num[-_]gpus"
+    r"|num[-_]nodes|tensor[-_]parallel[-_]size|pipeline[-_]parallel[-_]size|world[-_]size"
+    r"|node[-_]rank|machine[-_]rank)[= ][\"']?\$\{?(?P<name>[A-Za-z_]\w*)\}?(?=[\"'\s]|$)"
+)
+_WHOLE = re.compile(r"[\"']?\$\{?([A-Za-z_]\w*)\}?[\"']?")
+
+
+def _counts(script: Script, command: Command, srun: Srun | None) -> Iterator[str]:
+    """Variables given as a count: srun's own options, and the launcher's."""
+    if srun is not None:
+        for name in _SRUN_COUNTS:
+            option = srun.option(name)
+            whole = _WHOLE.fullmatch(option.value or "") if option else None
+            if whole:
+                yield whole.group(1)
+    source = script.source(command)
+    if launcher_in(source):
+        yield from (m.group("name") for m in _LAUNCHER_COUNTS.finditer(source))
+
+
+def is_known(name: str) -> bool:
+    """Set by bash or by the job's environment, whatever the script does."""
+    return name in SHELL_SPECIALS or name.startswith(_ENV_PREFIXES)
+
+
+def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
+    if "$" not in script.body or _MAY_SET_ANY.search(script.body):
+        return
+    if script.origin is not None:
+        return  # a job script fed by a heredoc: the outer shell may expand them first
+    if not any(d.ignored is None for d in script.directives):
+        return  # a fragment or a sourced file: its caller may set anything
+    assigned = {b.name for b in script.bindings}
+    reported: set[str] = set()
+    sruns = {id(s.command): s for s in script.sruns}
+    for command in script.commands:
+        if command.name != "srun" and launcher_in(script.source(command)) is None:
+            continue
+        for name in _counts(script, command, sruns.get(id(command))):
+            if name in assigned or name in reported or is_known(name):
+                continue
+            if script.assigned_sources(name) or re.search(rf"\$\{{{name}:?[-=+?]", script.body):
+                continue
+            reported.add(name)
+            yield script.finding(
+                script.line_of(command.start),
+                WARNING,
+                RULE_NEVER_SET.id,
+                f"${name} is a count here, but neither the script nor Slurm sets "
+                "it: unless the submitting shell exports it, the option gets an empty value "
+                "(or takes the next word as its value)",
+                f"set {name}=… in the script, or ${{{name}:?set {name} before sbatch}}",
+            )
+
+
+RULE_NEVER_SET = Rule(
+    "variable-never-set",
+    WARNING,
+    "an srun or launcher count (-N, --nproc_per_node…) is a variable nobody sets",
+    _never_set,
+)
+RULES = (RULE_NEVER_SET,)
