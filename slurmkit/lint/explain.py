@@ -162,6 +162,15 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH -N 2\nsrun -N $NODES python train.py",
         "set it in the script (NODES=$SLURM_NNODES), or ${NODES:?set NODES before sbatch}.",
     ),
+    "srun-builtin": (
+        "srun starts a program in a new process on the compute nodes. cd, source, export, "
+        "module and conda activate are shell builtins or functions: they change only the "
+        "shell they run in (source and export are no program at all, so srun fails), and "
+        "the command after && or ; runs in the batch step, on the first node, outside the "
+        "step.",
+        "srun cd /scratch/run && python train.py",
+        "srun bash -c 'cd /scratch/run && python train.py' (or cd before srun).",
+    ),
     "helper-unreadable": (
         "a step runs a script of the same repository (srun bash train.sh) and lint reads it "
         "too, to find the launcher it starts (depth 2, 256 KiB, never outside the script's "

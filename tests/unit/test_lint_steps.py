@@ -122,3 +122,31 @@ def test_the_steps_status_kept(head: str, tail: str) -> None:
     joined = " " if tail.startswith("||") else "\n"
     text = ONE + head + "srun -c 8 python train.py" + joined + tail
     assert "exit-status-hidden" not in {r for _, _, r in rules(text)}
+
+
+@pytest.mark.parametrize(
+    ("step", "outside"),
+    [
+        ("srun cd /scratch/run && python train.py", True),
+        ("srun --overlap source env.sh; python train.py", True),
+        ("srun -N 2 conda activate env && python t.py", True),
+        ("srun module load cuda", False),
+    ],
+)
+def test_srun_of_a_builtin(step: str, outside: bool) -> None:
+    (finding,) = [f for f in lint_text(ONE + step + "\n", "t", V) if f.rule == "srun-builtin"]
+    assert (finding.line, finding.severity) == (4, "error")
+    assert ("runs in the batch step" in finding.message) == outside
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "srun -c 8 python train.py",
+        "srun -c 8 bash -c 'cd /scratch && source env.sh && python t.py'",
+        "cd /scratch && srun -c 8 python t.py",
+        "srun -c 8 conda run -n env python t.py",
+    ],
+)
+def test_srun_of_a_program(step: str) -> None:
+    assert "srun-builtin" not in {r for _, _, r in rules(ONE + step + "\n")}

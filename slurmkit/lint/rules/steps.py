@@ -7,6 +7,9 @@
   it inside the allocation ("Requested node configuration is not available").
 - After the last step, only an echo, a clean-up or ``exit 0`` and no ``set -e``: the
   job's exit code is that command's, so a failed step ends COMPLETED.
+- ``srun cd /work && python t.py``: srun runs a program, and a builtin (cd, source,
+  export, module, conda activate) changes nothing for the next command, which runs in
+  the batch step on the first node, outside the step.
 - Programs that need a GPU (vLLM, SGLang, torchrun --nproc-per-node=gpu)
   in a job that asks for none: a warning, since a cluster that does not manage GPUs as
   GRES gives every job the node's GPUs, and sbatch may be given --gres when submitted.
@@ -228,6 +231,39 @@ def _status_hidden(script: Script, context: LintContext) -> Iterator[Finding]:
     )
 
 
+# Shell builtins and functions: srun runs a program, so these never change the shell
+# that runs the next command (source, export and module are no program at all).
+_BUILTINS = frozenset(
+    {"cd", "source", ".", "export", "module", "ml", "set", "ulimit", "alias", "pushd", "unset"}
+)
+
+
+def _srun_builtin(script: Script, context: LintContext) -> Iterator[Finding]:
+    if "srun" not in script.body:
+        return
+    for srun in script.sruns:
+        program = srun.program[0].text if srun.program else ""
+        activate = program == "conda" and [w.text for w in srun.program[1:2]] == ["activate"]
+        if program not in _BUILTINS and not activate:
+            continue
+        what = "conda activate" if activate else program
+        line = script.lines[srun.line - 1] if srun.line <= len(script.lines) else ""
+        after = " && " in line[line.find("srun") :] or ";" in line[line.find("srun") :]
+        yield script.finding(
+            srun.line,
+            ERROR,
+            RULE_SRUN_BUILTIN.id,
+            f"srun {what}: srun starts a program on the compute nodes, and {what} is a shell "
+            "builtin or function that changes only the shell it runs in"
+            + (
+                "; the command after it runs in the batch step on the first node, not in the step"
+                if after
+                else ""
+            ),
+            f"run both in one step: srun bash -c '{what} …  && …'",
+        )
+
+
 RULE_NEVER_WAITED = Rule(
     "background-never-waited",
     ERROR,
@@ -255,4 +291,10 @@ RULE_STATUS_HIDDEN = Rule(
     "after the last step only echo/clean-up/exit 0 without set -e: a failed step ends COMPLETED",
     _status_hidden,
 )
-RULES = (RULE_NEVER_WAITED, RULE_EXCEEDS, RULE_NO_GPUS, RULE_STATUS_HIDDEN)
+RULE_SRUN_BUILTIN = Rule(
+    "srun-builtin",
+    ERROR,
+    "srun cd/source/export/module/conda activate …: the next command runs outside the step",
+    _srun_builtin,
+)
+RULES = (RULE_NEVER_WAITED, RULE_EXCEEDS, RULE_NO_GPUS, RULE_STATUS_HIDDEN, RULE_SRUN_BUILTIN)
