@@ -209,12 +209,15 @@ def _status_hidden(script: Script, context: LintContext) -> Iterator[Finding]:
     if _ERREXIT.search(script.body) or _STATUS.search(script.body):
         return
     commands = [c for c in _top(script) if not c.background]
-    steps = [i for i, c in enumerate(commands) if _is_step(script, c)]
-    if not steps:
+    # from the end: the last step is near it (a 40,000-line script is not walked twice)
+    last_step = next(
+        (i for i in range(len(commands) - 1, -1, -1) if _is_step(script, commands[i])), None
+    )
+    if last_step is None:
         return
-    step_line = script.line_of(commands[steps[-1]].start)
+    step_line = script.line_of(commands[last_step].start)
     # `srun … || echo failed` on the step's own line: the author's handling of a failure
-    after = [c for c in commands[steps[-1] + 1 :] if script.line_of(c.start) != step_line]
+    after = [c for c in commands[last_step + 1 :] if script.line_of(c.start) != step_line]
     if not after or any(c.name not in _QUICK for c in after):
         return
     last = after[-1]
