@@ -78,17 +78,23 @@ def _plain(text: str) -> str | None:
     return text
 
 
-def work_tree(start: str) -> str:
-    """The git work tree holding ``start``, else ``start`` itself: the helpers' bound."""
-    current = os.path.realpath(start)
+def find_work_tree(start: str) -> str | None:
+    """The git work tree holding ``start`` (a ``.git`` at most 40 levels up), or None."""
+    current = os.path.abspath(start)
     for _ in range(_MAX_UP):
         if os.path.exists(posixpath.join(current, ".git")):
             return current
         parent = posixpath.dirname(current)
         if parent == current:
-            break
+            return None
         current = parent
-    return os.path.realpath(start)
+    return None
+
+
+def work_tree(start: str) -> str:
+    """The git work tree holding ``start``, else ``start`` itself: the helpers' bound."""
+    real = os.path.realpath(start)
+    return find_work_tree(real) or real
 
 
 class Helpers:

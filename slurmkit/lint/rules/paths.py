@@ -37,6 +37,7 @@ from slurmkit.errors import UsageError
 from slurmkit.files import read_bounded
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.helpers import find_work_tree
 from slurmkit.lint.script import Script
 from slurmkit.sbatch.directives import Setting
 
@@ -47,9 +48,8 @@ _PER_JOB = re.compile(r"%[jJAa]")
 _OUTPUT_ROOTS = frozenset({"logs", "outputs", "output", "out"})
 # Files that keep an otherwise empty directory in a git checkout.
 _KEEPERS = (".gitkeep", ".keep", ".gitignore")
-# How far up from the script a work tree's .git is looked for, and the largest
-# index read (a checkout of a monorepo has an index of tens of MB: then unknown).
-_MAX_UP = 40
+# The largest index read (a checkout of a monorepo has an index of tens of MB: then
+# unknown). How far up a work tree's .git is looked for: helpers.find_work_tree.
 _MAX_INDEX = 32 * 1024 * 1024
 
 
@@ -206,16 +206,7 @@ def shipped(script_dir: str, *parts: str) -> bool:
     return _indexed(top, relative)
 
 
-def _work_tree(start: str) -> str | None:
-    current = os.path.abspath(start)
-    for _ in range(_MAX_UP):
-        if os.path.exists(posixpath.join(current, ".git")):
-            return current
-        parent = posixpath.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-    return None
+_work_tree = find_work_tree
 
 
 def _indexed(top: str, relative: str) -> bool:
