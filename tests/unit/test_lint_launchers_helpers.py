@@ -142,3 +142,13 @@ def test_helpers_that_call_each_other_end(tmp_path: Path) -> None:
 def test_a_command_string_is_no_helper(tmp_path: Path) -> None:
     top = repo(tmp_path, {"job.sh": JOB + "srun bash -lc x.sh\n", "x.sh": "torchrun t.py\n"})
     assert rules_of(top / "job.sh") == []
+
+
+def test_a_fifo_or_a_huge_helper_is_skipped_without_hanging(tmp_path: Path) -> None:
+    top = repo(tmp_path, {"job.sh": JOB + "srun bash fifo.sh\nsrun bash big.sh\n"})
+    os.mkfifo(top / "fifo.sh")
+    (top / "big.sh").write_text("#" * (300 * 1024) + "\ntorchrun t.py\n")
+    assert rules_of(top / "job.sh") == [
+        (5, "info", "helper-unreadable"),
+        (6, "info", "helper-unreadable"),
+    ]
