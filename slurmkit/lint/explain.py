@@ -171,6 +171,16 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "srun cd /scratch/run && python train.py",
         "srun bash -c 'cd /scratch/run && python train.py' (or cd before srun).",
     ),
+    "driver-every-node": (
+        "once ray start has made a cluster of the job's nodes, the driver (the python "
+        "program that submits the work) must run once. srun without -N1/-n1 or a node "
+        "name runs it on every node (the job's tasks): each copy runs the whole training "
+        "or evaluation again against the same cluster, writing the same outputs.",
+        '#SBATCH -N 2\nsrun -N1 -n1 -w "$head" ray start --head --block &\n'
+        'srun -N1 -n1 -x "$head" ray start --address "$head:6379" --block &\n'
+        "srun python main.py",
+        'srun --nodes=1 --ntasks=1 -w "$head" python main.py, or python main.py in the batch step.',
+    ),
     "helper-unreadable": (
         "a step runs a script of the same repository (srun bash train.sh) and lint reads it "
         "too, to find the launcher it starts (depth 2, 256 KiB, never outside the script's "

@@ -150,3 +150,37 @@ def test_srun_of_a_builtin(step: str, outside: bool) -> None:
 )
 def test_srun_of_a_program(step: str) -> None:
     assert "srun-builtin" not in {r for _, _, r in rules(ONE + step + "\n")}
+
+
+RAY_JOB = (
+    "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n"
+    "#SBATCH -c 8 --gpus-per-node=4\n"
+    'srun -N1 -n1 -w "$head" ray start --head --block &\n'
+    'srun -N1 -n1 -x "$head" ray start --address "$head:6379" --block &\n'
+    "sleep 30\n"
+)
+
+
+def test_a_ray_driver_on_every_node() -> None:
+    (finding,) = [
+        f for f in lint_text(RAY_JOB + "srun python main.py\n", "t", V) if f.severity != "info"
+    ]
+    assert (finding.line, finding.severity, finding.rule) == (9, "error", "driver-every-node")
+
+
+@pytest.mark.parametrize(
+    "driver",
+    [
+        'srun --nodes=1 --ntasks=1 -w "$head" python main.py',
+        "srun -n 1 python3 -m verl.trainer.main_ppo",
+        "python main.py",
+        "srun bash -c 'nvidia-smi'",
+    ],
+)
+def test_a_ray_driver_run_once(driver: str) -> None:
+    assert "driver-every-node" not in {r for _, _, r in rules(RAY_JOB + driver + "\n")}
+
+
+def test_python_on_every_node_without_ray_is_not_a_driver() -> None:
+    text = RAY_JOB.replace("ray start", "redis-server") + "srun python main.py\n"
+    assert "driver-every-node" not in {r for _, _, r in rules(text)}

@@ -10,6 +10,8 @@
 - ``srun cd /work && python t.py``: srun runs a program, and a builtin (cd, source,
   export, module, conda activate) changes nothing for the next command, which runs in
   the batch step on the first node, outside the step.
+- A Ray driver (``srun python main.py`` after ``ray start``) on every node of the job:
+  each copy runs the whole job against the cluster.
 - Programs that need a GPU (vLLM, SGLang, torchrun --nproc-per-node=gpu)
   in a job that asks for none: a warning, since a cluster that does not manage GPUs as
   GRES gives every job the node's GPUs, and sbatch may be given --gres when submitted.
@@ -267,6 +269,48 @@ def _srun_builtin(script: Script, context: LintContext) -> Iterator[Finding]:
         )
 
 
+def _runs_once(script: Script, srun: Srun) -> bool:
+    """One task or one node (its own -n/-N, the job's --ntasks=1), or placed by name."""
+    for source in (srun.option("ntasks"), srun.option("nodes")):
+        if source is not None:
+            bounds = node_range(source.value)
+            if bounds is None or bounds[0] <= 1:
+                return True  # one, or a value lint cannot read
+    if srun.has("nodelist", "relative"):
+        return True
+    return script.job.integer("ntasks") == 1
+
+
+def _driver_everywhere(script: Script, context: LintContext) -> Iterator[Finding]:
+    """A Ray program (the driver) run by an srun on every node of the job: each node's
+    copy connects to the cluster and runs the whole job again."""
+    nodes = script.job.nodes
+    if "ray" not in script.body or nodes is None or nodes[0] < 2:
+        return
+    sruns = script.sruns
+    started = [s for s in sruns if (launcher_in(script.source(s.command)) or "").startswith("ray")]
+    if not started:
+        return
+    after = started[-1].line
+    for srun in sruns:
+        if srun.line <= after or not srun.program or _runs_once(script, srun):
+            continue
+        program = " ".join(w.text for w in srun.program[:3])
+        if not program.startswith(("python", "python3")):
+            continue
+        yield script.finding(
+            srun.line,
+            ERROR,
+            RULE_DRIVER.id,
+            f"srun {program} … after the Ray cluster is up runs on every one of the "
+            f"{nodes[0]}+ nodes: each copy is a driver that submits the whole job to the "
+            "cluster again",
+            'run the driver once: srun --nodes=1 --ntasks=1 -w "$head_node" python …, or '
+            "in the batch step",
+        )
+        return
+
+
 RULE_NEVER_WAITED = Rule(
     "background-never-waited",
     ERROR,
@@ -300,4 +344,17 @@ RULE_SRUN_BUILTIN = Rule(
     "srun cd/source/export/module/conda activate …: the next command runs outside the step",
     _srun_builtin,
 )
-RULES = (RULE_NEVER_WAITED, RULE_EXCEEDS, RULE_NO_GPUS, RULE_STATUS_HIDDEN, RULE_SRUN_BUILTIN)
+RULE_DRIVER = Rule(
+    "driver-every-node",
+    ERROR,
+    "a Ray driver (python) run by srun on every node after ray start: N copies of the job",
+    _driver_everywhere,
+)
+RULES = (
+    RULE_NEVER_WAITED,
+    RULE_EXCEEDS,
+    RULE_NO_GPUS,
+    RULE_STATUS_HIDDEN,
+    RULE_SRUN_BUILTIN,
+    RULE_DRIVER,
+)
