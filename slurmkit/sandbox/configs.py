@@ -66,6 +66,13 @@ ACCOUNTING = (
     "JobAcctGatherParams=OverMemoryKill",
 )
 
+# The smallest set under which a QOS's limits hold jobs back (QOSMaxJobsPerUserLimit), as
+# on the clusters users run: ``limits`` implies ``associations``, so a job's user must have
+# an association (the sandbox makes one for root and every account of uid >= 1000 at ``up``,
+# starters.SANDBOX_ACCOUNT). ``qos`` is left out: a job may ask for any QOS that exists,
+# whether or not its association lists it.
+ENFORCE = "limits"
+
 PROFILES: dict[str, list[str]] = {
     "production": [],
     "test": [
@@ -121,6 +128,9 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         f"AccountingStoragePort={spec.dbd_port}",
         f"AccountingStoragePass={spec.munge_socket}",
         "AccountingStorageTRES=gres/gpu",
+        # QOS and association limits are enforced (a QOS's MaxJobsPerUser holds a job
+        # pending): see ENFORCE.
+        f"AccountingStorageEnforce={ENFORCE}",
         # Accounting gathers what each step used (see ACCOUNTING).
         *ACCOUNTING,
         # Preemption by QOS only: no QOS preempts another until a test makes one with

@@ -8,6 +8,7 @@ it in state.json before anything waits on it, so ``down`` can stop it whatever f
 from __future__ import annotations
 
 import os
+import pwd
 import secrets
 import time
 from pathlib import Path
@@ -131,6 +132,36 @@ def start_slurmdbd(spec: SandboxSpec, where: Where) -> None:
         lambda: port_open("127.0.0.1", spec.dbd_port), 60, "slurmdbd", log_hint(spec, "slurmdbd")
     )
     _sacctmgr(spec, "add", "cluster", spec.cluster_name)
+    # Before slurmctld starts, so it loads them: under AccountingStorageEnforce=limits a
+    # user without an association cannot submit (configs.ENFORCE).
+    _sacctmgr(
+        spec,
+        "add",
+        "account",
+        SANDBOX_ACCOUNT,
+        f"Cluster={spec.cluster_name}",
+        "Description=slurmkit sandbox",
+        "Organization=slurmkit",
+    )
+    add_users(spec, local_users())
+
+
+SANDBOX_ACCOUNT = "sandbox"
+FIRST_USER_UID = 1000  # Debian's UID_MIN: the accounts people log in as (nobody is 65534)
+
+
+def local_users() -> list[str]:
+    """root and this machine's users (nobody too): who may submit jobs to the sandbox."""
+    names = {p.pw_name for p in pwd.getpwall() if p.pw_uid >= FIRST_USER_UID}
+    return ["root", *sorted(names - {"root"})]
+
+
+def add_users(spec: SandboxSpec, names: list[str]) -> None:
+    """Associations in the sandbox's account; a name that has one already is left as it is."""
+    users = ",".join(names)
+    _sacctmgr(
+        spec, "add", "user", users, f"Account={SANDBOX_ACCOUNT}", f"Cluster={spec.cluster_name}"
+    )
 
 
 def _sacctmgr(spec: SandboxSpec, *args: str) -> None:
@@ -141,11 +172,20 @@ def _sacctmgr(spec: SandboxSpec, *args: str) -> None:
             run_slurm(["sacctmgr", "-i", *args], env=slurm_env(spec), timeout=30)
             return
         except SlurmError as exc:
-            if "already exists" in str(exc) or "Nothing new added" in exc.stderr:
+            if _added_already(exc):
                 return
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+# What sacctmgr says when everything asked for is there already: 22.05 "Nothing new
+# added", 24.11+ "Request didn't affect anything" (exit 1 both).
+_NOTHING_NEW = ("already exists", "Nothing new added", "Request didn't affect anything")
+
+
+def _added_already(exc: SlurmError) -> bool:
+    return any(words in str(exc) or words in exc.stderr for words in _NOTHING_NEW)
 
 
 def start_slurmctld(spec: SandboxSpec, where: Where) -> None:
@@ -159,16 +199,6 @@ def start_slurmctld(spec: SandboxSpec, where: Where) -> None:
             return False
 
     wait_for(answers, 60, "slurmctld", log_hint(spec, "slurmctld"))
-    _sacctmgr(
-        spec,
-        "add",
-        "account",
-        "sandbox",
-        f"Cluster={spec.cluster_name}",
-        "Description=slurmkit sandbox",
-        "Organization=slurmkit",
-    )
-    _sacctmgr(spec, "add", "user", "root", "Account=sandbox", f"Cluster={spec.cluster_name}")
 
 
 # The node's PID 1 is tini (it reaps finished steps); hostname and /etc/hosts are

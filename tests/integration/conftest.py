@@ -21,6 +21,7 @@ import pytest
 
 from slurmkit import _proc, sandbox
 from slurmkit.sandbox.daemons import children_of
+from slurmkit.sandbox.starters import add_users
 from slurmkit.sandbox.versions import host_series
 from slurmkit.slurm._exec import run_slurm
 
@@ -138,6 +139,9 @@ def cluster() -> Iterator[sandbox.SandboxSpec]:
     ensure_test_accounts()
     try:
         report = sandbox.up(spec)
+        # Jobs of users without an association are refused (AccountingStorageEnforce):
+        # `up` adds every account there is; a sandbox reused from before they were made not.
+        add_users(report.spec, ["nobody", *TEST_ACCOUNTS])
     except Exception as exc:  # every cause is reported, with the logs
         pytest.fail(f"the sandbox in {spec.dir} did not start: {exc}\n{_log_tail(spec.dir)}")
     keep = report.already_up or bool(os.environ.get("SLURMKIT_KEEP_SANDBOX"))
