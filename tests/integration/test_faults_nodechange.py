@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import signal
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,12 @@ def _run(verb: str, node: str, common: tuple[str, ...], reason: str, point: str 
 
 
 def _back(node: str) -> bool:
+    """Idle, no flag, and booted two seconds ago at least: the next test's intents are then
+    stamped after this boot (a boot in an intent's own second is evidence of a reboot)."""
     (now,) = query.nodes(node)
-    return now.state == "IDLE" and not now.flags
+    settled = datetime.now().astimezone() - timedelta(seconds=2)
+    booted = now.boot_time is None or now.boot_time <= settled
+    return now.state == "IDLE" and not now.flags and booted
 
 
 @pytest.mark.parametrize("stage", list(POINTS))
