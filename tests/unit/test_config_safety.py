@@ -31,6 +31,7 @@ ORDINARY_FLAGS = frozenset(
         "all_processes", "no_install", "any_user",
         "no_exclude",  # which nodes a job of one's own may use: the submitter's choice
         "stacks",  # why: dump a running job's Python stacks (reads, changes nothing)
+        "no_shellcheck",  # lint shows fewer findings; train's lint gate never runs ShellCheck
     }
 )  # fmt: skip
 
