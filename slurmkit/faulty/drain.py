@@ -1,17 +1,19 @@
 """Drain the nodes a scan found failing: reason ``slurmkit: <check> failed``, batched.
 
-One ``scontrol update nodename=<folded> state=drain reason=...`` per distinct
-reason (nodes that failed the same checks share one call), then one read-back.
 Nodes already drained or down keep their state and the reason an admin gave them:
 they are left alone and listed. Unknown nodes (no result) are never drained.
 
-Intent first (issue 22): the drain is written, with a token, to a journal beside the
-default exclude list (``$XDG_STATE_HOME/slurmkit/faulty-drain.journal``, see
-:func:`journal_path`) and fsynced before any update; the outcome follows the
-read-back. An update that gets no answer is "unknown, checked again": the nodes are
-read again (bounded) and the states found are the answer. A run killed in between,
-or one that never got an answer, is settled by the next ``faulty scan --drain``
-(:func:`reconcile`), in one line on stderr.
+The drain itself is the node-change core's (:mod:`slurmkit.nodechange.change`, issue
+30), as for ``node drain``: per distinct reason (nodes that failed the same checks
+share it) a ``will-drain`` intent for each node is fsynced to the one audit log
+(``$XDG_STATE_HOME/slurmkit/actions.log``, the one ``node`` commands and ``log show``
+use), then one ``scontrol update nodename=<folded> state=drain reason=...``, a
+read-back and an outcome per node. An update that gets no answer is "unknown, checked
+again": the nodes are read again (bounded). A run killed in between, or one that never
+got an answer, is settled by the next run of any node command or ``faulty scan
+--drain`` (:func:`slurmkit.nodechange.change.reconcile`), in one line on stderr.
+Intents an older slurmkit left open in ``faulty-drain.journal`` are still settled
+(:func:`reconcile`).
 """
 
 from __future__ import annotations
@@ -19,16 +21,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from slurmkit import faultpoint, stderr
-from slurmkit.errors import ControllerUnreachable, SlurmError
+from slurmkit import locks, stderr
+from slurmkit.errors import ControllerUnreachable, SlurmError, UsageError
 from slurmkit.faulty.report import DrainOutcome, ScanReport
 from slurmkit.hostlist import HostSet, expand, fold
 from slurmkit.journal import Journal
-from slurmkit.slurm import query, recheck
+from slurmkit.nodechange import auditlog
+from slurmkit.nodechange import change as core
+from slurmkit.nodechange.auditlog import AuditLog
+from slurmkit.nodechange.row import Row
+from slurmkit.slurm import query
 
 REASON_LIMIT = 200
 JOURNAL_NAME = "faulty-drain.journal"
 DRAIN = "drain"
+LOCK_WAIT = 10.0
+POINTS = core.Points("faulty-drain.after-intent", "faulty-drain.after-update")
 Confirm = Callable[[DrainOutcome], bool]
 Notify = Callable[[str], None]
 
@@ -39,7 +47,7 @@ def reason_for(checks: list[str]) -> str:
 
 
 def journal_path() -> Path:
-    """Beside the default exclude list: the state a scan already keeps for its user."""
+    """Where slurmkit before issue 30 journaled a scan's drains (beside the exclude list)."""
     from slurmkit.faulty import excluded
 
     return excluded.default_path().with_name(JOURNAL_NAME)
@@ -58,22 +66,15 @@ def plan(report: ScanReport, dry_run: bool) -> DrainOutcome:
             continue
         reason = reason_for(failing[node.name].failed_checks)
         outcome.groups.setdefault(reason, []).append(node.name)
+        outcome.before[node.name] = node.state_text
     return outcome
 
 
-def _open_journal() -> Journal:
-    from slurmkit.trust import private_dir
-
-    path = journal_path()
-    private_dir(path.parent, what="state directory")
-    return Journal(path)
-
-
 def reconcile(journal: Journal, notify: Notify = stderr.say) -> list[str]:
-    """Settle drains an earlier run left open: read the nodes, record and say what is true.
+    """Settle drains an older slurmkit left open in its own journal: read the nodes, record.
 
     A node now drained counts as drained (by that run or anyone); without an answer
-    from Slurm the intent stays open.
+    from Slurm the intent stays open. New drains are the core's, settled by it.
     """
     texts: list[str] = []
     for entry in (e for e in journal.open_intents() if e.action == DRAIN):
@@ -103,58 +104,64 @@ def reconcile(journal: Journal, notify: Notify = stderr.say) -> list[str]:
     return texts
 
 
+def _settle_old_journal(notify: Notify) -> None:
+    path = journal_path()
+    if path.is_file():
+        reconcile(Journal(path), notify)
+
+
 def execute(
     outcome: DrainOutcome,
     confirm: Confirm,
     *,
-    journal: Journal | None = None,
+    log: Path | None = None,
     notify: Notify = stderr.say,
 ) -> DrainOutcome:
     """Drain the planned nodes unless dry run or declined; read their states back.
 
-    What an earlier run left open is settled first, even when this run has nothing to
-    drain: the node a killed run drained is planned as "already drained" now, and
-    settling only when there is something new to drain left that intent open for good.
+    What an earlier run of any node command left open is settled first, even when this
+    run has nothing to drain: the node a killed run drained is planned as "already
+    drained" now, and settling only when there is something new to drain left that
+    intent open for good. ``log``: the audit log (default: the user's own). The node
+    commands' lock is held throughout, so no ``node``/``undrain`` run settles or changes
+    these nodes at the same time.
     """
     if outcome.dry_run:
         return outcome
-    journal = journal if journal is not None else _open_journal()
-    reconcile(journal, notify)
-    if not outcome.groups:
-        return outcome
-    if not confirm(outcome):
-        outcome.declined = True
-        return outcome
-    journal.check_writable()  # no record, no drain
-    groups = {reason: fold(nodes) for reason, nodes in outcome.groups.items()}
-    token = journal.intent(DRAIN, nodes=fold(outcome.nodes), groups=groups)
-    silent: SlurmError | None = None
-    for reason, nodes in outcome.groups.items():
-        try:
-            query.update_node_state(HostSet(nodes), "drain", reason)
-        except SlurmError as exc:
-            if not recheck.no_answer(exc):
-                journal.outcome(token, DRAIN, "failed", error=str(exc))
-                raise
-            silent = exc
-    faultpoint.reached("faulty-drain.after-update")
-    outcome.done = True
-    hosts = HostSet(outcome.nodes)
-    names = str(hosts)
-    if silent is None:
-        found = query.nodes(hosts)
-    else:
-        answer, error = recheck.read_again(
-            lambda: query.nodes(hosts), what=f"the state of {names}", notify=notify
-        )
-        if answer is None:
-            outcome.states = {n: "unknown" for n in outcome.nodes}
-            raise ControllerUnreachable(
-                f"scontrol update (drain {names}) got no answer and Slurm still does not answer "
-                f"({error}): whether they were drained is unknown; the next `faulty scan "
-                f"--drain` settles it ({journal.path})"
-            )
-        found = answer
-    outcome.states = {n.name: n.state_text for n in found}
-    journal.outcome(token, DRAIN, "done", states=outcome.states)
+    path = auditlog.chosen(log, keep=True, dry_run=False)
+    lock = locks.default_lock_path("node")  # as the node commands: one changer at a time
+    with AuditLog.open(path) as audit, locks.hold(lock, wait=LOCK_WAIT, what="node"):
+        _settle_old_journal(notify)
+        core.reconcile(audit, core.Reading(notify))
+        if not outcome.groups:
+            return outcome
+        if not confirm(outcome):
+            outcome.declined = True
+            return outcome
+        for reason, nodes in outcome.groups.items():
+            _drain(outcome, reason, nodes, audit, notify)
     return outcome
+
+
+def _drain(
+    outcome: DrainOutcome, reason: str, nodes: list[str], audit: AuditLog, notify: Notify
+) -> None:
+    """One group through the core: intent, one update, read back, outcome; a failure raised."""
+    rows = [Row(n, outcome.before.get(n, ""), reason=reason) for n in nodes]
+    call = core.slurm_call(DRAIN, reason=reason)
+    applied = core.apply(DRAIN, rows, audit, call, core.Reading(notify), POINTS, reason=reason)
+    if applied.refused:
+        raise UsageError(f"{applied.refused}: {applied.names} left as they were")
+    if applied.error is not None and not applied.silent:
+        raise applied.error  # its outcome (drain-failed) is in the log
+    outcome.done = True
+    outcome.states.update({n: node.state_text for n, node in applied.nodes.items()})
+    if not applied.read:
+        outcome.states.update({r.node: "unknown" for r in rows})
+        raise ControllerUnreachable(
+            f"scontrol update (drain {applied.names}) got no answer and Slurm still does not "
+            f"answer ({applied.read_error}): whether they were drained is unknown; the next "
+            f"node command or `faulty scan --drain` settles it ({audit.path})"
+        )
+    if applied.log_error:
+        raise UsageError(f"{applied.log_error} (the drain itself was made)")

@@ -112,6 +112,7 @@ class DrainOutcome:
     done: bool = False
     declined: bool = False
     states: dict[str, str] = field(default_factory=dict)
+    before: dict[str, str] = field(default_factory=dict)  # as planned, for the audit log
 
     @property
     def nodes(self) -> list[str]:

@@ -504,7 +504,7 @@ def test_faulty_scan_drain_killed_after_the_update_is_settled_by_the_next_run(
     cluster: sandbox.SandboxSpec, tmp_path: Path
 ) -> None:
     """kill -9 between "node drained" and "recorded" (faultpoint faulty-drain.after-update):
-    the journal keeps the open intent, and the next ``faulty scan --drain`` (which finds
+    the audit log keeps the open intent, and the next ``faulty scan --drain`` (which finds
     the node already drained, so it has nothing to drain itself) settles it in one line,
     recording the node state Slurm reports."""
     poll(lambda: _can_run(FAULTY_NODE), 300, f"{FAULTY_NODE} to accept jobs")
@@ -512,26 +512,26 @@ def test_faulty_scan_drain_killed_after_the_update_is_settled_by_the_next_run(
     scan = ("faulty", "scan", "-w", "node-[1-4]", "--checks", f"python,{FAULTY_CMD}",
             "--dir", str(tmp_path / "scan"), "--timeout", "300", "--set", "cpus_per_task=1",
             "--drain", "--yes", "--json")  # fmt: skip
-    journal = state / "slurmkit" / "faulty-drain.journal"
+    log = state / "slurmkit" / "actions.log"  # the node-change core's one audit log
     try:
         killed = _run_env(*scan, point="faulty-drain.after-update", XDG_STATE_HOME=str(state))
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         assert _ours_drained() == [FAULTY_NODE]  # done, not recorded
-        entries = [json.loads(ln) for ln in journal.read_text().splitlines()]
-        assert [(e["kind"], e["action"], e["nodes"]) for e in entries] == [
-            ("intent", "drain", FAULTY_NODE)
+        entries = [json.loads(ln) for ln in log.read_text().splitlines()]
+        assert [(e["kind"], e["action"], e["node"]) for e in entries] == [
+            ("intent", "will-drain", FAULTY_NODE)
         ]
         again = _run_env(*scan, XDG_STATE_HOME=str(state))
         assert again.returncode == 1, again.stderr  # findings: node-3 fails its check
         notes = [ln for ln in _errors(again.stderr) if "settled" in ln]
-        assert len(notes) == 1 and f"{FAULTY_NODE} drained" in notes[0], again.stderr
-        entries = [json.loads(ln) for ln in journal.read_text().splitlines()]
-        assert [(e["kind"], e.get("result")) for e in entries] == [
-            ("intent", None), ("outcome", "done"),
+        assert len(notes) == 1 and f"{FAULTY_NODE} drain done" in notes[0], again.stderr
+        entries = [json.loads(ln) for ln in log.read_text().splitlines()]
+        assert [(e["kind"], e["action"]) for e in entries] == [
+            ("intent", "will-drain"), ("outcome", "drain"),
         ]  # fmt: skip
         (node,) = query.nodes(FAULTY_NODE)
-        assert entries[1]["reconciled"] is True
-        assert entries[1]["states"] == {FAULTY_NODE: node.state_text} and "DRAIN" in node.flags
+        assert entries[1]["reconciled"] == "yes"
+        assert entries[1]["after"] == node.state_text and "DRAIN" in node.flags
         assert json.loads(again.stdout)["drain"]["groups"] == []  # not drained twice
     finally:
         ours = _ours_drained()

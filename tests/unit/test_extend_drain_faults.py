@@ -15,6 +15,7 @@ from slurmkit.faulty import drain
 from slurmkit.faulty.report import DrainOutcome
 from slurmkit.jobenv import timelimit
 from slurmkit.journal import Journal, read
+from slurmkit.nodechange import auditlog
 from slurmkit.slurm import recheck
 from tests.fakes import Call, FakeSlurm
 from tests.unit.test_cli_job import SHOW3, UPDATE, _limited
@@ -156,16 +157,22 @@ def _plan() -> DrainOutcome:
     return outcome
 
 
+def _actions(path: Path) -> list[tuple[str, str]]:
+    return [(r.node, r.action) for r in auditlog.read(path)]
+
+
 def test_a_drain_that_timed_out_but_went_through_is_reported_drained(
     scan_slurm: HungScanSlurm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(recheck, "window", lambda env=None: 5.0)  # (no pause: asked again at once)
     scan_slurm.silent_reads = 1
-    journal = Journal(tmp_path / "drain.journal")
+    log = tmp_path / "actions.log"
     notes: list[str] = []
-    done = drain.execute(_plan(), lambda o: True, journal=journal, notify=notes.append)
+    done = drain.execute(_plan(), lambda o: True, log=log, notify=notes.append)
     assert done.done and done.states == {"node-2": "IDLE+DRAIN", "node-3": "IDLE+DRAIN"}
-    assert _journal_entries(journal.path) == [("intent", ""), ("outcome", "done")]
+    assert _actions(log) == [
+        ("node-2", "will-drain"), ("node-3", "will-drain"), ("node-2", "drain"), ("node-3", "drain")
+    ]  # fmt: skip
     assert any("no answer" in n for n in notes)
 
 
@@ -173,16 +180,16 @@ def test_a_drain_without_any_answer_stays_open_and_the_next_drain_settles_it(
     scan_slurm: HungScanSlurm, tmp_path: Path
 ) -> None:
     scan_slurm.silent_reads = 100
-    journal = Journal(tmp_path / "drain.journal")
+    log = tmp_path / "actions.log"
     with pytest.raises(ControllerUnreachable, match="unknown"):
-        drain.execute(_plan(), lambda o: True, journal=journal, notify=lambda n: None)
-    assert _journal_entries(journal.path) == [("intent", "")]
+        drain.execute(_plan(), lambda o: True, log=log, notify=lambda n: None)
+    assert [i.nodes for i in auditlog.open_intents(log)] == [("node-2", "node-3")]
     scan_slurm.silent_reads = 0
     notes: list[str] = []
-    settled = drain.reconcile(journal, notes.append)
-    assert settled == ["node-[2-3] drained"]
-    assert _journal_entries(journal.path)[-1] == ("outcome", "done")
-    assert len(notes) == 1
+    drain.execute(DrainOutcome(dry_run=False), lambda o: True, log=log, notify=notes.append)
+    assert auditlog.open_intents(log) == []
+    assert _actions(log)[-2:] == [("node-2", "drain"), ("node-3", "drain")]
+    assert len(notes) == 1 and "node-2 drain done" in notes[0]
 
 
 def test_a_run_with_nothing_left_to_drain_still_settles_the_killed_runs_intent(
@@ -192,20 +199,35 @@ def test_a_run_with_nothing_left_to_drain_still_settles_the_killed_runs_intent(
     next run has no group to drain: it must settle the open intent all the same (the live
     fault suite found it left open for good)."""
     scan_slurm.silent_reads = 100
-    journal = Journal(tmp_path / "drain.journal")
+    log = tmp_path / "actions.log"
     with pytest.raises(ControllerUnreachable):
-        drain.execute(_plan(), lambda o: True, journal=journal, notify=lambda n: None)
+        drain.execute(_plan(), lambda o: True, log=log, notify=lambda n: None)
     scan_slurm.silent_reads = 0
     notes: list[str] = []
     asked: list[DrainOutcome] = []
     nothing = DrainOutcome(dry_run=False)
-    done = drain.execute(nothing, asked.append, journal=journal, notify=notes.append)
+    done = drain.execute(nothing, asked.append, log=log, notify=notes.append)
     assert not done.done and asked == []  # nothing to drain, nobody asked
-    assert _journal_entries(journal.path)[-1] == ("outcome", "done")
-    assert len(notes) == 1 and "node-[2-3] drained" in notes[0]
+    assert auditlog.open_intents(log) == []
+    assert len(notes) == 1 and "node-3 drain done" in notes[0]
 
 
-def test_a_dry_run_settles_nothing_and_writes_no_journal(tmp_path: Path) -> None:
-    journal = Journal(tmp_path / "drain.journal")
-    drain.execute(DrainOutcome(dry_run=True), lambda o: True, journal=journal)
-    assert not journal.path.exists()
+def test_a_drain_intent_an_older_slurmkit_left_open_is_still_settled(
+    scan_slurm: HungScanSlurm, tmp_path: Path
+) -> None:
+    drain.journal_path().parent.mkdir(parents=True)
+    old = Journal(drain.journal_path())
+    old.intent("drain", nodes="node-[2-3]", groups={})
+    scan_slurm.nodes["node-2"] += "+DRAIN"
+    notes: list[str] = []
+    drain.execute(
+        DrainOutcome(dry_run=False), lambda o: True, log=tmp_path / "a.log", notify=notes.append
+    )
+    assert _journal_entries(old.path)[-1] == ("outcome", "partial")
+    assert any("node-2 drained, node-3 not drained" in n for n in notes)
+
+
+def test_a_dry_run_settles_nothing_and_writes_no_log(tmp_path: Path) -> None:
+    log = tmp_path / "actions.log"
+    drain.execute(DrainOutcome(dry_run=True), lambda o: True, log=log)
+    assert not log.exists()

@@ -72,6 +72,9 @@ class CheckJobCluster:
             return 0, "slurm-wlm 22.05.8\n", ""
         if argv[:4] == ["scontrol", "--all", "--oneliner", "show"]:
             return self._show_nodes(argv[5] if len(argv) > 5 else None)
+        if argv[:4] == ["scontrol", "--all", "show", "node"]:  # exact reasons: a record a node
+            rc, out, err = self._show_nodes(argv[4] if len(argv) > 4 else None)
+            return rc, out.replace("\n", "\n\n"), err
         if argv[:3] == ["scontrol", "--all", "show"]:
             nodes = fold(list(self.nodes))
             return 0, f"PartitionName=gpu\n   Default=YES\n   Nodes={nodes}\n   State=UP\n\n", ""
@@ -384,6 +387,18 @@ def test_drain_yes_drains_exactly_the_failing_node_in_one_call(run_cli, slurm) -
     ]
     assert "drained node-3" in result.stderr and "IDLE+DRAIN" in result.stderr
     assert result.stdout.splitlines()[-1] == "--exclude=node-3"
+
+
+def test_drain_goes_through_the_node_change_core_and_its_audit_log(run_cli, slurm) -> None:
+    """Issue 30: the scan's drain is the core's, so ``log show`` and any later node command
+    see it: a will-drain intent and a drain outcome per node, in the one audit log."""
+    from slurmkit.nodechange import auditlog
+
+    failing_scan(slurm)
+    scan(run_cli, "--checks", f"python,{CMD}", "--drain", "--yes")
+    records = [(r.node, r.kind, r.action) for r in auditlog.read(auditlog.default_path())]
+    assert records == [("node-3", "intent", "will-drain"), ("node-3", "outcome", "drain")]
+    assert auditlog.open_intents(auditlog.default_path()) == []
 
 
 def test_drain_batches_per_reason(run_cli, slurm) -> None:
