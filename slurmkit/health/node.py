@@ -19,6 +19,15 @@ The rules (as LBNL NHC applies them to its own drains):
   replaces its reason (which would make the node resumable once that check passes)
   nor resumes it. It is known by its reason and by the node's state file
   (``held``), so a reason another check wrote cannot end it either.
+
+Why this drain stays outside the node-change core (:mod:`slurmkit.nodechange`, issue 30),
+the one exception: it runs on the node itself, under slurmd, as Slurm's
+HealthCheckProgram, whose contract is that the program drains its own node; and it runs
+every ``HealthCheckInterval`` with a tight time budget (slurmd waits for it). The core
+would add per run a read-back, a lock and an fsynced audit log on every node's local
+disk, which no ``node`` command or ``log show`` on the admin host reads. Its record is
+the reason itself (``slurmkit health: <check>: ...``, with Slurm's reason time) and the
+node's state file (``held``); the next health run is its reconcile.
 """
 
 from __future__ import annotations
