@@ -5,8 +5,8 @@ The library behind ``slurmkit node``: planners on the node-change core
 reason), an intent record in the audit log before it and the outcome after, faultpoints
 around it, a read-back. Resume runs the leftover check undrain runs
 (:mod:`slurmkit.nodechange.leftovers`), reboot checks ``RebootProgram`` first and follows
-the nodes back, ``--validate`` reuses ``faulty scan``. Nothing here imports click, nor
-:mod:`slurmkit.undrain` (an import contract).
+the nodes back, ``--validate`` reuses ``faulty scan``. Nothing here imports click, nor the
+undrain feature package (an import contract: node and undrain meet only in the core).
 """
 
 from __future__ import annotations
