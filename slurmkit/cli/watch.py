@@ -52,6 +52,18 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _stat_timeout_option(help_text: str) -> Callable[[Any], Any]:
+    """The --timeout of the checks that stat a path: a hung mount must not hang cron."""
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.1),
+        default=30.0,
+        show_default=True,
+        metavar="S",
+        help=help_text,
+    )
+
+
 def _finish(
     findings: Sequence[Any],
     notify: tuple[str, ...],
@@ -198,14 +210,7 @@ def cron_command(
     metavar="PCT",
     help="Share of the capacity that is really usable (80% on some distributed FS).",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=30.0,
-    show_default=True,
-    metavar="S",
-    help="A path that does not answer in time (hung mount) is an alert.",
-)
+@_stat_timeout_option("A path that does not answer in time (hung mount) is an alert.")
 @_common
 def fs_command(
     paths: tuple[str, ...],
@@ -240,14 +245,7 @@ def fs_command(
     metavar="DURATION",
     help="Alert when FILE was last written longer ago than this (30m).",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=30.0,
-    show_default=True,
-    metavar="S",
-    help="A file that cannot be stat'ed in time (hung mount) is an alert.",
-)
+@_stat_timeout_option("A file that cannot be stat'ed in time (hung mount) is an alert.")
 @_common
 def log_command(
     files: tuple[str, ...],
