@@ -21,6 +21,7 @@ from slurmkit.grammar import idrange
 from slurmkit.slurm.commands import run_slurm
 from slurmkit.slurm.parse_text import (
     DELIMITER,
+    SACCT_HEAD_COLUMNS,
     Column,
     field_list,
     parse_exit_code,
@@ -37,13 +38,7 @@ EPOCH = "2000-01-01T00:00:00"
 
 # Fields present from 22.05 to 26.05 (StdOut/StdErr are 23.02+: read from slurmctld).
 WHY_SACCT_COLUMNS: tuple[Column, ...] = (
-    ("job_id", "JobIDRaw"),
-    ("display_id", "JobID"),
-    ("name", "JobName"),
-    ("user", "User"),
-    ("state", "State"),
-    ("reason", "Reason"),
-    ("exit_code", "ExitCode"),
+    *SACCT_HEAD_COLUMNS,
     ("derived_exit_code", "DerivedExitCode"),
     ("partition", "Partition"),
     ("qos", "QOS"),

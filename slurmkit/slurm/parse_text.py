@@ -72,7 +72,8 @@ SQUEUE_NODELIST_COLUMNS: tuple[Column, ...] = (
     ("state", "%T"),
     ("nodelist", "%N"),
 )
-SACCT_COLUMNS: tuple[Column, ...] = (
+# The identity and outcome of a job, first in every sacct format slurmkit asks for.
+SACCT_HEAD_COLUMNS: tuple[Column, ...] = (
     ("job_id", "JobIDRaw"),
     ("display_id", "JobID"),
     ("name", "JobName"),
@@ -80,6 +81,9 @@ SACCT_COLUMNS: tuple[Column, ...] = (
     ("state", "State"),
     ("reason", "Reason"),
     ("exit_code", "ExitCode"),
+)
+SACCT_COLUMNS: tuple[Column, ...] = (
+    *SACCT_HEAD_COLUMNS,
     ("partition", "Partition"),
     ("account", "Account"),
     ("nodelist", "NodeList"),
