@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +63,34 @@ def _change_options(command: Callable[..., Any]) -> Callable[..., Any]:
         json_option(),
         per_node_option,
     ]
-    return functools.reduce(lambda f, option: option(f), reversed(options), command)
+
+    @functools.wraps(command)
+    def packed(**kwargs: Any) -> Any:
+        flags = {field.name: kwargs.pop(field.name) for field in fields(_ChangeFlags)}
+        return command(change=_ChangeFlags(**flags), **kwargs)
+
+    return functools.reduce(lambda f, option: option(f), reversed(options), packed)
+
+
+@dataclass(frozen=True)
+class _ChangeFlags:
+    """The options of _change_options, as one value: every change reads them alike."""
+
+    dry_run: bool
+    yes: bool
+    log_path: Path | None
+    keep_log: bool
+    lock_path: Path | None
+    lock_wait: float
+    as_json: bool
+
+    def begin(self) -> tuple[_confirm.Gate, ChangeOptions]:
+        """The confirm rule and the change's options; called after the node list is
+        parsed, so bad input is reported before any dry-run notice."""
+        rule = _confirm.gate(self.dry_run, self.yes, interactive=sys.stdin.isatty())
+        return rule, _options(
+            rule.dry_run, self.log_path, self.keep_log, self.lock_path, self.lock_wait
+        )
 
 
 def _targets(nodes: str, exclude: str | None) -> HostSet:
@@ -122,13 +150,7 @@ def drain_command(
     nodes: str,
     exclude: str | None,
     reason: str,
-    dry_run: bool,
-    yes: bool,
-    log_path: Path | None,
-    keep_log: bool,
-    lock_path: Path | None,
-    lock_wait: float,
-    as_json: bool,
+    change: _ChangeFlags,
 ) -> None:
     """Drain NODES with a reason, in one scontrol update.
 
@@ -138,10 +160,9 @@ def drain_command(
 
     check_reason(reason)  # bad input before the dry-run notice
     hosts = _targets(nodes, exclude)
-    rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
-    options = _options(rule.dry_run, log_path, keep_log, lock_path, lock_wait)
-    report = drain(hosts, reason, options, _asker(yes, "Drain these nodes?"))
-    _finish(report, as_json, rule)
+    rule, options = change.begin()
+    report = drain(hosts, reason, options, _asker(change.yes, "Drain these nodes?"))
+    _finish(report, change.as_json, rule)
 
 
 @node_group.command("resume")
@@ -161,13 +182,7 @@ def resume_command(
     via: str,
     timeout: float,
     ssh: RemoteOptions,
-    dry_run: bool,
-    yes: bool,
-    log_path: Path | None,
-    keep_log: bool,
-    lock_path: Path | None,
-    lock_wait: float,
-    as_json: bool,
+    change: _ChangeFlags,
 ) -> None:
     """Return NODES (drained or down for any reason) to service, in one scontrol update.
 
@@ -183,10 +198,9 @@ def resume_command(
     hosts = _targets(nodes, exclude)
     remote = replace(ssh, timeout=timeout, notify=_confirm.notify)
     checks = ResumeOptions(check=not no_check, via=via, remote=remote)
-    rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
-    options = _options(rule.dry_run, log_path, keep_log, lock_path, lock_wait)
-    report = resume(hosts, options, checks, _asker(yes, "Resume these nodes?"))
-    _finish(report, as_json, rule)
+    rule, options = change.begin()
+    report = resume(hosts, options, checks, _asker(change.yes, "Resume these nodes?"))
+    _finish(report, change.as_json, rule)
 
 
 @node_group.command("reboot")
@@ -238,13 +252,7 @@ def reboot_command(
     no_wait: bool,
     validate_checks: str | None,
     check_dir: Path,
-    dry_run: bool,
-    yes: bool,
-    log_path: Path | None,
-    keep_log: bool,
-    lock_path: Path | None,
-    lock_wait: float,
-    as_json: bool,
+    change: _ChangeFlags,
 ) -> None:
     """Reboot NODES with one scontrol reboot and follow them back to idle.
 
@@ -269,12 +277,11 @@ def reboot_command(
         validate=checks,
         follow=not no_wait,
     )
-    rule = _confirm.gate(dry_run, yes, interactive=sys.stdin.isatty())
-    options = _options(rule.dry_run, log_path, keep_log, lock_path, lock_wait)
+    rule, options = change.begin()
     check = validator(checks, _confirm.notify, work_dir=check_dir) if checks else None
     question = "Reboot these nodes" + (f", then validate ({validate_checks})?" if checks else "?")
-    report = reboot(hosts, options, rebooting, _asker(yes, question), check)
-    _finish(report, as_json, rule)
+    report = reboot(hosts, options, rebooting, _asker(change.yes, question), check)
+    _finish(report, change.as_json, rule)
 
 
 @node_group.command("show")
