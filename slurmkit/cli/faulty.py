@@ -23,7 +23,6 @@ from slurmkit.cli._options import (
     confirm_options,
     json_option,
     node_count_option,
-    node_set,
     selection_options,
 )
 from slurmkit.cli._output import (
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from slurmkit.faulty import DrainOutcome, ScanReport
     from slurmkit.faulty.excluded import ExcludedNode
     from slurmkit.gpu import Verdict
+    from slurmkit.hostlist import HostSet
     from slurmkit.nodesel import Selection
 
 _json_option = json_option()
@@ -240,7 +240,7 @@ def scan_command(
     exit_with(report.exit_code)
 
 
-def _scan_nodes(selection: Selection, partition: str | None, count: int | None) -> str | None:
+def _scan_nodes(selection: Selection, partition: str | None, count: int | None) -> HostSet | None:
     """-w with groups resolved and -x applied; -x alone narrows -p (or the default partition)."""
     from dataclasses import replace
 
@@ -252,7 +252,7 @@ def _scan_nodes(selection: Selection, partition: str | None, count: int | None) 
         raise UsageError("-N/--nodes (a count) and -w/--nodelist, -x/--exclude exclude each other")
     if selection.include is None:
         selection = replace(selection, include=f"@partition:{partition or _default_partition()}")
-    return node_set(selection)
+    return selection.resolve()  # the one parse
 
 
 def _default_partition() -> str:
@@ -424,10 +424,13 @@ def excluded_command(
         _show_excluded(path, entries, show_all, as_json)
         return
     now = excluded.now_utc()
-    going = excluded.remove(path, clear, expired, now, dry_run=True)
+    from slurmkit.hostlist import HostSet
+
+    nodes = HostSet(clear) if clear is not None else None  # the one parse
+    going = excluded.remove(path, nodes, expired, now, dry_run=True)
     gate = _confirm.gate(dry_run, yes)
     if going and gate.approve(lambda: _show_removal(going, "remove"), "Remove these entries?"):
-        going = excluded.remove(path, clear, expired, now)
+        going = excluded.remove(path, nodes, expired, now)
         done = True
     else:
         done = False

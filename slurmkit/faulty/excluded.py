@@ -28,7 +28,7 @@ from pathlib import Path
 from slurmkit import files, locks, trust
 from slurmkit.errors import HostlistParseError, SlurmkitError, UsageError
 from slurmkit.faulty.report import ScanReport
-from slurmkit.hostlist import count, expand, fold
+from slurmkit.hostlist import HostSet, count, expand, fold
 
 DEFAULT_TTL = timedelta(days=7)
 FILE_NAME = "excluded.json"
@@ -227,17 +227,17 @@ def record(
 
 def remove(
     path: Path,
-    nodes: str | None = None,
+    nodes: HostSet | None = None,
     expired: bool = False,
     now: datetime | None = None,
     dry_run: bool = False,
 ) -> list[ExcludedNode]:
-    """Drop the entries of ``nodes`` (a hostlist) and/or the expired ones; returns them.
+    """Drop the entries of ``nodes`` and/or the expired ones; returns them.
 
     ``dry_run`` reads and reports without writing (no lock taken, nothing created).
     """
     now = now or now_utc()
-    names = set(expand(nodes)) if nodes else set()
+    names = set(nodes) if nodes else set()
 
     def goes(e: ExcludedNode) -> bool:
         return e.node in names or (expired and e.expired(now))

@@ -29,7 +29,7 @@ from slurmkit.faulty.checks import across_nodes, needs_gpus
 from slurmkit.faulty.history import SCAN_JOB_PREFIX
 from slurmkit.faulty.report import ScanReport, node_results, outside
 from slurmkit.faulty.targets import Targets, choose
-from slurmkit.hostlist import expand
+from slurmkit.hostlist import HostSet, expand
 from slurmkit.slurm import wait as slurm_wait
 from slurmkit.slurm.submit import trusted_folder
 from slurmkit.templating.results import parse_check_lines
@@ -56,7 +56,7 @@ class ScanOptions:
     checks: tuple[str, ...]
     partition: str | None = None
     nodes: int | None = None
-    nodelist: str | None = None
+    nodelist: HostSet | None = None
     timeout: float = DEFAULT_TIMEOUT
     work_dir: Path = DEFAULT_DIR
     sets: Mapping[str, str] = field(default_factory=dict)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from slurmkit.errors import SlurmkitError, UsageError
 from slurmkit.grammar.gres import gpu_count
-from slurmkit.hostlist import HostSet, expand, fold
+from slurmkit.hostlist import HostSet, fold
 from slurmkit.slurm import query
 from slurmkit.slurm.records import Node
 
@@ -57,16 +57,15 @@ def can_run_jobs(node: Node) -> bool:
     return node.state in _RUNNING_BASES and not (node.flags & _CANNOT_RUN)
 
 
-def choose(partition: str | None, nodes: int | None, nodelist: str | None) -> Targets:
+def choose(partition: str | None, nodes: int | None, nodelist: HostSet | None) -> Targets:
     if nodes is not None and nodelist is not None:
         raise UsageError("--nodes and -w/--nodelist exclude each other")
     if nodes is not None and nodes < 1:
         raise UsageError("--nodes must be at least 1")
     if nodelist is not None:
-        names = expand(nodelist)  # our parser's errors, before Slurm is asked
-        if not names:
+        if not nodelist:
             raise UsageError("-w/--nodelist names no node")
-        records = query.nodes(HostSet(names))
+        records = query.nodes(nodelist)
     else:
         records = _partition_nodes(partition)
     usable = [n for n in records if can_run_jobs(n)]

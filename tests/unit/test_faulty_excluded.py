@@ -17,6 +17,7 @@ from test_faulty_scan import NODES, all_pass, scan, slurm  # noqa: F401 (fixture
 
 from slurmkit.errors import UsageError
 from slurmkit.faulty import excluded
+from slurmkit.hostlist import HostSet
 
 T0 = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
 
@@ -44,7 +45,7 @@ def test_record_renew_expire_and_remove(tmp_path: Path) -> None:
     assert [e.node for e in gone] == ["node-1"] and len(excluded.load(path)) == 2  # dry run
     excluded.remove(path, expired=True, now=T0 + timedelta(days=8))
     assert [e.node for e in excluded.load(path)] == ["node-3"]
-    excluded.remove(path, "node-[2-3]")
+    excluded.remove(path, HostSet("node-[2-3]"))
     assert excluded.load(path) == [] and excluded.hostlist(path) == ""
 
 

@@ -51,10 +51,6 @@ KNOWN = frozenset(
         # slurmkit/slurm/ is moved to node sets by its owner at the same time (NodeNames):
         # node_events(nodes), events_argv(nodes) still take the text
         "slurmkit.slurm.accounting",
-        # faulty's -w/--nodelist and `faulty excluded --clear` text reach these unparsed
-        "slurmkit.faulty.targets",
-        "slurmkit.faulty.scan",
-        "slurmkit.faulty.excluded",
         # SLURM_JOB_NODELIST from the job's environment: the edge is the env, read here
         "slurmkit.jobenv.allocation",
     }
