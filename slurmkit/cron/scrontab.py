@@ -27,22 +27,25 @@ class Spec:
     note: str = ""
 
 
+def _step(count: int, per: int, every_one: str, every_count: str, unit: str) -> Spec:
+    """A step of ``count`` is exact only if it divides ``per``: cron steps restart each hour/day."""
+    if per % count:
+        return Spec(every_count, False, f"{count} does not divide {unit}")
+    return Spec(every_one if count == 1 else every_count, True)
+
+
 def cron_spec(period: Period, at: str | None = None) -> Spec:
     seconds = period.seconds
     if seconds % 60:
         return Spec(None, False, "scrontab cannot run more often than once a minute or on seconds")
     minutes = seconds // 60
     if minutes < 60:
-        if 60 % minutes == 0:
-            return Spec("* * * * *" if minutes == 1 else f"*/{minutes} * * * *", True)
-        return Spec(f"*/{minutes} * * * *", False, f"{minutes} does not divide an hour")
+        return _step(minutes, 60, "* * * * *", f"*/{minutes} * * * *", "an hour")
     if minutes % 60:
         return Spec(None, False, "not a whole number of hours")
     hours = minutes // 60
     if hours < 24:
-        if 24 % hours == 0:
-            return Spec("0 * * * *" if hours == 1 else f"0 */{hours} * * *", True)
-        return Spec(f"0 */{hours} * * *", False, f"{hours} does not divide a day")
+        return _step(hours, 24, "0 * * * *", f"0 */{hours} * * *", "a day")
     if hours == 24:
         hh, mm = (at or "00:00").split(":")
         return Spec(f"{int(mm)} {int(hh)} * * *", True)
