@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -20,6 +22,17 @@ dir_option = click.option(
     show_default=True,
     help="Where the sandbox keeps its configs, logs and state (env: SLURMKIT_SANDBOX_DIR).",
 )
+
+
+def _slurm_source_option(help_text: str) -> Callable[[Any], Any]:
+    """``--slurm-source``, one option for ``up`` and ``build``; each says it in its own words."""
+    return click.option(
+        "--slurm-source",
+        type=click.Path(dir_okay=False),
+        default=None,
+        metavar="TARBALL",
+        help=help_text,
+    )
 
 
 def _progress(message: str) -> None:
@@ -74,13 +87,9 @@ def sandbox_group() -> None:
     "in /var/cache/slurmkit/roots/VERSION; 25.11 is built from source (see 'sandbox build').",
 )
 @click.option("--no-install", is_flag=True, help="Do not apt-get install missing packages.")
-@click.option(
-    "--slurm-source",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="TARBALL",
-    help="Source tarball for a version built from source (25.11); else $SLURMKIT_SLURM_SOURCE, "
-    "else ../shared/vendor/ beside the repository.",
+@_slurm_source_option(
+    "Source tarball for a version built from source (25.11); else $SLURMKIT_SLURM_SOURCE, "
+    "else ../shared/vendor/ beside the repository."
 )
 @click.option(
     "--virtual-nodes",
@@ -139,13 +148,9 @@ def sandbox_up(
 @click.option(
     "--slurm", "slurm", required=True, metavar="VERSION", help="The series: 24.11, 25.11, 26.05."
 )
-@click.option(
-    "--slurm-source",
-    type=click.Path(dir_okay=False),
-    default=None,
-    metavar="TARBALL",
-    help="slurm-VERSION.N.tar.bz2 from https://download.schedmd.com/slurm/ (else "
-    "$SLURMKIT_SLURM_SOURCE, else ../shared/vendor/ beside the repository).",
+@_slurm_source_option(
+    "slurm-VERSION.N.tar.bz2 from https://download.schedmd.com/slurm/ (else "
+    "$SLURMKIT_SLURM_SOURCE, else ../shared/vendor/ beside the repository)."
 )
 def sandbox_build(slurm: str, slurm_source: str | None) -> None:
     """Prepare a Slurm version the host does not ship, once: what 'up --slurm' would do first.
