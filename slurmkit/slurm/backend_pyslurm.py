@@ -25,6 +25,7 @@ series matches the cluster's.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -471,48 +472,25 @@ def _cpu_ids(cores: str | None, threads: int) -> str | None:
 
 
 def _detail_job(j: Any, threads: dict[str, int]) -> Job:
-    """A job as ``scontrol --details show job`` gives it."""
+    """A job as ``scontrol --details show job`` gives it: the squeue job and the detail fields."""
     base = _squeue_job(j)
     state = base.state
     limit = base.time_limit
     used = base.time_used
     reason = base.reason.replace("_", " ") if base.reason else None
-    exit_code, exit_signal = j.exit_code, j.exit_code_signal
-    return Job(
-        job_id=base.job_id,
-        name=base.name,
-        user=base.user,
-        state=state,
-        state_flags=base.state_flags,
+    return dataclasses.replace(
+        base,
         reason=reason,
-        array_job_id=base.array_job_id,
-        array_task_id=base.array_task_id,
-        partition=base.partition,
-        account=base.account,
-        qos=base.qos,
-        nodelist=base.nodelist,
-        batch_host=base.batch_host,
-        num_nodes=base.num_nodes,
-        num_cpus=base.num_cpus,
         cpus_per_task=j.cpus_per_task,
-        gres_per_node=base.gres_per_node,
         gres_detail=_gres_detail(j, threads),
         alloc_tres=_alloc_tres(j),
-        submit_time=base.submit_time,
         accrue_time=_when(j.accrue_time),
-        start_time=base.start_time,
-        end_time=base.end_time,
-        time_limit=limit,
-        time_used=used,
         time_left=None
         if limit is None or state in FINISHED_JOB_STATES
         else (limit if state == "PENDING" else max(limit - (used or 0), 0)),
-        priority=base.priority,
         held=reason in HELD_REASONS,
-        dependency=base.dependency,
-        exit_code=exit_code,
-        exit_signal=exit_signal,
-        work_dir=base.work_dir,
+        exit_code=j.exit_code,
+        exit_signal=j.exit_code_signal,
         std_out=_text(j.standard_output),
         std_err=_text(j.standard_error),
     )
