@@ -39,13 +39,12 @@ class ChangeOptions:
     notify: Notify | None = None
     recheck_within: float | None = None  # None: recheck.window(), from MessageTimeout
 
-    def say(self, message: str) -> None:
-        if self.notify is not None:
-            self.notify(message)
-
     @property
     def reading(self) -> Reading:
         return Reading(self.notify, self.recheck_within)
+
+    def say(self, message: str) -> None:
+        self.reading.say(message)
 
 
 Moved = Callable[[NodeRow, Node], str]  # why a planned row no longer holds, or ""
