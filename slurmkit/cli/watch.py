@@ -9,7 +9,9 @@ stderr; the exit code still says what the check found.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from slurmkit.cli._output import print_json
 
 
 def _common(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--notify, --realert, --state, --json, passed as one ``alerting``, checked first."""
     options: list[Callable[[Any], Any]] = [
         click.option(
             "--notify",
@@ -47,9 +50,31 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         json_option(),
     ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+
+    @functools.wraps(func)
+    def packed(**kwargs: Any) -> Any:
+        alerting = _Alerting(**{field.name: kwargs.pop(field.name) for field in fields(_Alerting)})
+        alerting.validate()
+        return func(alerting=alerting, **kwargs)
+
+    return functools.reduce(lambda f, option: option(f), reversed(options), packed)
+
+
+@dataclass(frozen=True)
+class _Alerting:
+    """The options of _common, as one value: every watchdog checks and sends alike."""
+
+    notify: tuple[str, ...]
+    realert: str
+    state_path: Path | None
+    as_json: bool
+
+    def validate(self) -> None:
+        """Before anything is checked (``_common`` calls it first)."""
+        _validate_early(self.notify, self.realert)
+
+    def finish(self, findings: Sequence[Any]) -> None:
+        _finish(findings, self.notify, self.realert, self.state_path, self.as_json)
 
 
 def _stat_timeout_option(help_text: str) -> Callable[[Any], Any]:
@@ -141,10 +166,7 @@ def job_command(
     name: str,
     user: str | None,
     any_user: bool,
-    notify: tuple[str, ...],
-    realert: str,
-    state_path: Path | None,
-    as_json: bool,
+    alerting: _Alerting,
 ) -> None:
     """Alert when no job NAME is running, or pending and able to run.
 
@@ -156,13 +178,12 @@ def job_command(
     from slurmkit.slurm.submit import current_user
     from slurmkit.watch.job import check_job
 
-    _validate_early(notify, realert)
     if "," in name or not name.strip():
         raise UsageError(f"--name {name!r}: one job name, without commas")
     if any_user and user:
         raise UsageError("--user and --any-user exclude each other")
     owner = None if any_user else (user or current_user())
-    _finish([check_job(name, owner)], notify, realert, state_path, as_json)
+    alerting.finish([check_job(name, owner)])
 
 
 @watch_group.command("cron")
@@ -178,10 +199,7 @@ def cron_command(
     directory: Path | None,
     periods: tuple[str, ...],
     grace: str | None,
-    notify: tuple[str, ...],
-    realert: str,
-    state_path: Path | None,
-    as_json: bool,
+    alerting: _Alerting,
 ) -> None:
     """Alert when a scheduler chain of cron dir DIR is gone, stuck, late or failing.
 
@@ -191,10 +209,9 @@ def cron_command(
     from slurmkit.grammar.duration import parse_duration
     from slurmkit.watch.cron import check_cron
 
-    _validate_early(notify, realert)
     grace_seconds = parse_duration(grace, "--grace", minimum=0) if grace else None
     findings = check_cron(CronDir(resolve_dir(directory)), periods, grace_seconds)
-    _finish(findings, notify, realert, state_path, as_json)
+    alerting.finish(findings)
 
 
 @watch_group.command("fs")
@@ -218,23 +235,19 @@ def fs_command(
     min_free_inodes: str | None,
     usable: str,
     timeout: float,
-    notify: tuple[str, ...],
-    realert: str,
-    state_path: Path | None,
-    as_json: bool,
+    alerting: _Alerting,
 ) -> None:
     """Alert when a file system at PATH runs low on space or inodes."""
     from slurmkit.errors import UsageError
     from slurmkit.watch.fs import check_fs, parse_count, parse_percent, parse_size
 
-    _validate_early(notify, realert)
     if min_free is None and min_free_inodes is None:
         raise UsageError("give --min-free and/or --min-free-inodes")
     space = parse_size(min_free) if min_free else None
     inodes = parse_count(min_free_inodes) if min_free_inodes else None
     share = parse_percent(usable, "--usable")
     findings = [check_fs(p, space, inodes, share, timeout) for p in paths]
-    _finish(findings, notify, realert, state_path, as_json)
+    alerting.finish(findings)
 
 
 @watch_group.command("log")
@@ -251,10 +264,7 @@ def log_command(
     files: tuple[str, ...],
     stale: str,
     timeout: float,
-    notify: tuple[str, ...],
-    realert: str,
-    state_path: Path | None,
-    as_json: bool,
+    alerting: _Alerting,
 ) -> None:
     """Alert when a log FILE has not been written for --stale (a hung training)."""
     import time
@@ -262,8 +272,7 @@ def log_command(
     from slurmkit.grammar.duration import parse_duration
     from slurmkit.watch.log import check_log
 
-    _validate_early(notify, realert)
     stale_seconds = parse_duration(stale, "--stale")
     now = time.time()
     findings = [check_log(f, stale_seconds, now, timeout) for f in files]
-    _finish(findings, notify, realert, state_path, as_json)
+    alerting.finish(findings)
