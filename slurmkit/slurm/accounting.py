@@ -36,6 +36,17 @@ from slurmkit.slurm.parse_text import (
 # midnight today (and the epoch only with --jobs, which 22.05 applies to steps unevenly).
 EPOCH = "2000-01-01T00:00:00"
 
+# What a step's tasks used at their peak: sacct records it when a step ends, sstat
+# reads it from a running one (why merges the two by these fields).
+USAGE_COLUMNS: tuple[Column, ...] = (
+    ("max_rss", "MaxRSS"),
+    ("max_rss_node", "MaxRSSNode"),
+    ("max_rss_task", "MaxRSSTask"),
+    ("ave_rss", "AveRSS"),
+    ("usage_max", "TRESUsageInMax"),
+    ("usage_tot", "TRESUsageInTot"),
+)
+
 # Fields present from 22.05 to 26.05 (StdOut/StdErr are 23.02+: read from slurmctld).
 WHY_SACCT_COLUMNS: tuple[Column, ...] = (
     *SACCT_HEAD_COLUMNS,
@@ -55,12 +66,7 @@ WHY_SACCT_COLUMNS: tuple[Column, ...] = (
     ("elapsed", "ElapsedRaw"),
     ("time_limit", "TimelimitRaw"),
     ("total_cpu", "TotalCPU"),
-    ("max_rss", "MaxRSS"),
-    ("max_rss_node", "MaxRSSNode"),
-    ("max_rss_task", "MaxRSSTask"),
-    ("ave_rss", "AveRSS"),
-    ("usage_max", "TRESUsageInMax"),
-    ("usage_tot", "TRESUsageInTot"),
+    *USAGE_COLUMNS,
     ("work_dir", "WorkDir"),
     ("submit_line", "SubmitLine"),
 )
@@ -69,12 +75,7 @@ SSTAT_COLUMNS: tuple[Column, ...] = (
     ("display_id", "JobID"),
     ("nodelist", "Nodelist"),
     ("ntasks", "NTasks"),
-    ("max_rss", "MaxRSS"),
-    ("max_rss_node", "MaxRSSNode"),
-    ("max_rss_task", "MaxRSSTask"),
-    ("ave_rss", "AveRSS"),
-    ("usage_max", "TRESUsageInMax"),
-    ("usage_tot", "TRESUsageInTot"),
+    *USAGE_COLUMNS,
 )
 
 EVENT_FIELDS = ("NodeName", "TimeStart", "TimeEnd", "State", "User", "Reason")
