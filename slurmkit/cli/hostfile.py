@@ -12,7 +12,7 @@ import os
 
 import click
 
-from slurmkit import _proc, nodesel, stderr
+from slurmkit import _proc, hostlist, nodesel, stderr
 from slurmkit.cli._options import selection_options
 from slurmkit.errors import UsageError
 from slurmkit.jobenv import allocation, hostfile, launch, slots
@@ -90,7 +90,8 @@ def hostfile_command(
     nodelist = selection.include
     if nodelist is not None and nodesel.has_groups(nodelist):
         nodelist = str(nodesel.resolve(nodelist))  # groups: sorted; a literal list keeps its order
-    alloc = allocation.resolve(os.environ, jobid, nodelist)
+    names = hostlist.expand(nodelist) if nodelist is not None else None  # the one parse
+    alloc = allocation.resolve(os.environ, jobid, names)
     if nodelist is not None and not isinstance(wanted, int) and wanted != slots.AUTO:
         raise UsageError(f"--slots {wanted} needs a job (--jobid or inside one), not --nodelist")
     found = slots.resolve_slots(alloc, wanted)

@@ -8,7 +8,7 @@ it belongs to: ``--jobid`` naming another job never reads it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from slurmkit import hostlist
@@ -91,8 +91,9 @@ def from_job_record(job: Job) -> Allocation:
     return Allocation(hosts=hosts, origin="scontrol show job", job_id=job.job_id, job=job)
 
 
-def from_nodelist(text: str) -> Allocation:
-    hosts = tuple(hostlist.expand(text))
+def from_nodelist(names: Sequence[str]) -> Allocation:
+    """``--nodelist``'s names in the order given (rank 0 first): a list, not a sorted set."""
+    hosts = tuple(names)
     if not hosts:
         raise UsageError("--nodelist is empty")
     return Allocation(hosts=hosts, origin="--nodelist")
@@ -101,7 +102,7 @@ def from_nodelist(text: str) -> Allocation:
 def resolve(
     env: Mapping[str, str],
     jobid: str | None = None,
-    nodelist: str | None = None,
+    nodelist: Sequence[str] | None = None,
     *,
     step: bool = False,
 ) -> Allocation:

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from slurmkit.errors import ControllerUnreachable, SlurmError
 from slurmkit.grammar import idrange
+from slurmkit.hostlist import HostSet
 from slurmkit.slurm.commands import run_slurm
 from slurmkit.slurm.parse_text import (
     DELIMITER,
@@ -350,7 +351,7 @@ def running_usage(job: str) -> list[Step]:
 # ---------------------------------------------------------------- sacctmgr events
 
 
-def events_argv(nodes: str, start: datetime | None, end: datetime | None) -> list[str]:
+def events_argv(nodes: HostSet, start: datetime | None, end: datetime | None) -> list[str]:
     argv = ["sacctmgr", "--parsable2", "--noheader", "show", "event", f"nodes={nodes}"]
     argv += [f"start={_when(start)}"] if start else []
     argv += [f"end={_when(end)}"] if end else []
@@ -380,7 +381,7 @@ def parse_events(text: str) -> list[NodeEvent]:
     return events
 
 
-def node_events(nodes: str, start: datetime | None, end: datetime | None) -> list[NodeEvent]:
+def node_events(nodes: HostSet, start: datetime | None, end: datetime | None) -> list[NodeEvent]:
     """Down and drain events of ``nodes`` that overlap [start, end]: one sacctmgr."""
     return parse_events(_run(events_argv(nodes, start, end)))
 

@@ -17,8 +17,15 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
-from slurmkit.errors import ControllerUnreachable, NotFound, SlurmError, UsageError
+from slurmkit.errors import (
+    ControllerUnreachable,
+    HostlistParseError,
+    NotFound,
+    SlurmError,
+    UsageError,
+)
 from slurmkit.grammar import idrange
+from slurmkit.hostlist import HostSet
 from slurmkit.slurm import accounting
 from slurmkit.slurm.accounting import AccountingError, Step
 from slurmkit.slurm.records import Job
@@ -229,9 +236,9 @@ def _events(history: Sequence[ended.Attempt], notes: list[str]) -> list[accounti
     if not failed:
         return []
     last = failed[-1]
-    try:
-        found = accounting.node_events(last.nodelist, last.start_time, None)
-    except SlurmError as exc:
+    try:  # Slurm's nodelist text parsed here, once, where it is read
+        found = accounting.node_events(HostSet(last.nodelist), last.start_time, None)
+    except (SlurmError, HostlistParseError) as exc:
         notes.append(f"node events unavailable ({exc})")
         return []
     # The node goes down in the second the job ends NODE_FAIL (or just after): events that

@@ -84,7 +84,7 @@ def test_no_job_and_no_option_explains_usage() -> None:
 
 def test_jobid_and_nodelist_exclude_each_other() -> None:
     with pytest.raises(UsageError, match="not both"):
-        allocation.resolve({}, jobid="3", nodelist="n1")
+        allocation.resolve({}, jobid="3", nodelist=["n1"])
 
 
 def test_environment_keeps_slurm_order(slurm: FakeSlurm) -> None:
@@ -370,7 +370,7 @@ def test_outside_cpus_are_unknown(slurm: FakeSlurm) -> None:
 
 
 def test_nodelist_gets_one_slot_without_slurm(slurm: FakeSlurm) -> None:
-    found = slots.resolve_slots(allocation.resolve(GRES2, nodelist="a[1-3]"))
+    found = slots.resolve_slots(allocation.resolve(GRES2, nodelist=["a1", "a2", "a3"]))
     assert found.per_host == (1, 1, 1) and found.kind == "default"
     assert slurm.calls == []
 

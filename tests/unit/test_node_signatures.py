@@ -44,17 +44,9 @@ NODE_PARAMS = frozenset(
 )
 # The parsers: text in, node sets out (the edge, with the CLI).
 EDGE = ("slurmkit.cli", "slurmkit.hostlist", "slurmkit.__main__")
-# Modules that still take a node list as text, each owned elsewhere in issue 30's work and
-# left to its owner; a module leaves this set when it is moved to node sets.
-KNOWN = frozenset(
-    {
-        # slurmkit/slurm/ is moved to node sets by its owner at the same time (NodeNames):
-        # node_events(nodes), events_argv(nodes) still take the text
-        "slurmkit.slurm.accounting",
-        # SLURM_JOB_NODELIST from the job's environment: the edge is the env, read here
-        "slurmkit.jobenv.allocation",
-    }
-)
+# Modules that still take a node list as text: none left (issue 30). A module added here
+# must say why it is an edge.
+KNOWN: frozenset[str] = frozenset()
 
 
 def _modules() -> Iterator[ModuleType]:
