@@ -92,6 +92,16 @@ class _ChangeFlags:
             rule.dry_run, self.log_path, self.keep_log, self.lock_path, self.lock_wait
         )
 
+    def run(
+        self,
+        question: str,
+        act: Callable[[ChangeOptions, Callable[[NodeReport], bool]], NodeReport],
+    ) -> None:
+        """Begin, let ``act`` change the nodes (asking ``question``), print, exit by the report."""
+        rule, options = self.begin()
+        report = act(options, _asker(self.yes, question))
+        _finish(report, self.as_json, rule)
+
 
 def _targets(nodes: str, exclude: str | None) -> HostSet:
     """NODES with groups resolved and -x removed, before any lock, question or change: the
@@ -160,9 +170,7 @@ def drain_command(
 
     check_reason(reason)  # bad input before the dry-run notice
     hosts = _targets(nodes, exclude)
-    rule, options = change.begin()
-    report = drain(hosts, reason, options, _asker(change.yes, "Drain these nodes?"))
-    _finish(report, change.as_json, rule)
+    change.run("Drain these nodes?", lambda options, ask: drain(hosts, reason, options, ask))
 
 
 @node_group.command("resume")
@@ -198,9 +206,7 @@ def resume_command(
     hosts = _targets(nodes, exclude)
     remote = replace(ssh, timeout=timeout, notify=_confirm.notify)
     checks = ResumeOptions(check=not no_check, via=via, remote=remote)
-    rule, options = change.begin()
-    report = resume(hosts, options, checks, _asker(change.yes, "Resume these nodes?"))
-    _finish(report, change.as_json, rule)
+    change.run("Resume these nodes?", lambda options, ask: resume(hosts, options, checks, ask))
 
 
 @node_group.command("reboot")
@@ -277,11 +283,9 @@ def reboot_command(
         validate=checks,
         follow=not no_wait,
     )
-    rule, options = change.begin()
     check = validator(checks, _confirm.notify, work_dir=check_dir) if checks else None
     question = "Reboot these nodes" + (f", then validate ({validate_checks})?" if checks else "?")
-    report = reboot(hosts, options, rebooting, _asker(change.yes, question), check)
-    _finish(report, change.as_json, rule)
+    change.run(question, lambda options, ask: reboot(hosts, options, rebooting, ask, check))
 
 
 @node_group.command("show")
