@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from slurmkit import locks, stderr
+from slurmkit import stderr
 from slurmkit.errors import ControllerUnreachable, SlurmError, UsageError
 from slurmkit.faulty.report import DrainOutcome, ScanReport
 from slurmkit.hostlist import HostSet, expand, fold
@@ -35,7 +35,6 @@ from slurmkit.slurm import query
 REASON_LIMIT = 200
 JOURNAL_NAME = "faulty-drain.journal"
 DRAIN = "drain"
-LOCK_WAIT = 10.0
 POINTS = core.Points("faulty-drain.after-intent", "faulty-drain.after-update")
 Confirm = Callable[[DrainOutcome], bool]
 Notify = Callable[[str], None]
@@ -123,14 +122,12 @@ def execute(
     run has nothing to drain: the node a killed run drained is planned as "already
     drained" now, and settling only when there is something new to drain left that
     intent open for good. ``log``: the audit log (default: the user's own). The node
-    commands' lock is held throughout, so no ``node``/``undrain`` run settles or changes
-    these nodes at the same time.
+    commands' lock is not taken: ``node reboot --validate`` calls this while it holds it.
     """
     if outcome.dry_run:
         return outcome
     path = auditlog.chosen(log, keep=True, dry_run=False)
-    lock = locks.default_lock_path("node")  # as the node commands: one changer at a time
-    with AuditLog.open(path) as audit, locks.hold(lock, wait=LOCK_WAIT, what="node"):
+    with AuditLog.open(path) as audit:  # no record, no drain
         _settle_old_journal(notify)
         core.reconcile(audit, core.Reading(notify))
         if not outcome.groups:

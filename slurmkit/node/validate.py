@@ -1,8 +1,9 @@
 """``node reboot --validate CHECKS``: ``faulty scan`` the rebooted nodes, drain what fails.
 
 Reuses the scan and its drain as they are (:mod:`slurmkit.faulty`): one check job on
-exactly the nodes that came back, failing nodes drained with the scan's own reason and
-journal. The reboot's confirmation covers this drain: the plan said so.
+exactly the nodes that came back, failing nodes drained with the scan's own reason,
+through the node-change core into the audit log. The reboot's confirmation covers this
+drain: the plan said so.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from slurmkit.faulty import drain as drainer
 from slurmkit.faulty.scan import DEFAULT_DIR, DEFAULT_TIMEOUT, ScanOptions, scan
-from slurmkit.hostlist import fold
+from slurmkit.hostlist import HostSet, fold
 from slurmkit.node.outcome import FAILED, NodeReport
 
 
@@ -25,7 +26,7 @@ def validator(
     def validate(nodes: list[str], report: NodeReport) -> None:
         notify(f"validating {fold(nodes)} with faulty scan --checks {','.join(checks)}")
         options = ScanOptions(
-            checks=checks, nodelist=fold(nodes), work_dir=work_dir, timeout=timeout
+            checks=checks, nodelist=HostSet(nodes), work_dir=work_dir, timeout=timeout
         )
         scanned = scan(options, notify)
         outcome = drainer.execute(drainer.plan(scanned, dry_run=False), lambda _o: True)
