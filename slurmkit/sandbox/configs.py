@@ -66,12 +66,12 @@ ACCOUNTING = (
     "JobAcctGatherParams=OverMemoryKill",
 )
 
-# The smallest set under which a QOS's limits hold jobs back (QOSMaxJobsPerUserLimit), as
-# on the clusters users run: ``limits`` implies ``associations``, so a job's user must have
-# an association (the sandbox makes one for root and every account of uid >= 1000 at ``up``,
-# starters.SANDBOX_ACCOUNT). ``qos`` is left out: a job may ask for any QOS that exists,
-# whether or not its association lists it.
-ENFORCE = "limits"
+# Not set: AccountingStorageEnforce. ``limits`` (the smallest set under which a QOS's
+# MaxJobsPerUser holds a job back, QOSMaxJobsPerUserLimit; it implies ``associations``) also
+# changes queue age: Slurm then clears a job array's AccrueTime when a task splits off and
+# restarts it at a release (24.11: accrue 02:32:06 -> 02:32:20 after hold/release), which
+# test_train's hold/release test rejects. The associations it would need are made anyway
+# (starters.add_users), so turning it on is this one line once the train side agrees.
 
 PROFILES: dict[str, list[str]] = {
     "production": [],
@@ -128,9 +128,6 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         f"AccountingStoragePort={spec.dbd_port}",
         f"AccountingStoragePass={spec.munge_socket}",
         "AccountingStorageTRES=gres/gpu",
-        # QOS and association limits are enforced (a QOS's MaxJobsPerUser holds a job
-        # pending): see ENFORCE.
-        f"AccountingStorageEnforce={ENFORCE}",
         # Accounting gathers what each step used (see ACCOUNTING).
         *ACCOUNTING,
         # Preemption by QOS only: no QOS preempts another until a test makes one with

@@ -132,8 +132,8 @@ def start_slurmdbd(spec: SandboxSpec, where: Where) -> None:
         lambda: port_open("127.0.0.1", spec.dbd_port), 60, "slurmdbd", log_hint(spec, "slurmdbd")
     )
     _sacctmgr(spec, "add", "cluster", spec.cluster_name)
-    # Before slurmctld starts, so it loads them: under AccountingStorageEnforce=limits a
-    # user without an association cannot submit (configs.ENFORCE).
+    # Before slurmctld starts, so it loads them: under AccountingStorageEnforce a user
+    # without an association cannot submit (see configs, where it is not set yet).
     _sacctmgr(
         spec,
         "add",
