@@ -13,7 +13,7 @@ from pathlib import Path
 from slurmkit.faulty import excluded
 from slurmkit.hostlist import expand
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import poll
+from tests.integration.conftest import poll, usable_nodes
 from tests.integration.test_train import (
     Train,
     start,
@@ -26,6 +26,7 @@ from tests.integration.test_train import (
 
 
 def test_gpu_checks_on_nodes_without_gpus_are_skipped(run_cli, tmp_path: Path, cluster) -> None:
+    usable_nodes()  # CI met node-1 IDLE+COMPLETING+DRAIN (Kill task failed) left by a test before
     result = run_cli(
         "faulty", "scan", "-w", "node-[1-4]", "--checks", "gpu-health,xid", "--dir",
         str(tmp_path), "--timeout", "300", "--json", exit_code=1,

@@ -32,6 +32,7 @@ from tests.integration.conftest import (
     session_slot,
     slot_spec,
     slurmd_pid,
+    usable_nodes,
 )
 
 NODES = ["node-1", "node-2", "node-3", "node-4"]
@@ -44,30 +45,10 @@ def _all_can_run() -> bool:
     )
 
 
-def _return_kill_task_failed_nodes() -> list[str]:
-    """Resume nodes an earlier test's cleanup left drained "Kill task failed" with nothing on them.
-
-    Under a doubled load (a fresh-root check beside CI) a job's step outlived
-    UnkillableStepTimeout and slurmctld drained its node; every later test here then
-    waited its whole 300 s for four usable nodes. The drain is Slurm's verdict on an
-    earlier test's job, not on this test, and the node runs nothing now.
-    """
-    stuck = [
-        n.name
-        for n in query.nodes("node-[1-4]")
-        if n.is_drained and n.state == "IDLE" and (n.reason or "").startswith("Kill task failed")
-    ]
-    if stuck:
-        run_slurm(["scontrol", "update", f"NodeName={','.join(stuck)}", "State=RESUME"])
-    return stuck
-
-
 @pytest.fixture
 def fault(cluster: sandbox.SandboxSpec, run_cli) -> Iterator[Callable[[str, str], None]]:
     """``fault(node, kind)`` breaks a node's network; every broken node is cleared after."""
-    if stuck := _return_kill_task_failed_nodes():
-        print(f"resumed {stuck}: drained Kill task failed by an earlier test's job")
-    poll(_all_can_run, 300, "node-[1-4] to accept jobs")
+    usable_nodes()
     broken: list[str] = []
 
     def apply(node: str, kind: str) -> None:
