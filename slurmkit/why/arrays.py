@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
+from slurmkit import hostlist
 from slurmkit.why import efficiency
 from slurmkit.why.ended import BAD_STATES, Attempt, exit_text, failing_step
 from slurmkit.why.model import Evidence, Verdict
@@ -19,21 +20,14 @@ SHOWN_IDS = 200  # characters of folded task ids per group before "..."
 
 
 def fold_ids(ids: Sequence[str]) -> str:
-    """``1,2,3,5`` -> ``1-3,5``; non-numeric ids are listed as they are."""
-    numbers = sorted({int(i) for i in ids if i.isdigit()})
-    parts: list[str] = []
-    start = prev = None
-    for n in numbers:
-        if prev is not None and n == prev + 1:
-            prev = n
-            continue
-        if start is not None:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = n
-    if start is not None:
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-    parts += sorted(i for i in ids if not i.isdigit())
-    text = ",".join(parts)
+    """``1,2,3,5`` -> ``1-3,5``; non-numeric ids are listed as they are.
+
+    The numbers are folded by the one hostlist engine (a bare number is a name without a
+    prefix), its brackets dropped.
+    """
+    numbers = {str(int(i)) for i in ids if i.isdigit()}
+    folded = hostlist.fold(numbers, limit=None).strip("[]") if numbers else ""
+    text = ",".join([p for p in [folded] if p] + sorted(i for i in ids if not i.isdigit()))
     return text if len(text) <= SHOWN_IDS else text[:SHOWN_IDS].rsplit(",", 1)[0] + ",..."
 
 
