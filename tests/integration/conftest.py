@@ -234,31 +234,30 @@ def poll(check: Callable[[], object], timeout: float = 60.0, what: str = "condit
         time.sleep(0.2)
 
 
-def _return_kill_task_failed_nodes(nodes: str) -> list[str]:
-    """Resume nodes an earlier test's job left drained "Kill task failed", once idle.
-
-    Under load a job's step can outlive UnkillableStepTimeout and slurmctld drains its
-    node (CI saw node-1 IDLE+COMPLETING+DRAIN right after a hung-controller test). The
-    drain is Slurm's verdict on an earlier test's job, and the node runs nothing now.
-    """
-    stuck = [
-        n.name
-        for n in query.nodes(expand(nodes))
-        if n.is_drained and n.state == "IDLE" and (n.reason or "").startswith("Kill task failed")
-    ]
-    if stuck:
-        run_slurm(["scontrol", "update", f"NodeName={','.join(stuck)}", "State=RESUME"])
-    return stuck
-
-
 def usable_nodes(nodes: str = "node-[1-4]", timeout: float = 300.0) -> None:
-    """Wait until every node of ``nodes`` can run jobs; earlier tests' KTF drains are returned."""
+    """Wait until every node of ``nodes`` can run jobs (one ``scontrol show node`` a poll).
+
+    Nodes an earlier test's job left drained "Kill task failed" are resumed once idle: under
+    load a job's step can outlive UnkillableStepTimeout and slurmctld drains its node (CI saw
+    node-1 IDLE+COMPLETING+DRAIN right after a hung-controller test). The drain is Slurm's
+    verdict on an earlier test's job, and the node runs nothing now.
+    """
 
     def usable() -> bool:
-        _return_kill_task_failed_nodes(nodes)
+        seen = query.nodes(expand(nodes))
+        stuck = [
+            n.name
+            for n in seen
+            if n.is_drained
+            and n.state == "IDLE"
+            and (n.reason or "").startswith("Kill task failed")
+        ]
+        if stuck:
+            run_slurm(["scontrol", "update", f"NodeName={','.join(stuck)}", "State=RESUME"])
+            return False
         return all(
             n.state in ("IDLE", "MIXED") and not n.flags & {"DRAIN", "NOT_RESPONDING", "COMPLETING"}
-            for n in query.nodes(expand(nodes))
+            for n in seen
         )
 
     poll(usable, timeout, f"{nodes} to accept jobs")
