@@ -298,15 +298,19 @@ def slurmd_pid(cluster: sandbox.SandboxSpec, node: str) -> int:
     """The node's slurmd, found by name below the node's tini (recorded by ``sandbox up``).
 
     Not by position: while a job runs, the node's tini (its subreaper) has the job's
-    slurmstepd as a child beside the supervisor.
+    slurmstepd as a child beside the supervisor, and its processes may end while we walk
+    (CI on 24.11 met one gone between listing and reading).
     """
     found: list[int] = []
     todo = [recorded_pid(cluster, f"node-{node}")]
     while todo:
         pid = todo.pop()
-        kids = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        try:  # a job's process below the tini may exit while we walk: skip it
+            kids = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
         todo += kids
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
         if os.path.basename(argv0) == b"slurmd":
             found.append(pid)
     assert len(found) == 1, f"{node}: slurmd processes {found}"
