@@ -1,16 +1,20 @@
 """Precision and recall of ``slurmkit lint`` on the labelled corpus, per part and Slurm version.
 
-The corpus (``tests/fixtures/real-scripts``) is split once, by repository, into a
-development part (the scripts at its top level, rules are tuned on them) and a test part
-(``holdout/``, scored only when the rules work is done: see its README). Each script
-was labelled by hand before lint ran on it (``LABELS.json`` of each part; the first 66
+The corpus (``tests/fixtures/real-scripts``) has a development part, which rules are tuned
+on, and a test part, scored only when a round of rules work is done. The development part
+is two subsets: the scripts at the top level, and ``spent-holdout/``, the first test part,
+scored once on 2026-11-29 and development data since (a hold-out that has been looked at
+can no longer test anything). The test part is ``holdout2/``, collected by others and
+filled later; until it exists ``--part test`` says so and exits 2. Each script was
+labelled by hand before lint ran on it (``LABELS.json`` of each directory; the first 66
 scripts keep their older judgments in ``EXPECTED.tsv``, read here as labels).
 
 Lint runs exactly as a user runs it: through the CLI command itself, in process, from
 the scripts' own directory (``cd DIR && slurmkit lint --json --info --slurm-version V
 *.sh``), so the file system rules see what they see on real use (issue 32 item 3).
 
-Printed per version: errors shown and right, warnings shown and right (a finding is right
+Printed per version and subset (and their sum for the development part): errors shown
+and right, warnings shown and right (a finding is right
 when a label names the same line and kind), and the recall of the high-confidence
 labels (found when lint shows an error or warning of that kind on that line).
 
@@ -38,7 +42,10 @@ from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "real-scripts"
-PARTS = {"dev": CORPUS, "test": CORPUS / "holdout"}
+SPENT = CORPUS / "spent-holdout"
+HOLDOUT2 = CORPUS / "holdout2"
+# part -> its directories, each scored on its own and summed
+PARTS: dict[str, tuple[Path, ...]] = {"dev": (CORPUS, SPENT), "test": (HOLDOUT2,)}
 NOT_SCRIPTS = {"SOURCES.tsv", "EXPECTED.tsv", "LABELS.json", "SPLIT.tsv", "README.md"}
 VERSIONS = ("22.05", "24.11")
 
@@ -64,6 +71,21 @@ class Score:
     missed: list[Label] = field(default_factory=list)
     # every finding, info included, per rule: [right, judged] (for --write-precision)
     per_rule: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, other: Score) -> None:
+        """Pool another subset's score into this one (the part's sum)."""
+        self.scripts += other.scripts
+        for severity in self.shown:
+            self.shown[severity] += other.shown[severity]
+            self.right[severity] += other.right[severity]
+        self.high += other.high
+        self.found += other.found
+        self.wrong += other.wrong
+        self.missed += other.missed
+        for rule, (right, judged) in other.per_rule.items():
+            tally = self.per_rule.setdefault(rule, [0, 0])
+            tally[0] += right
+            tally[1] += judged
 
 
 def scripts(directory: Path) -> list[str]:
@@ -165,6 +187,32 @@ def _ratio(part: int, whole: int) -> str:
     return f"{100 * part / whole:.0f}% ({part}/{whole})" if whole else "- (0/0)"
 
 
+def _row(version: str, subset: str, s: Score) -> str:
+    return (
+        f"{version:6} {subset:14} {_ratio(s.right['error'], s.shown['error']):>16} "
+        f"{_ratio(s.right['warning'], s.shown['warning']):>16} {_ratio(s.found, s.high):>16}"
+    )
+
+
+def _details(s: Score) -> None:
+    for file, line, rule, severity in sorted(s.wrong):
+        print(f"  unlabelled {severity}: {file}:{line} {rule}")
+    for lb in sorted(s.missed, key=lambda lb: (lb.file, lb.line)):
+        print(f"  missed: {lb.file}:{lb.line} {lb.kind}")
+
+
+def _subset(directory: Path) -> str:
+    return "top level" if directory == CORPUS else directory.name
+
+
+def _repositories(directories: tuple[Path, ...]) -> set[str]:
+    repos: set[str] = set()
+    for directory in directories:
+        with open(directory / "SOURCES.tsv", newline="") as stream:
+            repos |= {r["repository"] for r in csv.DictReader(stream, delimiter="\t")}
+    return repos
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=sorted(PARTS), required=True)
@@ -178,30 +226,37 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.write_precision and args.part != "dev":
         parser.error("--write-precision: only from the development part (--part dev)")
-    pooled: dict[str, list[int]] = {}
-    directory = PARTS[args.part]
-    sources = directory / "SOURCES.tsv"
-    with open(sources, newline="") as stream:
-        repos = {r["repository"] for r in csv.DictReader(stream, delimiter="\t")}
-    print(f"part {args.part}: {len(scripts(directory))} scripts from {len(repos)} repositories")
-    print(f"{'Slurm':6} {'errors right':>16} {'warnings right':>16} {'recall (high)':>16}")
+    directories = PARTS[args.part]
+    for directory in directories:
+        if not (directory / "SOURCES.tsv").is_file():
+            state = "has no SOURCES.tsv yet" if directory.is_dir() else "does not exist yet"
+            where = directory.relative_to(ROOT)
+            print(f"score_lint_corpus: part {args.part}: {where}/ {state}", file=sys.stderr)
+            return 2
+    count = sum(len(scripts(d)) for d in directories)
+    subsets = " + ".join(f"{_subset(d)} {len(scripts(d))}" for d in directories)
+    print(
+        f"part {args.part}: {count} scripts from {len(_repositories(directories))} "
+        f"repositories ({subsets})"
+    )
+    heads = ("errors right", "warnings right", "recall (high)")
+    print(f"{'Slurm':6} {'subset':14} " + " ".join(f"{h:>16}" for h in heads))
+    pooled = Score()
     for version in args.versions.split(","):
-        s = score(directory, version)
-        for rule, (right, judged) in s.per_rule.items():
-            tally = pooled.setdefault(rule, [0, 0])
-            tally[0] += right
-            tally[1] += judged
-        print(
-            f"{version:6} {_ratio(s.right['error'], s.shown['error']):>16} "
-            f"{_ratio(s.right['warning'], s.shown['warning']):>16} {_ratio(s.found, s.high):>16}"
-        )
-        if args.details:
-            for file, line, rule, severity in sorted(s.wrong):
-                print(f"  unlabelled {severity}: {file}:{line} {rule}")
-            for lb in sorted(s.missed, key=lambda lb: (lb.file, lb.line)):
-                print(f"  missed: {lb.file}:{lb.line} {lb.kind}")
+        total = Score()
+        for directory in directories:
+            s = score(directory, version)
+            total.add(s)
+            if len(directories) > 1:
+                print(_row(version, _subset(directory), s))
+                if args.details:
+                    _details(s)
+        print(_row(version, "all" if len(directories) > 1 else _subset(directory), total))
+        if args.details and len(directories) == 1:
+            _details(total)
+        pooled.add(total)
     if args.write_precision:
-        write_precision(pooled, args.versions.split(","), len(scripts(directory)))
+        write_precision(pooled.per_rule, args.versions.split(","), count)
     return 0
 
 
@@ -211,8 +266,9 @@ def write_precision(table: dict[str, list[int]], versions: list[str], count: int
         '"""Measured precision of each lint rule on the development part of the corpus.',
         "",
         "Generated by ``benchmarks/score_lint_corpus.py --part dev --write-precision`` from",
-        f"the {count} scripts of ``tests/fixtures/real-scripts`` (not ``holdout/``) and their",
-        "labels (``LABELS.json``, ``EXPECTED.tsv``), Slurm " + " and ".join(versions) + " pooled:",
+        f"the {count} scripts of the development part (``tests/fixtures/real-scripts`` and its",
+        "``spent-holdout/``; never ``holdout2/``) and their labels (``LABELS.json``,",
+        "``EXPECTED.tsv``), Slurm " + " and ".join(versions) + " pooled:",
         "rule -> (right findings, findings), info included. A rule absent here made no",
         "finding there (unmeasured). Data, not computed when lint runs.",
         '"""',

@@ -61,7 +61,7 @@ def _judged() -> list[str]:
 def test_corpus_is_sourced() -> None:
     """Every script of both parts has its source row (repository, path, commit, licence)."""
     sources = []
-    for directory in (CORPUS, CORPUS / "holdout"):
+    for directory in (CORPUS, CORPUS / "spent-holdout"):
         rows = _rows("SOURCES.tsv", directory)
         assert {r["file"] for r in rows} == {p.name for p in _scripts(directory)}
         sources += rows

@@ -1,9 +1,11 @@
-"""The labelled corpus of published sbatch scripts and its hold-out (issue 32 items 1 and 3).
+"""The labelled corpus of published sbatch scripts and its hold-outs (issue 32 items 1 and 3).
 
-The corpus is split once, by repository, into a development part (rules are tuned on it)
-and a test part (``holdout/``, scored only when the rules work is done). These tests keep
-the split as recorded, the labels well-formed, and the harness on the CLI's own code path;
-they never require a score, and none of them lints the test part.
+The corpus was split once, by repository, into a development part (rules are tuned on it)
+and a test part (then ``holdout/``). That test part was scored once and is development
+data since (``spent-holdout/``); the fresh test part is ``holdout2/``, filled by others
+later. These tests keep the first split as recorded, the new one disjoint and large enough,
+the labels well-formed, and the harness on the CLI's own code path; they never require a
+score, and none of them lints the test part.
 """
 
 from __future__ import annotations
@@ -18,11 +20,23 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.score_lint_corpus import CORPUS, NOT_SCRIPTS, ROOT, lint_as_cli, score
+from benchmarks import score_lint_corpus
+from benchmarks.score_lint_corpus import (
+    CORPUS,
+    HOLDOUT2,
+    NOT_SCRIPTS,
+    ROOT,
+    SPENT,
+    lint_as_cli,
+    score,
+)
 from slurmkit.lint.rules import RULE_IDS
 
-HOLDOUT = CORPUS / "holdout"
 SEED = 3202
+NO_HOLDOUT2 = pytest.mark.skipif(
+    not (HOLDOUT2 / "SOURCES.tsv").is_file(),
+    reason="holdout2/ (the fresh test part) is not collected yet",
+)
 # Defect kinds that issue 32 names and lint may not have yet, and kinds the labelling
 # met that no rule covers; with the rule ids they are every kind a label may have.
 KINDS = {
@@ -62,7 +76,10 @@ def _scripts(directory: Path) -> list[str]:
 
 
 def test_the_split_is_by_repository_and_reproducible() -> None:
-    """SPLIT.tsv is what the recorded seed gives, and each part holds only its repositories."""
+    """SPLIT.tsv is what the recorded seed gives, and each part holds only its repositories.
+
+    The first split: its test part is ``spent-holdout/`` now, development data since it
+    was scored, but the split that made it stays as recorded."""
     split = _rows(CORPUS / "SPLIT.tsv")
     part = {r["repository"]: r["part"] for r in split}
     tuned = {
@@ -79,18 +96,44 @@ def test_the_split_is_by_repository_and_reproducible() -> None:
             break
         chosen.add(repo)
     assert chosen == {repo for repo, p in part.items() if p == "test"}
-    for directory, name in ((CORPUS, "dev"), (HOLDOUT, "test")):
+    for directory, name in ((CORPUS, "dev"), (SPENT, "test")):
         repos = {r["repository"] for r in _rows(directory / "SOURCES.tsv")}
         assert {part[repo] for repo in repos} == {name}
-    test, dev = len(_scripts(HOLDOUT)), len(_scripts(CORPUS))
+    test, dev = len(_scripts(SPENT)), len(_scripts(CORPUS))
     assert test / (test + dev) >= 0.3
 
 
-def test_the_holdout_says_it_is_not_for_tuning() -> None:
-    assert "must not" in (HOLDOUT / "README.md").read_text()
+def test_the_spent_holdout_says_it_is_development_data() -> None:
+    text = (SPENT / "README.md").read_text()
+    assert "development data" in text
+    assert "2026-11-29" in text
+    assert "30% (12/40)" in text
 
 
-@pytest.mark.parametrize("directory", [CORPUS, HOLDOUT], ids=["dev", "test"])
+def test_the_development_part_is_both_subsets() -> None:
+    assert score_lint_corpus.PARTS["dev"] == (CORPUS, SPENT)
+    assert score_lint_corpus.PARTS["test"] == (HOLDOUT2,)
+
+
+@NO_HOLDOUT2
+def test_holdout2_repositories_are_in_no_other_part() -> None:
+    fresh = {r["repository"] for r in _rows(HOLDOUT2 / "SOURCES.tsv")}
+    used = {r["repository"] for d in (CORPUS, SPENT) for r in _rows(d / "SOURCES.tsv")}
+    assert fresh and not fresh & used
+
+
+@NO_HOLDOUT2
+def test_holdout2_holds_at_least_30_percent() -> None:
+    test = len(_scripts(HOLDOUT2))
+    dev = len(_scripts(CORPUS)) + len(_scripts(SPENT))
+    assert test / (test + dev) >= 0.3
+
+
+@pytest.mark.parametrize(
+    "directory",
+    [CORPUS, SPENT, pytest.param(HOLDOUT2, marks=NO_HOLDOUT2)],
+    ids=["dev", "spent", "holdout2"],
+)
 def test_every_new_script_is_labelled(directory: Path) -> None:
     """Labels name scripts of their part, lines inside them, and a known kind."""
     labels = json.loads((directory / "LABELS.json").read_text())["scripts"]
@@ -156,7 +199,44 @@ def test_the_harness_lints_as_the_cli(tmp_path: Path, version: str) -> None:
 @pytest.mark.parametrize("version", ["22.05", "24.11"])
 def test_the_development_part_is_scored(version: str) -> None:
     """The scoring runs on every development script; it reports, it does not demand."""
-    result = score(CORPUS, version)
-    assert result.scripts == len(_scripts(CORPUS))
-    assert result.found <= result.high
-    assert all(result.right[s] <= result.shown[s] for s in ("error", "warning"))
+    for directory in (CORPUS, SPENT):
+        result = score(directory, version)
+        assert result.scripts == len(_scripts(directory))
+        assert result.found <= result.high
+        assert all(result.right[s] <= result.shown[s] for s in ("error", "warning"))
+
+
+def _labelled(directory: Path, repository: str, body: str) -> None:
+    directory.mkdir()
+    (directory / "a.sh").write_text(f"#!/bin/bash\n#SBATCH -t 5\n{body}")
+    (directory / "SOURCES.tsv").write_text(
+        f"file\trepository\tpath\tcommit\tlicence\tlabels\n"
+        f"a.sh\t{repository}\ta.sh\t{'0' * 40}\tMIT\tLABELS.json\n"
+    )
+    defects = [{"line": 3, "kind": "sbatch-misspelt", "high": True}]
+    (directory / "LABELS.json").write_text(json.dumps({"scripts": {"a.sh": {"defects": defects}}}))
+
+
+def test_dev_prints_each_subset_and_their_sum(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _labelled(tmp_path / "top", "o/top", "#SBTACH -N 2\nhostname\n")
+    _labelled(tmp_path / "spent", "o/spent", "hostname\n")
+    parts = {"dev": (tmp_path / "top", tmp_path / "spent"), "test": (tmp_path / "none",)}
+    monkeypatch.setattr(score_lint_corpus, "PARTS", parts)
+    assert score_lint_corpus.main(["--part", "dev", "--versions", "22.05"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "part dev: 2 scripts from 2 repositories (top 1 + spent 1)"
+    recall = {row.split()[1]: row.split()[-1] for row in rows[2:]}
+    assert recall == {"top": "(1/1)", "spent": "(0/1)", "all": "(1/2)"}
+
+
+def test_test_part_missing_is_one_line_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(score_lint_corpus, "ROOT", tmp_path)
+    monkeypatch.setattr(score_lint_corpus, "PARTS", {"dev": (), "test": (tmp_path / "h2",)})
+    assert score_lint_corpus.main(["--part", "test"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "score_lint_corpus: part test: h2/ does not exist yet\n"
