@@ -17,16 +17,16 @@ instead of a guess; numbers past 2**64 stay exact instead of being clamped;
 and text after the last bracket (``n[1-2]-ib``) and step ranges
 (``n[1-9/2]``) are accepted, as in ClusterShell.
 
-This package imports nothing outside the standard library and
-:mod:`slurmkit.errors`.
+This package imports nothing outside the standard library,
+:mod:`slurmkit.errors` and :mod:`slurmkit._lazy` (standard library only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from importlib import import_module
 from typing import TYPE_CHECKING, TypeAlias
 
+from slurmkit import _lazy
 from slurmkit.errors import HostlistParseError
 
 if TYPE_CHECKING:
@@ -46,13 +46,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.attributes(__name__, _LAZY)
 
 
 __all__ = [

@@ -14,8 +14,9 @@ remote, health gate) cost it 17 ms of its ~150.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from slurmkit import _lazy
 
 if TYPE_CHECKING:
     from slurmkit.undrain.flow import Plan, UndrainOptions, execute, make_plan, undrain
@@ -47,10 +48,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy.attributes(__name__, _HOMES)
