@@ -21,13 +21,11 @@ from slurmkit.hostlist._intervals import Interval, from_values, normalize
 from slurmkit.hostlist._parse import (
     DIGITS,
     MAX_DIGITS,
+    Budget,
     Pattern,
     Span,
-    amount,
-    fail,
     number_too_long,
     parse,
-    shorten,
 )
 
 Key = tuple[str, str, int]  # (prefix, suffix, pad)
@@ -112,8 +110,7 @@ class Builder:
         self.values: defaultdict[Key, list[int]] = defaultdict(list)
         self.spans: defaultdict[Key, list[Interval]] = defaultdict(list)
         self.words: set[str] = set()
-        self.limit = limit
-        self.listed = 0
+        self.budget = Budget(limit, "names or prefixes")
 
     def add_text(self, text: str) -> None:
         items = parse(text)
@@ -167,14 +164,10 @@ class Builder:
         tail = literals[-1]
         if any(c in DIGITS for c in tail):
             # The bracket is not the last number of the name: list the names.
-            self.spend(pattern.count(), pattern, text)
+            self.budget.spend(pattern.count(), pattern, text)
             self.add_names([name for chunk in pattern_chunks(pattern) for name in chunk])
             return
-        prefixes = 1
-        for field in fields[:-1]:
-            prefixes *= sum(span.size() for span in field)
-        if prefixes > 1:
-            self.spend(prefixes, pattern, text)
+        self.budget.spend_heads(pattern, text)
         for head in heads(pattern):
             self._add_last_field(head, fields[-1], tail, pattern, text)
 
@@ -183,21 +176,11 @@ class Builder:
     ) -> None:
         for span in field:
             if span.step != 1:
-                self.spend(span.size(), pattern, text)
+                self.budget.spend(span.size(), pattern, text)
                 self.add_names(list(span_names(head, span, tail)))
                 continue
             for key, lo, hi in span_pieces(head, span, tail):
                 self.spans[key].append((lo, hi))
-
-    def spend(self, n: int, pattern: Pattern, text: str) -> None:
-        self.listed += n
-        if self.limit and self.listed > self.limit:
-            raise fail(
-                f"too many names or prefixes to list one by one ({amount(self.listed)}, "
-                f"limit {self.limit}) from {shorten(pattern.text)}",
-                text,
-                pattern.pos,
-            )
 
     def build(self) -> tuple[dict[Key, list[Interval]], frozenset[str]]:
         ranges: dict[Key, list[Interval]] = {}

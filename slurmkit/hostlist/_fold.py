@@ -26,12 +26,10 @@ from slurmkit.hostlist._hostset import Block, HostSet, bracketed, merge_classes,
 from slurmkit.hostlist._natsort import natkey
 from slurmkit.hostlist._parse import (
     MAX_DIGITS,
+    Budget,
     Pattern,
-    amount,
-    fail,
     number_too_long,
     parse,
-    shorten,
 )
 
 # A kept-order entry: [prefix, lo, hi, pad-of-lo] for a range, or [name] for a single host.
@@ -54,8 +52,7 @@ class _InOrder:
 
     def __init__(self, limit: int | None) -> None:
         self.entries: list[Entry] = []
-        self.limit = limit
-        self.listed = 0
+        self.budget = Budget(limit)
 
     def push(self, prefix: str, pad: int, lo: int, hi: int) -> None:
         entries = self.entries
@@ -111,31 +108,14 @@ class _InOrder:
         literals, fields = pattern.literals, pattern.fields
         tail = literals[-1]
         if tail or any(span.step != 1 for span in fields[-1]):
-            self._spend(pattern.count(), pattern, text)
+            self.budget.spend(pattern.count(), pattern, text)
             self.push_names([name for chunk in pattern_chunks(pattern) for name in chunk])
             return
-        # Each combination of the outer groups is at least one entry of the output, so
-        # they are counted against the limit before the first one is listed (as the
-        # sorted fold does): a[1-200]b[1-200]c[1-2] is refused at once under --max 1000.
-        prefixes = 1
-        for field in fields[:-1]:
-            prefixes *= sum(span.size() for span in field)
-        if prefixes > 1:
-            self._spend(prefixes, pattern, text)
+        self.budget.spend_heads(pattern, text)
         for head in heads(pattern):
             for span in fields[-1]:
                 for (prefix, _, pad), lo, hi in span_pieces(head, span, ""):
                     self.push(prefix, pad, lo, hi)
-
-    def _spend(self, n: int, pattern: Pattern, text: str) -> None:
-        self.listed += n
-        if self.limit and self.listed > self.limit:
-            raise fail(
-                f"too many names to list one by one ({amount(self.listed)}, limit {self.limit}) "
-                f"from {shorten(pattern.text)}",
-                text,
-                pattern.pos,
-            )
 
     def text(self) -> str:
         out: list[str] = []

@@ -83,8 +83,12 @@ class Pattern:
         return f"Pattern({self.text!r})"
 
     def count(self) -> int:
+        return self.head_count() * sum(span.size() for span in self.fields[-1])
+
+    def head_count(self) -> int:
+        """How many combinations the groups before the last one make (each one head)."""
         total = 1
-        for field in self.fields:
+        for field in self.fields[:-1]:
             total *= sum(span.size() for span in field)
         return total
 
@@ -129,6 +133,34 @@ def amount(number: int) -> str:
 def shorten(text: str, most: int = 60) -> str:
     """``text`` quoted for a one-line message: a 100,000-character pattern shows its start."""
     return repr(text if len(text) <= most else text[:most] + "...")
+
+
+class Budget:
+    """What building a set or a fold must list one by one, counted against ``limit``.
+
+    Plain ranges cost nothing; names listed singly and the outer bracket groups'
+    combinations do. ``None`` or 0: no limit.
+    """
+
+    def __init__(self, limit: int | None, listing: str = "names") -> None:
+        self.limit, self.listing, self.listed = limit, listing, 0
+
+    def spend(self, n: int, pattern: Pattern, text: str) -> None:
+        self.listed += n
+        if self.limit and self.listed > self.limit:
+            raise fail(
+                f"too many {self.listing} to list one by one ({amount(self.listed)}, "
+                f"limit {self.limit}) from {shorten(pattern.text)}",
+                text,
+                pattern.pos,
+            )
+
+    def spend_heads(self, pattern: Pattern, text: str) -> None:
+        """Each combination of the outer groups is at least one entry: counted before the
+        first one is listed, so a[1-200]b[1-200]c[1-2] is refused at once under 1000."""
+        heads = pattern.head_count()
+        if heads > 1:
+            self.spend(heads, pattern, text)
 
 
 def number_too_long(name: str) -> HostlistParseError:
