@@ -7,6 +7,7 @@ and what must hold before it, is :mod:`slurmkit.train.control`'s and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,18 +26,41 @@ if TYPE_CHECKING:
 def hold_command(change: Change) -> None:
     """Hold the pending runs (scontrol hold ARRAY); the running run goes on. Idempotent.
 
-    Queue age: under priority/multifactor the hold sets the priority to 0 and leaves
-    AccrueTime alone, so `release` gives back the age from before the hold (on 22.05 the
-    held time counts too), ahead of jobs submitted meanwhile. Caveats: runs held back by
-    %1 since run 1 started at once may never have had an AccrueTime (age 0: nothing to
-    keep); under priority/basic the submit time is kept but the priority is recomputed as
-    for a new job, behind jobs submitted during the hold. Asks on a terminal; needs --yes
-    without one (else a dry run, exit 1).
+    Queue age: under priority/multifactor the hold sets the priority to 0. Whether
+    `release` gives back the age depends on slurm.conf: with PriorityFlags=ACCRUE_ALWAYS,
+    or without limits in AccountingStorageEnforce, AccrueTime is kept and the released
+    runs keep the age from before the hold (the held time counts too), ahead of jobs
+    submitted meanwhile; with limits enforced and no ACCRUE_ALWAYS (most clusters), Slurm
+    clears AccrueTime at the hold and restarts it at the release: the age is lost, and
+    this command says so on stderr first. Caveats: runs held back by %1 since run 1
+    started at once may never have had an AccrueTime (age 0: nothing to keep); under
+    priority/basic the submit time is kept but the priority is recomputed as for a new
+    job, behind jobs submitted during the hold. Asks on a terminal; needs --yes without
+    one (else a dry run, exit 1).
     """
     from slurmkit.train.control import hold
 
     train, settled = acting(change)
-    gated(lambda dry: hold(train, dry, settled), change, "Hold these runs?")
+    gated(_warned(lambda dry: hold(train, dry, settled)), change, "Hold these runs?")
+
+
+def _warned(action: Callable[[bool], Report]) -> Callable[[bool], Report]:
+    """``action``, saying once, after its first plan (so before a terminal user is asked),
+    when this cluster restarts queue age at a release; never for a refused hold."""
+    from slurmkit.train.queue_age import hold_warning_now
+
+    said: list[bool] = []
+
+    def run(dry_run: bool) -> Report:
+        report = action(dry_run)
+        if not said and report.would_change:
+            said.append(True)
+            warning = hold_warning_now()
+            if warning:
+                stderr.say(f"warning: {warning}")
+        return report
+
+    return run
 
 
 @click.command("release")

@@ -66,12 +66,17 @@ ACCOUNTING = (
     "JobAcctGatherParams=OverMemoryKill",
 )
 
-# Not set: AccountingStorageEnforce. ``limits`` (the smallest set under which a QOS's
-# MaxJobsPerUser holds a job back, QOSMaxJobsPerUserLimit; it implies ``associations``) also
-# changes queue age: Slurm then clears a job array's AccrueTime when a task splits off and
-# restarts it at a release (24.11: accrue 02:32:06 -> 02:32:20 after hold/release), which
-# test_train's hold/release test rejects. The associations it would need are made anyway
-# (starters.add_users), so turning it on is this one line once the train side agrees.
+# Limits enforced as on production clusters: a QOS's MaxJobsPerUser holds a job back
+# (QOSMaxJobsPerUserLimit, what ``why`` explains), a user without an association cannot
+# submit (starters.add_users makes them), a job asking for a QOS its association lacks is
+# refused. ``limits`` also changes queue age (acct_policy.c): a hold clears a pending job's
+# AccrueTime (_hold_job_rec -> acct_policy_remove_accrue_time) and the next scheduler pass
+# restarts it at the release, so a released job's age factor starts again from 0.
+# ``PriorityFlags=ACCRUE_ALWAYS`` makes AccrueTime the submit time and skips that removal:
+# the age is kept across a hold (what ``train hold`` promises). ``train hold`` says on
+# stderr when a cluster enforces limits without it.
+ENFORCE = "AccountingStorageEnforce=associations,limits,qos,safe"
+ACCRUE_ALWAYS = True
 
 PROFILES: dict[str, list[str]] = {
     "production": [],
@@ -110,6 +115,7 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         "PriorityWeightAge=3600",
         "PriorityMaxAge=01:00:00",
         "PriorityCalcPeriod=1",
+        *(["PriorityFlags=ACCRUE_ALWAYS"] if ACCRUE_ALWAYS else []),
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_CPU",
         "SlurmdParameters=config_overrides",
@@ -128,6 +134,7 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         f"AccountingStoragePort={spec.dbd_port}",
         f"AccountingStoragePass={spec.munge_socket}",
         "AccountingStorageTRES=gres/gpu",
+        ENFORCE,
         # Accounting gathers what each step used (see ACCOUNTING).
         *ACCOUNTING,
         # Preemption by QOS only: no QOS preempts another until a test makes one with

@@ -12,8 +12,8 @@ test_pyspy's program, rank 1 stuck elsewhere), node-3 runs a one-CPU job. Then, 
   (``ReqNodeNotAvail``);
 - with a QOS of ``MaxJobsPerUser=1`` (made with sacctmgr here, removed after): the
   one-CPU job runs under it and a second one waits (``QOSMaxJobsPerUserLimit``).
-  Slurm enforces QOS limits only with ``AccountingStorageEnforce=limits``; on a
-  sandbox without it the test is a strict expected failure, so it says when that changes.
+  Slurm enforces QOS limits only with ``AccountingStorageEnforce=limits``, which the
+  sandbox sets as production clusters do (slurmkit.sandbox.configs.ENFORCE).
 
 Everything is cancelled, node-4 resumed and the QOS removed at the end.
 
@@ -245,8 +245,7 @@ def test_unavailable_node_gives_its_drain_reason_and_author(queue: Queue) -> Non
 
 
 def test_qos_limit_names_the_limit_and_the_usage(queue: Queue) -> None:
-    if not queue.qos_enforced:
-        pytest.xfail("the sandbox does not enforce QOS limits (AccountingStorageEnforce)")
+    assert queue.qos_enforced, "the sandbox must enforce limits (AccountingStorageEnforce)"
     verdict, calls = _why(queue, "qos")
     assert verdict.headline == (
         f"job {queue.ids['qos']} is held back by its QOS {QOS}'s limit on jobs per user: "

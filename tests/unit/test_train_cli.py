@@ -190,7 +190,7 @@ def test_hold_dry_run_runs_nothing(run_cli: Run, cluster: TrainCluster, tmp_path
     out = run_cli("train", "hold", "--dry-run").stdout
     assert "would run: scontrol hold 115" in out
     assert "3 pending run(s)" in out and "115_2 keeps running" in out
-    assert cluster.slurm_calls("scontrol") == []
+    assert cluster.slurm_calls("scontrol") == [("scontrol", "show", "config")]  # queue age
 
 
 def test_hold_and_release_call_scontrol_on_the_array(
@@ -202,6 +202,7 @@ def test_hold_and_release_call_scontrol_on_the_array(
     run_cli("train", "release", "tr", "--yes")
     assert cluster.slurm_calls("scontrol") == [
         ("scontrol", "hold", "115"),
+        ("scontrol", "show", "config"),  # does the release keep the queue age
         ("scontrol", "release", "115"),
     ]
     events = json.loads((folder / "train.json").read_text())["events"]

@@ -65,6 +65,7 @@ class TrainCluster:
         self.slurm = slurm
         self.queue = ""
         self.sacct = ""
+        self.config = ""  # `scontrol show config` (train hold reads it once)
         self.next_ids = ["115", "130", "140"]
         self.answers: dict[tuple[str, ...], tuple[int, str, str]] = {}
         slurm.on(["**"], answer=self._answer)
@@ -103,6 +104,8 @@ class TrainCluster:
             return _proc.Completed(key, 0, self.queue, "", 0.0)
         if program == "sacct":
             return _proc.Completed(key, 0, self.sacct, "", 0.0)
+        if key == ("scontrol", "show", "config"):
+            return _proc.Completed(key, 0, self.config, "", 0.0)
         if key[:2] in (("scontrol", "hold"), ("scontrol", "release")) or program == "scancel":
             return _proc.Completed(key, 0, "", "", 0.0)
         raise AssertionError(f"unexpected command: {shlex.join(key)}")
