@@ -76,7 +76,6 @@ ACCOUNTING = (
 # the age is kept across a hold (what ``train hold`` promises). ``train hold`` says on
 # stderr when a cluster enforces limits without it.
 ENFORCE = "AccountingStorageEnforce=associations,limits,qos,safe"
-ACCRUE_ALWAYS = True
 
 PROFILES: dict[str, list[str]] = {
     "production": [],
@@ -115,7 +114,7 @@ def slurm_conf(spec: SandboxSpec, plugin_dir: str = "") -> str:
         "PriorityWeightAge=3600",
         "PriorityMaxAge=01:00:00",
         "PriorityCalcPeriod=1",
-        *(["PriorityFlags=ACCRUE_ALWAYS"] if ACCRUE_ALWAYS else []),
+        "PriorityFlags=ACCRUE_ALWAYS",  # queue age kept across a hold (see ENFORCE)
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_CPU",
         "SlurmdParameters=config_overrides",
