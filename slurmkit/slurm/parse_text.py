@@ -189,30 +189,6 @@ def field_list(columns: Sequence[Column]) -> str:
     return ",".join(code for _, code in columns)
 
 
-def split_rows(
-    text: str,
-    columns: Sequence[Column],
-    delimiter: str = DELIMITER,
-    *,
-    what: str = "output",
-    header: bool = False,
-) -> list[dict[str, str]]:
-    """Rows as ``{field: raw text}``; a row with the wrong field count is an error."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if header and lines:
-        _check_header(lines.pop(0), columns, delimiter, what)
-    rows = []
-    for number, line in enumerate(lines, 1):
-        values = line.split(delimiter)
-        if len(values) != len(columns):
-            raise SlurmParseError(
-                f"{what}: line {number} has {len(values)} fields, expected {len(columns)} "
-                f"separated by {delimiter!r}: {line[:120]!r}"
-            )
-        rows.append({name: value.strip() for (name, _), value in zip(columns, values, strict=True)})
-    return rows
-
-
 def split_records(
     text: str,
     columns: Sequence[Column],
@@ -234,10 +210,10 @@ def split_records(
     if not text.strip():
         return []
     if width < 2 or delimiter not in text:
-        return split_rows(text, columns, delimiter, what=what, header=header)
+        return _split_lines(text, columns, delimiter, what, header)
     pieces = text.lstrip("\n").split(delimiter)
     if (len(pieces) - 1) % (width - 1):
-        split_rows(text, columns, delimiter, what=what, header=header)  # names the bad line
+        _split_lines(text, columns, delimiter, what, header)  # names the bad line
         raise SlurmParseError(
             f"{what}: {len(pieces)} fields do not make whole records of {width} "
             f"separated by {delimiter!r}"
@@ -246,6 +222,29 @@ def split_records(
     records = _cut_records(pieces, width, free_first=False, what=what)
     if header:
         _check_header(delimiter.join(records.pop(0)), columns, delimiter, what)
+    return _named(columns, records)
+
+
+def _split_lines(
+    text: str, columns: Sequence[Column], delimiter: str, what: str, header: bool
+) -> list[dict[str, str]]:
+    """Where no field can hold a newline, a line is a record: its field count is checked
+    line by line, so the error names the line that is wrong."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if header and lines:
+        _check_header(lines.pop(0), columns, delimiter, what)
+    records = [line.split(delimiter) for line in lines]
+    for number, (line, values) in enumerate(zip(lines, records, strict=True), 1):
+        if len(values) != len(columns):
+            raise SlurmParseError(
+                f"{what}: line {number} has {len(values)} fields, expected {len(columns)} "
+                f"separated by {delimiter!r}: {line[:120]!r}"
+            )
+    return _named(columns, records)
+
+
+def _named(columns: Sequence[Column], records: list[list[str]]) -> list[dict[str, str]]:
+    """Each record as ``{field: text}``, its values stripped of the padding around them."""
     return [
         {name: value.strip() for (name, _), value in zip(columns, values, strict=True)}
         for values in records
@@ -416,11 +415,7 @@ def _split_reason_first(
             f"sinfo -R: {len(pieces)} fields do not make whole records of {width} "
             f"separated by {delimiter!r}: {body[:120]!r}"
         )
-    records = _cut_records(pieces, width, free_first=True, what="sinfo -R")
-    return [
-        {name: value.strip() for (name, _), value in zip(columns, values, strict=True)}
-        for values in records
-    ]
+    return _named(columns, _cut_records(pieces, width, free_first=True, what="sinfo -R"))
 
 
 def parse_names(text: str) -> list[str]:
