@@ -133,7 +133,7 @@ def start_slurmdbd(spec: SandboxSpec, where: Where) -> None:
     )
     _sacctmgr(spec, "add", "cluster", spec.cluster_name)
     # Before slurmctld starts, so it loads them: under AccountingStorageEnforce a user
-    # without an association cannot submit (see configs, where it is not set yet).
+    # without an association cannot submit (configs.ENFORCE).
     _sacctmgr(
         spec,
         "add",
