@@ -41,6 +41,8 @@ from slurmkit.slurm import wait as slurm_wait
 from slurmkit.slurm.records import Job
 
 Progress = Callable[[str], None]
+# Relative, so under the directory the command runs in; the nodes must see it.
+DEFAULT_WORK_DIR = Path("slurmkit-checks")
 CANCEL_GRACE = 15.0
 LOG_GRACE = 5.0
 # A check log holds a few lines per node; past this it is not a check log.

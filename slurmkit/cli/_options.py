@@ -86,6 +86,30 @@ def node_timeout_option(default: float, help: str) -> Decorator:
     )
 
 
+# ---------------------------------------------------------------- --dir of a check job
+
+# checkjob.DEFAULT_WORK_DIR, spelled here so that help loads no Slurm code (a unit test
+# holds the two equal).
+CHECK_DIR = Path("slurmkit-checks")
+
+
+def check_dir_option(
+    name: str = "--dir",
+    dest: str = "work_dir",
+    help: str = "Folder for the job script and log; the nodes must see it (shared file system).",
+) -> Decorator:
+    """The folder a check job's script and log go to (:mod:`slurmkit.checkjob`)."""
+    return click.option(
+        name,
+        dest,
+        type=click.Path(path_type=Path, file_okay=False),
+        default=CHECK_DIR,
+        show_default=True,
+        metavar="DIR",
+        help=help,
+    )
+
+
 # ---------------------------------------------------------------- --lock, --lock-wait
 
 

@@ -9,7 +9,7 @@ import click
 
 from slurmkit import stderr
 from slurmkit.cli._group import exit_with
-from slurmkit.cli._options import json_option
+from slurmkit.cli._options import check_dir_option, json_option
 from slurmkit.cli._output import print_json, print_table, progress
 from slurmkit.cli._types import Seconds
 
@@ -48,14 +48,7 @@ def cpus_group() -> None:
     metavar="S",
     help="Seconds to wait for the job to start and finish (also its time limit).",
 )
-@click.option(
-    "--dir",
-    "work_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("slurmkit-checks"),
-    show_default=True,
-    help="Folder for the job script and log; the nodes must see it (shared file system).",
-)
+@check_dir_option()
 @json_option()
 def check_command(
     partition: str | None,

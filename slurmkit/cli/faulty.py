@@ -20,6 +20,7 @@ from slurmkit.cli import _confirm
 from slurmkit.cli._exclude_options import state_option
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import (
+    check_dir_option,
     confirm_options,
     json_option,
     node_count_option,
@@ -70,14 +71,7 @@ def faulty_group() -> None:
 )
 @click.option("--drain", is_flag=True, help="Drain failing nodes (reason: slurmkit: CHECK failed).")
 @confirm_options(dry_run_help="With --drain: show what would be drained.")
-@click.option(
-    "--dir",
-    "work_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("slurmkit-checks"),
-    show_default=True,
-    help="Folder for the job script and log; the nodes must see it (shared file system).",
-)
+@check_dir_option()
 @click.option(
     "--set",
     "assignments",

@@ -21,6 +21,7 @@ from slurmkit.cli import _confirm
 from slurmkit.cli._group import LazyGroup, exit_with
 from slurmkit.cli._options import (
     audit_log_options,
+    check_dir_option,
     confirm_options,
     exclude_option,
     json_option,
@@ -239,13 +240,8 @@ def resume_command(
     metavar="CHECKS",
     help="Run faulty scan --checks CHECKS on the nodes once back; drain those that fail.",
 )
-@click.option(
-    "--check-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("slurmkit-checks"),
-    show_default=True,
-    metavar="DIR",
-    help="With --validate: faulty scan's work folder (job script and log).",
+@check_dir_option(
+    "--check-dir", "check_dir", "With --validate: faulty scan's work folder (job script and log)."
 )
 @_change_options
 def reboot_command(

@@ -27,7 +27,7 @@ class CpusOptions:
     cpus_per_task: int | None = None
     nodes: int | None = None
     timeout: float = DEFAULT_TIMEOUT
-    work_dir: Path = Path("slurmkit-checks")
+    work_dir: Path = checkjob.DEFAULT_WORK_DIR
     sets: Mapping[str, str] = field(default_factory=dict)
     poll: float = slurm_wait.MAX_POLL
 

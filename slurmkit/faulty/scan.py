@@ -36,7 +36,7 @@ from slurmkit.templating.results import parse_check_lines
 
 TEMPLATE = "faulty-node-check"
 DEFAULT_TIMEOUT = 900.0
-DEFAULT_DIR = Path("slurmkit-checks")
+DEFAULT_DIR = checkjob.DEFAULT_WORK_DIR
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import click
 import pytest
 
-from slurmkit import remote
+from slurmkit import checkjob, remote
 from slurmkit.node.change import ChangeOptions
 from slurmkit.nodechange.leftovers import DEFAULT_CHECK_TIMEOUT
 from slurmkit.nodechange.leftovers import VIA_CHOICES as CHECK_VIA
@@ -72,6 +72,15 @@ def test_lock_wait_defaults_are_the_libraries() -> None:
     assert opts["undrain"]["lock_wait"].default == UndrainOptions.lock_wait
     for verb in ("drain", "resume", "reboot"):
         assert opts[f"node {verb}"]["lock_wait"].default == ChangeOptions.lock_wait
+
+
+def test_check_job_folders_default_to_the_librarys() -> None:
+    opts = _options()
+    found = {path: o for path, o in opts.items() if "work_dir" in o or "check_dir" in o}
+    assert {"cpus check", "faulty scan", "node reboot"} <= set(found)
+    for path, o in found.items():
+        option = o.get("work_dir") or o["check_dir"]
+        assert option.default == checkjob.DEFAULT_WORK_DIR, path
 
 
 def test_json_dry_run_and_yes_are_spelled_one_way() -> None:
