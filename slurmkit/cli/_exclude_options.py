@@ -7,14 +7,13 @@ name, default and help the same everywhere a user meets it.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-state_option = click.option(
+from slurmkit.cli._options import file_option
+
+state_option = file_option(
     "--state",
     "state",
-    type=click.Path(path_type=Path, dir_okay=False),
     metavar="PATH",
     help="The exclude list file (default: $XDG_STATE_HOME/slurmkit/excluded.json, "
     "else ~/.local/state/slurmkit/excluded.json).",

@@ -86,6 +86,21 @@ def node_timeout_option(default: float, help: str) -> Decorator:
     )
 
 
+# ---------------------------------------------------------------- FILE
+
+
+def file_option(*decls: str, help: str, metavar: str = "FILE", **extra: Any) -> Decorator:
+    """A path naming one file: click refuses a folder with one usage line, before the
+    command opens anything."""
+    return click.option(
+        *decls,
+        type=click.Path(dir_okay=False, path_type=Path),
+        metavar=metavar,
+        help=help,
+        **extra,
+    )
+
+
 # ---------------------------------------------------------------- --dir of a check job
 
 # checkjob.DEFAULT_WORK_DIR, spelled here so that help loads no Slurm code (a unit test
@@ -117,13 +132,7 @@ def lock_options(default_wait: float, lock_help: str, wait_help: str) -> Decorat
     """``--lock FILE`` and ``--lock-wait S`` of the commands that serialise their runs."""
     return _stack(
         [
-            click.option(
-                "--lock",
-                "lock_path",
-                type=click.Path(dir_okay=False, path_type=Path),
-                metavar="FILE",
-                help=lock_help,
-            ),
+            file_option("--lock", "lock_path", help=lock_help),
             click.option(
                 "--lock-wait",
                 type=click.FloatRange(min=0),
@@ -140,11 +149,9 @@ def audit_log_options(log_help: str) -> Decorator:
     """``--log FILE`` and ``--no-log`` of the commands that change nodes (undrain, node)."""
     return _stack(
         [
-            click.option(
+            file_option(
                 "--log",
                 "log_path",
-                type=click.Path(dir_okay=False, path_type=Path),
-                metavar="FILE",
                 help=f"{log_help} Default: $XDG_STATE_HOME/slurmkit/actions.log "
                 "(~/.local/state/slurmkit/actions.log).",
             ),

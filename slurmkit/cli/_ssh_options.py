@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from slurmkit.cli._options import file_option
 from slurmkit.remote.base import DEFAULT_CONNECT_TIMEOUT, DEFAULT_FANOUT, RemoteOptions
 
 
@@ -49,11 +50,8 @@ def ssh_transport_options(applies_to: str) -> Callable[[Callable[..., Any]], Cal
             is_flag=True,
             help="Do not check ssh host keys (unknown or changed keys accepted). Warns.",
         ),
-        click.option(
-            "--ssh-config",
-            type=click.Path(dir_okay=False, path_type=Path),
-            metavar="FILE",
-            help="ssh config to use instead of ~/.ssh/config (like ssh -F).",
+        file_option(
+            "--ssh-config", help="ssh config to use instead of ~/.ssh/config (like ssh -F)."
         ),
         # Issue 17: clusters whose ssh user is not root. sudo -n never prompts: a node
         # without a rule fails at once with sudo's line; everything is shlex-quoted.

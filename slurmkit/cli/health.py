@@ -27,7 +27,7 @@ import click
 
 from slurmkit import stderr
 from slurmkit.cli._group import exit_with
-from slurmkit.cli._options import dry_run_option, json_option
+from slurmkit.cli._options import dry_run_option, file_option, json_option
 from slurmkit.errors import SlurmkitError
 
 if TYPE_CHECKING:
@@ -40,10 +40,9 @@ def run_by_slurm(env: Mapping[str, str]) -> bool:
 
 
 @click.command("health")
-@click.option(
+@file_option(
     "--config",
     "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
     metavar="PATH",
     # The variable undrain's health gate passes on (undrain/healthgate.py): one name, so
     # the file the gate names is the file health reads.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from slurmkit.cli._group import exit_with
-from slurmkit.cli._options import json_option
+from slurmkit.cli._options import file_option, json_option
 from slurmkit.errors import EXIT_FINDINGS, EXIT_OK
 
 if TYPE_CHECKING:
@@ -30,11 +30,9 @@ def log_group() -> None:
 
 
 @log_group.command("show")
-@click.option(
+@file_option(
     "--log",
     "log_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    metavar="FILE",
     help="The log to read (default: $XDG_STATE_HOME/slurmkit/actions.log, the commands' own).",
 )
 @click.option("--node", "node_text", metavar="NODES", help="Only these nodes (a hostlist).")

@@ -13,7 +13,7 @@ import click
 
 from slurmkit import stderr
 from slurmkit.cli._exclude_options import no_exclude_option, state_option
-from slurmkit.cli._options import dry_run_option, json_option
+from slurmkit.cli._options import dry_run_option, file_option, json_option
 from slurmkit.cli._output import print_json, print_table, progress
 from slurmkit.errors import UsageError
 
@@ -28,10 +28,9 @@ _set_option = click.option(
     metavar="KEY=VALUE",
     help="A parameter value (repeatable); wins over --from-file and the site config.",
 )
-_from_file_option = click.option(
+_from_file_option = file_option(
     "--from-file",
     "vars_file",
-    type=click.Path(path_type=Path, dir_okay=False),
     metavar="VARS.toml",
     help="Parameter values from a TOML file of name = value pairs.",
 )
@@ -151,11 +150,9 @@ def _excluded(no_exclude: bool, state: Path | None) -> str:
 @_from_file_option
 @no_exclude_option
 @state_option
-@click.option(
+@file_option(
     "-o",
     "--output",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
     help="Write the script to FILE (atomically: a temp file renamed) instead of stdout.",
 )
 def render_command(

@@ -19,7 +19,7 @@ import click
 
 from slurmkit import stderr
 from slurmkit.cli._group import exit_with
-from slurmkit.cli._options import json_option
+from slurmkit.cli._options import file_option, json_option
 from slurmkit.cli._output import print_json
 
 
@@ -41,11 +41,9 @@ def _common(func: Callable[..., Any]) -> Callable[..., Any]:
             metavar="DURATION",
             help="Remind about a still-failing check this often (0s: every run).",
         ),
-        click.option(
+        file_option(
             "--state",
             "state_path",
-            type=click.Path(path_type=Path, dir_okay=False),
-            metavar="FILE",
             help="Rate-limit state (default $XDG_STATE_HOME/slurmkit/watch-state.json).",
         ),
         json_option(),
