@@ -9,9 +9,10 @@ filled later; until it exists ``--part test`` says so and exits 2. Each script w
 labelled by hand before lint ran on it (``LABELS.json`` of each directory; the first 66
 scripts keep their older judgments in ``EXPECTED.tsv``, read here as labels).
 
-Lint runs exactly as a user runs it: through the CLI command itself, in process, from
-the scripts' own directory (``cd DIR && slurmkit lint --json --info --slurm-version V
-*.sh``), so the file system rules see what they see on real use (issue 32 item 3).
+Lint runs exactly as a user runs it: through the CLI command itself, in process
+(``slurmkit lint --json --info --slurm-version V PATH...``), on each script put back at
+its repository path in a work tree of its own with the directories its repository ships
+(``lint_corpus``), so the file system rules see what they see on real use (issue 32 item 3).
 
 Printed per version and subset (and their sum for the development part): errors shown
 and right, warnings shown and right (a finding is right
@@ -33,7 +34,9 @@ import contextlib
 import csv
 import json
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +49,14 @@ SPENT = CORPUS / "spent-holdout"
 HOLDOUT2 = CORPUS / "holdout2"
 # part -> its directories, each scored on its own and summed
 PARTS: dict[str, tuple[Path, ...]] = {"dev": (CORPUS, SPENT), "test": (HOLDOUT2,)}
-NOT_SCRIPTS = {"SOURCES.tsv", "EXPECTED.tsv", "LABELS.json", "SPLIT.tsv", "README.md"}
+NOT_SCRIPTS = {
+    "SOURCES.tsv",
+    "EXPECTED.tsv",
+    "LABELS.json",
+    "SPLIT.tsv",
+    "SHIPS.tsv",
+    "README.md",
+}
 VERSIONS = ("22.05", "24.11")
 
 
@@ -119,6 +129,58 @@ def lint_as_cli(directory: Path, names: list[str], version: str) -> list[dict[st
     return findings
 
 
+def lint_corpus(directory: Path, names: list[str], version: str) -> list[dict[str, object]]:
+    """``lint_as_cli`` on the scripts put back where their repositories keep them.
+
+    A corpus copy lies flat in this project's checkout, so a rule that judges the
+    script's checkout (a log directory shipped beside it or above it) would judge ours.
+    Each script goes back to its repository path (``SOURCES.tsv``) in a work tree of
+    its own, one per repository, with the directories that repository ships
+    (``SHIPS.tsv``: checked at the commit with ``git ls-tree``) kept by a ``.gitkeep``.
+    Findings name the corpus files again.
+    """
+    rows = {r["file"]: r for r in _rows(directory / "SOURCES.tsv")}
+    ships = _rows(directory / "SHIPS.tsv") if (directory / "SHIPS.tsv").is_file() else []
+    with tempfile.TemporaryDirectory(prefix="slurmkit-corpus-") as tmp:
+        root = Path(tmp)
+        placed: dict[str, str] = {}
+        for name in names:
+            placed[_place(root, directory / name, rows[name])] = name
+        for ship in ships:
+            slug = _slug(ship["repository"])
+            for top in [*root.glob(slug), *root.glob(slug + "@*")]:
+                (top / ship["directory"]).mkdir(parents=True, exist_ok=True)
+                (top / ship["directory"] / ".gitkeep").touch()
+        findings = lint_as_cli(root, sorted(placed), version)
+    for finding in findings:
+        finding["file"] = placed[str(finding["file"])]
+    return findings
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as stream:
+        return list(csv.DictReader(stream, delimiter="\t"))
+
+
+def _slug(repository: str) -> str:
+    return repository.replace("/", "+")
+
+
+def _place(root: Path, source: Path, row: dict[str, str]) -> str:
+    """Copy one script to its repository path; a path taken (two commits) gets a new tree."""
+    number = 0
+    while True:
+        top = root / (_slug(row["repository"]) + (f"@{number}" if number else ""))
+        target = top / row["path"]
+        if not target.exists():
+            break
+        number += 1
+    (top / ".git").mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    return str(target.relative_to(root))
+
+
 def labels(directory: Path) -> list[Label]:
     """The part's labels: LABELS.json, and in the development part EXPECTED.tsv's verdicts."""
     out: list[Label] = []
@@ -159,7 +221,7 @@ def score(directory: Path, version: str) -> Score:
     known = {(lb.file, line, lb.kind) for lb in mine for line in lb.lines}
     result = Score(scripts=len(names))
     shown: set[tuple[str, int, str]] = set()
-    for f in lint_as_cli(directory, names, version):
+    for f in lint_corpus(directory, names, version):
         severity = str(f["severity"])
         key = (str(f["file"]), int(str(f["line"])), str(f["rule"]))
         tally = result.per_rule.setdefault(key[2], [0, 0])

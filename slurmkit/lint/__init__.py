@@ -71,8 +71,11 @@ def lint_text(text: str, path: str = "-", context: LintContext | None = None) ->
 
 def _lint_text(text: str, path: str, context: LintContext | None) -> list[Finding]:
     context = context or LintContext()
+    crlf = _first_crlf(text)
+    if crlf:
+        text = text.replace("\r\n", "\n")
     try:
-        script = Script(path, text)
+        script = Script(path, text, crlf_line=crlf)
     except NestingTooDeep as exc:
         raise UsageError(f"cannot lint {path}: {exc}") from None
     findings: list[Finding] = []
@@ -109,6 +112,18 @@ def _lint_text(text: str, path: str, context: LintContext | None) -> list[Findin
     order = {rule.id: index for index, rule in enumerate(RULES)}
     kept = keep(findings, script.lines)
     return sorted(set(kept), key=lambda f: (f.line, order.get(f.rule, len(order)), f.message))
+
+
+def _first_crlf(text: str) -> int:
+    """Line of the first \\r\\n (0: none).
+
+    sbatch refuses such a script whole (sbatch.c contains_dos_linebreak), so it never
+    reaches bash, where each \\r would break every ``\\`` continuation: that is one
+    defect, said once (``dos-line-breaks``). The other rules judge the script as it
+    is once converted, so what they say is still true after ``dos2unix``.
+    """
+    at = text.find("\r\n")
+    return 0 if at < 0 else text.count("\n", 0, at) + 1
 
 
 def _placed(script: Script, findings: list[Finding]) -> list[Finding]:

@@ -170,6 +170,8 @@ class Script:
     origin: HeredocOrigin | None = None
     # the scripts of its repository its steps run (None: a text with no file, no directory)
     helpers: Helpers | None = None
+    # line of the first \r\n of the text as written (0: none); ``text`` has them as \n
+    crlf_line: int = 0
     lines: list[str] = field(init=False)
     parsed: Parsed = field(init=False)
     directives: list[Directive] = field(init=False)
@@ -369,7 +371,11 @@ class Script:
             if name is None:
                 continue
             if name == "srun":
-                sruns.append(self._srun(command, line, shell, prefix))
+                srun = self._srun(command, line, shell, prefix)
+                # no command: srun exits at option parsing (opt.c "No command given to
+                # execute."), before any step exists, so no step rule applies to it
+                if srun.program:
+                    sruns.append(srun)
             for assignment in prefix:
                 events.append(
                     (Binding(assignment.name, assignment.value, True, line, prefix=True), command)

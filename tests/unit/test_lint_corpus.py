@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.score_lint_corpus import CORPUS, NOT_SCRIPTS, lint_as_cli
+from benchmarks.score_lint_corpus import CORPUS, NOT_SCRIPTS, lint_corpus
 from slurmkit.lint import INFO, LintContext, SlurmVersion, lint_text
 from slurmkit.lint.precision import PRECISION
 from slurmkit.lint.rules import RULES
@@ -74,12 +74,12 @@ def test_corpus_is_sourced() -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_findings_match_the_judgments(version: str) -> None:
-    """The 66 judged scripts, linted by the CLI's own command from their directory."""
+    """The 66 judged scripts, linted by the CLI's own command where their repositories keep them."""
     rows = [r for r in _rows("EXPECTED.tsv") if version in r["versions"].split(",")]
     verdicts = {(r["file"], int(r["line"]), r["rule"]): r["verdict"] for r in rows}
     found = {
         (str(f["file"]), int(str(f["line"])), str(f["rule"])): str(f["severity"])
-        for f in lint_as_cli(CORPUS, _judged(), version)
+        for f in lint_corpus(CORPUS, _judged(), version)
     }
     shown_wrong = sorted(
         k for k, sev in found.items() if sev != INFO and verdicts.get(k) != "right"
@@ -133,9 +133,10 @@ def test_precision_table_is_the_development_parts() -> None:
 
     pooled: dict[str, tuple[int, int]] = {}
     for version in VERSIONS:
-        for rule, (right, judged) in score(PARTS["dev"], version).per_rule.items():
-            r, j = pooled.get(rule, (0, 0))
-            pooled[rule] = (r + right, j + judged)
+        for directory in PARTS["dev"]:  # the top level and the spent hold-out
+            for rule, (right, judged) in score(directory, version).per_rule.items():
+                r, j = pooled.get(rule, (0, 0))
+                pooled[rule] = (r + right, j + judged)
     assert pooled == PRECISION
 
 

@@ -242,3 +242,24 @@ def test_a_directory_the_git_checkout_ships_exists(tmp_path: Path) -> None:
     (tmp_path / ".git").rename(tmp_path / "not-git")
     (outside / "job.slurm").write_text(LOGS.replace("mkdir -p logs\n", ""))
     assert lint_path(outside / "job.slurm", context) == []  # no work tree: unknown
+
+
+def test_a_script_in_a_subdirectory_may_be_submitted_from_the_top(tmp_path: Path) -> None:
+    """`sbatch slurm/train.sbatch` from the checkout's top: slurm/ is there (the script's
+    own directory), so --output=slurm/%x_%j.out opens; a directory missing from every
+    level between the script and the top is still an error."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "slurm").mkdir()
+    script = tmp_path / "slurm" / "train.sbatch"
+    context = LintContext(SlurmVersion.parse("24.11.5"))
+    body = LOGS.replace("mkdir -p logs\n", "")
+    script.write_text(body.replace("logs/%x-%j", "slurm/%x_%j"))
+    assert lint_path(script, context) == []
+    script.write_text(body)
+    assert [(f.line, f.severity) for f in lint_path(script, context)] == [
+        (4, "error"),
+        (5, "error"),
+    ]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / ".gitkeep").write_text("")
+    assert lint_path(script, context) == []  # shipped at the top

@@ -44,9 +44,9 @@ def test_words_that_are_no_launcher(command: str) -> None:
 def test_trainers_and_ray_run_once_per_node_servers_are_not_judged() -> None:
     head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -c 8 --gpus=4\n#SBATCH --ntasks-per-node=4\n"
     assert found(head + "srun llamafactory-cli train c.yaml\n") == [
-        (4, "error", "launcher-tasks-per-node")
+        (5, "error", "launcher-tasks-per-node")
     ]
-    assert found(head + "srun ray start --block\n") == [(4, "error", "launcher-tasks-per-node")]
+    assert found(head + "srun ray start --block\n") == [(5, "error", "launcher-tasks-per-node")]
     # one server per GPU, each on its own port: a script may mean it
     assert found(head + "srun vllm serve m --port $((8000 + SLURM_LOCALID))\n") == []
 
@@ -90,7 +90,7 @@ def test_a_launcher_in_a_helper_script_is_the_steps(tmp_path: Path) -> None:
         },
     )
     findings = lint_path(top / "slurm" / "job.sh", V)
-    assert [(f.line, f.rule) for f in findings] == [(4, "launcher-tasks-per-node")]
+    assert [(f.line, f.rule) for f in findings] == [(5, "launcher-tasks-per-node")]
     assert "torchrun (in train.sh) starts its own worker" in findings[0].message
     # the same text with no file behind it reads no helper
     assert found(JOB + "srun bash train.sh\n") == []
@@ -103,7 +103,7 @@ def test_helpers_from_the_top_of_the_tree_and_two_deep_not_three(tmp_path: Path)
         "scripts/b.sh": "accelerate launch train.py\n",
     }
     top = repo(tmp_path, files)
-    assert rules_of(top / "slurm" / "job.sh") == [(4, "error", "launcher-tasks-per-node")]
+    assert rules_of(top / "slurm" / "job.sh") == [(5, "error", "launcher-tasks-per-node")]
     files["scripts/b.sh"] = "bash ./c.sh\n"  # resolved from b.sh's own directory
     files["scripts/c.sh"] = "accelerate launch train.py\n"
     top = repo(tmp_path / "deeper", files)

@@ -407,9 +407,9 @@ def test_a_launcher_in_a_submitted_heredoc_belongs_to_that_job_only() -> None:
         "srun -c 32 torchrun --nnodes=2 --rdzv_backend=c10d --nproc_per_node=8 t.py\n"
     )
     text = "#!/bin/bash\n#SBATCH -t 5\nsbatch <<'EOF'\n" + body + "EOF\n"
-    assert found(text) == [(5, "error", "launcher-tasks-per-node")]
+    assert found(text) == [(6, "error", "launcher-tasks-per-node")]
     (finding,) = lint(text)
-    assert "line 3 feeds to sbatch, its line 2" in finding.message
+    assert "line 3 feeds to sbatch, its line 3" in finding.message
 
 
 def test_a_comment_after_code_is_not_read_as_options() -> None:

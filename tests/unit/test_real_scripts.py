@@ -28,6 +28,7 @@ from benchmarks.score_lint_corpus import (
     ROOT,
     SPENT,
     lint_as_cli,
+    lint_corpus,
     score,
 )
 from slurmkit.lint.rules import RULE_IDS
@@ -240,3 +241,28 @@ def test_test_part_missing_is_one_line_exit_2(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == "score_lint_corpus: part test: h2/ does not exist yet\n"
+
+
+def test_the_corpus_is_linted_where_its_repositories_keep_it(tmp_path: Path) -> None:
+    """A flat corpus copy would be judged in this project's checkout: lint_corpus puts
+    each script back at its repository path, with the directories SHIPS.tsv records."""
+    head = "#!/bin/bash\n#SBATCH -t 5\n"
+    (tmp_path / "a--slurm_job.sh").write_text(head + "#SBATCH -o slurm/%x_%j.out\nhostname\n")
+    (tmp_path / "b--run.sh").write_text(head + "#SBATCH -o runs/%j.log\nhostname\n")
+    (tmp_path / "c--run.sh").write_text(head + "#SBATCH -o runs/%j.log\nhostname\n")
+    (tmp_path / "SOURCES.tsv").write_text(
+        "file\trepository\tpath\tcommit\tlicence\tlabels\n"
+        "a--slurm_job.sh\to/a\tslurm/job.sh\t0\tMIT\tLABELS.json\n"
+        "b--run.sh\to/b\trun.sh\t0\tMIT\tLABELS.json\n"
+        "c--run.sh\to/c\trun.sh\t0\tMIT\tLABELS.json\n"
+    )
+    (tmp_path / "SHIPS.tsv").write_text(
+        "repository\tdirectory\tcommit\tevidence\no/b\truns\t0\tgit ls-tree\n"
+    )
+    names = ["a--slurm_job.sh", "b--run.sh", "c--run.sh"]
+    missing = {
+        str(f["file"])
+        for f in lint_corpus(tmp_path, names, "24.11")
+        if f["rule"] == "output-dir-missing"
+    }
+    assert missing == {"c--run.sh"}  # o/c ships no runs/; o/a's slurm/ holds the script

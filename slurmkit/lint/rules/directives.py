@@ -46,10 +46,9 @@ def _shebang(script: Script, context: LintContext) -> Iterator[Finding]:
 
 
 def _dos(script: Script, context: LintContext) -> Iterator[Finding]:
-    if "\r\n" in script.text:
-        line = script.text[: script.text.index("\r\n")].count("\n") + 1
+    if script.crlf_line:
         yield script.finding(
-            line,
+            script.crlf_line,
             ERROR,
             RULE_DOS.id,
             "DOS line breaks (\\r\\n): sbatch refuses the script, and bash would read every "

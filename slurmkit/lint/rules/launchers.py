@@ -197,10 +197,12 @@ def _tasks_per_node(script: Script, srun: Srun) -> tuple[int | None, int, str]:
     setting = job.get("ntasks-per-node") or job.get("ntasks")
     if setting is None:
         return None, 0, ""
-    how = f"#SBATCH {setting.written}"
+    how = f"#SBATCH {setting.written} (line {setting.line})"
     if job.get("ntasks-per-node") is None:
         how += f" over {_job_nodes(script)} node(s)"
-    return job.tasks_per_node, setting.line, how
+    # said at the step: it is the step that starts the launchers (other steps may want
+    # the job's tasks), and a per-step fix (srun --ntasks-per-node=1) is as good
+    return job.tasks_per_node, srun.line, how
 
 
 def _job_nodes(script: Script) -> int:
@@ -241,6 +243,8 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     if any(s.has("cpus-per-task", "cpus-per-gpu") for s, _ in steps):
         return
     line, name = (steps[0][0].line, steps[0][1]) if steps else launchers[0]
+    if _one_worker(script, line):
+        return
     yield script.finding(
         line,
         WARNING,
@@ -250,6 +254,21 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
         "#SBATCH --cpus-per-task=N with N >= (1 + data loader workers) x GPUs per node, and "
         "srun --cpus-per-task=$SLURM_CPUS_PER_TASK",
     )
+
+
+def _one_worker(script: Script, line: int) -> bool:
+    """A launcher that starts one worker: on one CPU it is a plain `python train.py`.
+
+    The rule is about the launcher's workers and their loaders sharing the task's one
+    CPU; with one worker per node (``--nproc_per_node 1``, or no count and one GPU per
+    node: torchrun's default is 1) there is nothing to share that a plain training
+    without --cpus-per-task would not share too, and lint does not flag that.
+    """
+    counts = {int(m["n"]) for m in _PROC_ARGS.finditer(script.lines[line - 1])}
+    if counts:
+        return counts == {1}
+    gpus = script.job.gpus_per_node
+    return gpus is not None and gpus[0] == 1
 
 
 def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -357,10 +376,18 @@ def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
             if value != request[0]:
                 yield script.finding(
                     number,
-                    ERROR if value > request[0] else WARNING,
+                    # fewer workers than GPUs: info. torchrun does not narrow
+                    # CUDA_VISIBLE_DEVICES, so one worker sees every GPU of the job
+                    # and may drive several (device_map, tensor parallel): intent
+                    ERROR if value > request[0] else INFO,
                     RULE_GPUS.id,
                     f"--{match['opt']} {value} but the job has {request[0]} GPUs per node "
-                    f"(#SBATCH {request[1].written})",
+                    f"(#SBATCH {request[1].written})"
+                    + (
+                        ""
+                        if value > request[0]
+                        else ": the others idle unless a worker uses several"
+                    ),
                     f"--{match['opt']}={request[0]} (or $SLURM_GPUS_ON_NODE)",
                 )
 

@@ -11,10 +11,12 @@ never from wherever lint happens to run (issue 32 item 3):
   ``lint --submit-dir DIR`` (joined with a relative ``--chdir``), or an absolute
   ``--chdir``; missing there: error (an absolute ``--chdir`` missing on this host is
   another host's path: unknown);
-- without one, a script in a git work tree is submitted from its own directory: the
-  log directory exists when it is there on disk or the checkout ships it (a tracked
-  file in it, a ``.gitkeep``); otherwise a fresh checkout lacks it: error, unless the
-  script creates it itself (then the warning below). Outside a work tree: unknown;
+- without one, a script in a git work tree is submitted from its own directory or
+  from a directory above it in the checkout (``sbatch slurm/train.sbatch`` from the
+  top): the log directory exists when it is there on disk or the checkout ships it
+  (a tracked file in it, a ``.gitkeep``) under one of them; otherwise a fresh
+  checkout lacks it: error, unless the script creates it itself (then the warning
+  below). Outside a work tree: unknown;
 - an absolute directory missing on the host where lint runs is unknown (the cluster
   is another host), never an error;
 - the script makes the directory itself (``mkdir -p logs`` after the header): too
@@ -130,8 +132,9 @@ def _missing(script: Script, setting: Setting, missing: Missing) -> Finding:
     how = (
         f"the directory {where} does not exist"
         if missing.explicit
-        else f"the directory {where} is not beside the script, its git checkout does not "
-        "ship it, and nothing in the script creates it"
+        else f"the directory {where} is neither beside the script nor at a level above it "
+        "in its git checkout, the checkout does not ship it, and nothing in the script "
+        "creates it"
     )
     return script.finding(
         setting.line,
@@ -175,16 +178,32 @@ def _lookup(directory: str, chdir: str | None, context: LintContext) -> bool | M
     if context.submit_dir is not None:
         where = posixpath.normpath(posixpath.join(context.submit_dir, chdir or "", directory))
         return True if os.path.isdir(where) else Missing(where, explicit=True)
-    if context.script_dir is None or _work_tree(context.script_dir) is None:
+    top = None if context.script_dir is None else _work_tree(context.script_dir)
+    if context.script_dir is None or top is None:
         return None
     where = posixpath.normpath(posixpath.join(chdir or "", directory))
     if "/" in where and where.split("/", 1)[0] not in _OUTPUT_ROOTS:
         return None  # slurm/logs: a path into the repository's layout, from a root not known
-    if os.path.isdir(posixpath.join(context.script_dir, where)):
-        return True
-    if shipped(context.script_dir, chdir or "", directory):
-        return True
+    for submit in _submit_candidates(context.script_dir, top):
+        if os.path.isdir(posixpath.join(submit, where)) or shipped(submit, where):
+            return True
     return Missing(where, explicit=False)
+
+
+def _submit_candidates(script_dir: str, top: str) -> list[str]:
+    """Where a script of a checkout may be submitted from: its directory, up to the top.
+
+    ``sbatch slurm/train.sbatch`` from the checkout's top is as usual as ``cd slurm``
+    first; a script in ``slurm/`` that logs to ``slurm/%x.out`` is written for the
+    former. The directory is missing only when it is missing from every one of them.
+    """
+    candidates = [script_dir]
+    current = os.path.abspath(script_dir)
+    top = os.path.abspath(top)
+    while current != top and current.startswith(top + os.sep):
+        current = posixpath.dirname(current)
+        candidates.append(current)
+    return candidates
 
 
 def shipped(script_dir: str, *parts: str) -> bool:
