@@ -25,7 +25,7 @@ from typing import Any
 import click
 
 from slurmkit import stderr
-from slurmkit.cli._types import SECONDS
+from slurmkit.cli._types import SECONDS, Seconds
 from slurmkit.errors import UsageError
 from slurmkit.nodesel import KINDS_TEXT, Selection
 
@@ -101,7 +101,21 @@ def file_option(*decls: str, help: str, metavar: str = "FILE", **extra: Any) -> 
     )
 
 
-# ---------------------------------------------------------------- --dir of a check job
+# ---------------------------------------------------------------- a check job's --timeout, --dir
+
+
+def check_timeout_option(default: float) -> Decorator:
+    """``--timeout S`` of a check job (:mod:`slurmkit.checkjob`): its wait and its time limit,
+    so finite (``nan`` and ``inf`` once reached the time limit's arithmetic: a traceback)."""
+    return click.option(
+        "--timeout",
+        type=Seconds(at_least=1),
+        default=default,
+        show_default=True,
+        metavar="S",
+        help="Seconds to wait for the job to start and finish (also its time limit).",
+    )
+
 
 # checkjob.DEFAULT_WORK_DIR, spelled here so that help loads no Slurm code (a unit test
 # holds the two equal).

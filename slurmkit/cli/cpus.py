@@ -9,9 +9,8 @@ import click
 
 from slurmkit import stderr
 from slurmkit.cli._group import exit_with
-from slurmkit.cli._options import check_dir_option, json_option
+from slurmkit.cli._options import check_dir_option, check_timeout_option, json_option
 from slurmkit.cli._output import print_json, print_table, progress
-from slurmkit.cli._types import Seconds
 
 if TYPE_CHECKING:
     from slurmkit.cpus import CpusReport
@@ -40,14 +39,7 @@ def cpus_group() -> None:
     help="CPUs per task to request (at least 2; default: the template's, 2).",
 )
 @click.option("-N", "--nodes", type=click.IntRange(min=1), metavar="K", help="Nodes (default 1).")
-@click.option(
-    "--timeout",
-    type=Seconds(at_least=1),
-    default=600.0,
-    show_default=True,
-    metavar="S",
-    help="Seconds to wait for the job to start and finish (also its time limit).",
-)
+@check_timeout_option(600.0)
 @check_dir_option()
 @json_option()
 def check_command(

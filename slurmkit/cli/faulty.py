@@ -21,6 +21,7 @@ from slurmkit.cli._exclude_options import state_option
 from slurmkit.cli._group import exit_with
 from slurmkit.cli._options import (
     check_dir_option,
+    check_timeout_option,
     confirm_options,
     json_option,
     node_count_option,
@@ -61,14 +62,7 @@ def faulty_group() -> None:
     help="Comma-separated: python, cuda, gpu-count, gpu-mem, nccl, disk, dcgmi, gpu-health, "
     "xid, cmd:COMMAND; across nodes: net, nccl-multi.",
 )
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=1),
-    default=900.0,
-    show_default=True,
-    metavar="S",
-    help="Seconds to wait for the job to start and finish (also its time limit).",
-)
+@check_timeout_option(900.0)
 @click.option("--drain", is_flag=True, help="Drain failing nodes (reason: slurmkit: CHECK failed).")
 @confirm_options(dry_run_help="With --drain: show what would be drained.")
 @check_dir_option()

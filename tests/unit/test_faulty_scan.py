@@ -530,3 +530,12 @@ def test_check_output_reaches_the_terminal_with_escapes_shown(run_cli, slurm) ->
     result = scan(run_cli, "--checks", "python")
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "boom\\x1b]0;owned\\x07" in result.stdout
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0.5"])
+def test_timeout_is_finite_seconds_from_one_before_any_job(run_cli, slurm, value: str) -> None:
+    """nan and inf passed FloatRange(min=1) and reached the job's time limit (a traceback);
+    the check jobs' one --timeout option (cpus check's) refuses them as it parses."""
+    result = scan(run_cli, "--checks", "python", "--timeout", value, exit_code=2)
+    assert result.stderr.count("\n") == 1 and "--timeout" in result.stderr
+    assert "Traceback" not in result.stderr and not slurm.slurm_calls("sbatch")
