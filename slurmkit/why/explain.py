@@ -1,10 +1,11 @@
 """``why JOB``: gather what Slurm knows in a fixed number of calls, then pick the verdict.
 
-The calls, whatever the job's size: one ``sacct`` (every step and attempt, or every task
-of an array), one ``scontrol show job`` (a job slurmctld still holds: its log paths, a
-pending job's detail; skipped for an array of many tasks), and only when the state calls
-for them one ``sstat`` (running), one ``sacctmgr show event`` (NODE_FAIL) and one
-``sinfo -R`` ("Kill task failed" drains). With slurmdbd down the verdict comes from
+The calls, whatever the job's size: one ``sacct`` of the allocations (every attempt, or
+every task of an array) and one more for the steps (the job's, or a sample of an array's
+tasks; none for a pending job), one ``scontrol show job`` (a job slurmctld still holds: its
+log paths, a pending job's detail; skipped for an array of many tasks), and only when the
+state calls for them one ``sstat`` (running), one ``sacctmgr show event`` (NODE_FAIL) and
+one ``sinfo -R`` ("Kill task failed" drains). With slurmdbd down the verdict comes from
 slurmctld alone, with a note; a job neither knows is :class:`NotFound` (exit 2).
 """
 
@@ -38,6 +39,8 @@ PRIVATE_NOTE = (
     "`scontrol show config | grep PrivateData`)"
 )
 NO_DBD_NOTE = "accounting (slurmdbd) did not answer: the verdict comes from slurmctld alone"
+# An array's efficiency spread is read from this many of its tasks that ran (all when fewer).
+USAGE_SAMPLE = 200
 
 
 def check_job_id(text: str) -> str:
@@ -62,11 +65,10 @@ def explain(
     check_job_id(job_id)
     caller = caller or _caller()
     notes: list[str] = []
-    steps = _accounting(job_id, notes)
-    tasks = ended.attempts(steps or [])
+    tasks = ended.attempts(_accounting(job_id, notes, allocations=True) or [])
     if len(tasks) > 1:
-        return arrays.summary(job_id, tasks, notes)
-    live = _live(job_id, notes) if len(tasks) <= 1 else None
+        return arrays.summary(job_id, tasks, notes, usage=_sample_usage(tasks, notes))
+    live = _live(job_id, notes)
     if live is None and not tasks:
         raise NotFound(f"unknown job {job_id} (neither slurmctld nor accounting knows it)")
     owner = live.user if live is not None else _owner(tasks)
@@ -81,6 +83,8 @@ def explain(
     current = history[-1].allocation
     if current.state == "PENDING" and live is None:
         return _with_notes(Verdict(job_id, "pending", f"job {job_id} is pending", "info"), notes)
+    (history,) = _with_steps(job_id, tasks, notes).values()
+    current = history[-1].allocation
     if current.state in ended.ACTIVE_STATES:
         history[-1].steps[:] = _with_sstat(job_id, history[-1].steps, notes)
     context = ended.Context(
@@ -121,14 +125,37 @@ def _caller() -> str:
         return str(os.getuid())
 
 
-def _accounting(job_id: str, notes: list[str]) -> list[Step] | None:
+def _accounting(job_id: str, notes: list[str], *, allocations: bool = False) -> list[Step] | None:
     try:
-        return accounting.job_steps(job_id)
+        return accounting.job_steps(job_id, allocations=allocations)
     except AccountingError as exc:
         if exc.unreachable:
             notes.append(f"{NO_DBD_NOTE} ({exc})")
             return None
         raise
+
+
+def _with_steps(
+    job_id: str, tasks: dict[str, list[ended.Attempt]], notes: list[str]
+) -> dict[str, list[ended.Attempt]]:
+    """One job's attempts with their steps: a second sacct, as cheap as the first for one
+    job (the first asks allocations only, see :func:`accounting.sacct_argv`)."""
+    full = ended.attempts(_accounting(job_id, notes) or [])
+    return full if len(full) == 1 else tasks
+
+
+def _sample_usage(
+    tasks: dict[str, list[ended.Attempt]], notes: list[str]
+) -> dict[str, list[ended.Attempt]]:
+    """The steps of at most :data:`USAGE_SAMPLE` of an array's tasks that ran, evenly
+    spaced, in one sacct: their efficiency stands for the array's without costing
+    slurmdbd one query per task."""
+    ran = [key for key, history in tasks.items() if history[-1].allocation.started]
+    picked = ran[:: -(-len(ran) // USAGE_SAMPLE)] if ran else []
+    if not picked:
+        return {}
+    found = ended.attempts(_accounting(",".join(picked), notes) or [])
+    return {key: found[key] for key in picked if key in found}
 
 
 def _live(job_id: str, notes: list[str]) -> Job | None:

@@ -56,10 +56,13 @@ def test_verdict_line_first_and_the_exit_code(
 
 
 def test_a_fixed_number_of_calls_whatever_the_steps(fake_slurm: FakeSlurm, run_cli) -> None:
-    """sacct once, scontrol once, sinfo -R once (ended), sacctmgr once (NODE_FAIL)."""
+    """sacct twice (allocations, then the job's steps), scontrol once, sinfo -R once
+    (ended), sacctmgr once (NODE_FAIL)."""
     routes(fake_slurm, (0, job_lines("23", ended_only=True), ""))
     run_cli("why", "23", exit_code=1)
-    assert sorted(c[0] for c in fake_slurm.calls) == ["sacct", "sacctmgr", "scontrol", "sinfo"]
+    called = sorted(c[0] for c in fake_slurm.calls)
+    assert called == ["sacct", "sacct", "sacctmgr", "scontrol", "sinfo"]
+    assert ["--allocations" in c for c in fake_slurm.calls_to("sacct")] == [True, False]
 
 
 def test_json_is_the_documented_schema(fake_slurm: FakeSlurm, run_cli) -> None:
