@@ -13,7 +13,7 @@ import pytest
 from slurmkit.slurm.parse_text import DELIMITER
 from slurmkit.why import logs
 from tests.fakes import FakeSlurm
-from tests.unit.test_why_ended import recorded
+from tests.unit.test_why_ended import allocation_lines, recorded
 
 UNKNOWN = (1, "", "slurm_load_jobs error: Invalid job id specified\n")
 NO_DBD = (1, "", "sacct: error: slurm_persist_conn_open: No response to persist_init\n")
@@ -32,6 +32,9 @@ def job_lines(*jobs: str, ended_only: bool = False) -> str:
 
 def routes(fake: FakeSlurm, sacct: object, scontrol: object = UNKNOWN) -> FakeSlurm:
     fake.on(["sacct", "**"], answer=sacct)  # type: ignore[arg-type]
+    if isinstance(sacct, tuple) and sacct[0] == 0:
+        narrow = (0, allocation_lines(sacct[1]), sacct[2])
+        fake.on(["sacct", "**", "--allocations", "**"], answer=narrow)
     fake.on(["scontrol", "--details", "show", "job", "*"], answer=scontrol)  # type: ignore[arg-type]
     fake.on(["sinfo", "**"], "")
     fake.on(["sacctmgr", "**"], "node-3|2026-11-29T01:02:05|Unknown|DOWN*|root(0)|Not responding\n")

@@ -196,15 +196,22 @@ def array_sacct(tasks: int) -> str:
     return "\n".join(out) + "\n"
 
 
+def allocation_lines(text: str) -> str:
+    """sacct ``text`` (why's full columns, steps included) as ``--allocations`` prints it."""
+    names = [name for name, _ in accounting.WHY_SACCT_COLUMNS]
+    keep = [names.index(name) for name, _ in accounting.ALLOCATION_COLUMNS]
+    rows = [line.split(DELIMITER) for line in text.splitlines() if DELIMITER in line]
+    return "".join(DELIMITER.join(r[i] for i in keep) + "\n" for r in rows if "." not in r[1])
+
+
 def test_an_array_of_10000_tasks_is_two_saccts_and_one_summary(fake_slurm: FakeSlurm) -> None:
     """The tasks' allocations in one sacct, the steps of 200 of them in another: slurmdbd
     reads steps with one database query per job (2.6-3.1 s for 10,000 tasks live, 0.3-0.4 s so)."""
     from slurmkit.why.explain import USAGE_SAMPLE, explain
 
     text = array_sacct(10_000)
-    allocations = "".join(ln for ln in text.splitlines(keepends=True) if ".batch" not in ln)
     fake_slurm.on(["sacct", "**"], text)
-    fake_slurm.on(["sacct", "**", "--allocations", "**"], allocations)
+    fake_slurm.on(["sacct", "**", "--allocations", "**"], allocation_lines(text))
     v = explain(ARRAY)
     assert v.headline == f"array {ARRAY}: 10000 tasks: 10000 COMPLETED"
     first, second = fake_slurm.calls
