@@ -6,8 +6,10 @@ Slurm's answers are the 22.05 recording of tests/fixtures/why (real sacct lines)
 size: the 5-task array's task 1 repeated as 10,000 tasks, and the 4-task srun job (14)
 stretched to 64 nodes and 512 tasks with a "Kill task failed" drain on half its nodes.
 Slurm is not run: what is measured is slurmkit's own parsing and verdict (Slurm's own time
-to answer one sacct is a property of the site's database), and the calls it asks for,
-counted at the process seam. Prints a markdown table: median ms over ``--runs`` and calls.
+to answer is a property of the site's database: ``why_live_bench.py`` runs it), and the
+calls it asks for, counted at the process seam, each answered as Slurm would (the
+allocations alone for ``--allocations``, the listed tasks for a sample's ``--jobs``).
+Prints a markdown table: median ms over ``--runs`` and calls.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ sys.path.insert(0, str(REPO))
 
 from slurmkit import _proc  # noqa: E402
 from slurmkit.slurm.parse_text import DELIMITER  # noqa: E402
-from tests.unit.test_why_ended import array_sacct  # noqa: E402  (the unit test's grower)
+from tests.unit.test_why_ended import (  # noqa: E402  (the unit tests' grower and projection)
+    allocation_lines,
+    array_sacct,
+)
 
 FIXTURE = REPO / "tests" / "fixtures" / "why" / "slurm-22.05"
 UNKNOWN = (1, "", "slurm_load_jobs error: Invalid job id specified\n")
@@ -62,6 +67,10 @@ def reasons(nodes: int) -> str:
     return DELIMITER.join(["Kill task failed", "root", "2026-11-29T01:00:00", "drained", half])
 
 
+def task_of(line: str) -> str:
+    return field(line, 1).split(".", 1)[0] if DELIMITER in line else ""
+
+
 class Seam:
     """The process seam answering by program name; counts every call."""
 
@@ -72,6 +81,11 @@ class Seam:
     def __call__(self, argv: Sequence[str], **_: object) -> _proc.Completed:
         self.calls.append(argv[0])
         rc, out, err = self.answers.get(argv[0], (0, "", ""))
+        wanted = set(argv[-1].removeprefix("--jobs=").split(","))
+        if "--allocations" in argv:  # why's first sacct: the allocations, 9 columns
+            out = allocation_lines(out)
+        elif argv[0] == "sacct" and len(wanted) > 1:  # the steps of a sample of an array
+            out = "".join(ln for ln in out.splitlines(True) if task_of(ln) in wanted)
         return _proc.Completed(tuple(argv), rc, out, err, 0.0)
 
 
