@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 import re
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from slurmkit.errors import UsageError
@@ -98,6 +99,7 @@ class NestingTooDeep(UsageError):
 
 
 _NOTHING: frozenset[str] = frozenset()
+_START = attrgetter("start")
 # Building the tuple directly skips the named tuple's Python-level __new__ (300,000 calls).
 _new_word = tuple.__new__
 
@@ -169,6 +171,7 @@ class _Reader:
         self.by_node: dict[int, Command] = {}
         self.pipe_of_node: dict[int, int] = {}
         self.redirected: list[Any] = []
+        self.substituted = False  # the last word read holds a substitution
 
     def _branches(self, node: Any) -> None:
         """The character ranges of an ``if``'s or ``case``'s branches: at most one runs.
@@ -225,8 +228,8 @@ class _Reader:
                         stack.append((child, depth, False, None))
                 continue
             if kind == "comment":
-                start, _ = self.span(node)
-                result.comments.append(Comment(start, self.text[start : self.span(node)[1]]))
+                start, end = self.span(node)
+                result.comments.append(Comment(start, self.text[start:end]))
                 continue
             if kind in _NO_COMMANDS or node.child_count == 0:
                 continue
@@ -241,10 +244,10 @@ class _Reader:
             elif kind in ("if_statement", "case_statement"):
                 self._branches(node)
             self._push_children(node, depth, background, pipeline, stack)
-        result.commands.sort(key=lambda c: c.start)
+        result.commands.sort(key=_START)
         for node, _ in self.redirected:
             self._heredocs(node)
-        result.heredocs.sort(key=lambda h: h.start)
+        result.heredocs.sort(key=_START)
         result.problems = find_problems(root, self.data, result, self.offsets.at)
         for commands in result._pipelines.values():
             commands.sort(key=lambda c: c.pipeline[1] if c.pipeline else 0)
@@ -335,17 +338,19 @@ class _Reader:
             if previous_end is not None and _newline_between(data, previous_end, child.start_byte):
                 groups.append([])  # tree-sitter joined an assignments-only line with the next
             previous_end = child.end_byte
+            # A word's nodes are read for the commands of its substitutions only: one
+            # without any (most: "$x", "a b") is not walked again.
             if kind == "command_name":
                 inner = child.children[0] if child.child_count else child
                 groups[-1].append(self._word(inner))
-                if inner.child_count:
+                if inner.child_count and self.substituted:
                     stack.append((inner, depth, False, None))
             elif kind == "variable_assignment":
                 groups[-1].append(self._assignment_word(child))
                 self._push_value(child, depth, stack)
             elif kind in _WORD_TYPES:
                 groups[-1].append(self._word(child))
-                if child.child_count and kind != "word":
+                if child.child_count and kind != "word" and self.substituted:
                     stack.append((child, depth, False, None))
         for words in groups:
             if words:
@@ -417,13 +422,15 @@ class _Reader:
         return Word(raw, head, True, start, end)
 
     def _word(self, node: Any) -> Word:
+        self.substituted = False  # set by _expansions: a $(…) or <(…) somewhere inside
         start, end = self.span(node)
         raw = self.masked[start:end]
         kind = node.type
         if kind == "word" or kind == "number" or kind == "variable_name":
             if "\\" in raw:
                 return Word(raw, _unescape(raw), True, start, end)
-            return Word(raw, raw, "${" not in raw or kind != "word", start, end)
+            literal = "${" not in raw or kind != "word"
+            return _new_word(Word, (raw, raw, literal, start, end, _NOTHING, ()))
         text, literal = self._text(node)
         expands: frozenset[str] = frozenset()
         substitutes: tuple[str, ...] = ()
@@ -472,6 +479,7 @@ class _Reader:
         names: set[str] = set()
         programs: list[str] = []
         stack = [node]
+        self.substituted = False
         while stack:
             current = stack.pop()
             kind = current.type
@@ -484,6 +492,7 @@ class _Reader:
                         names.add(self.masked[start:end])
                         break
             elif kind in _SUBSTITUTIONS:
+                self.substituted = True
                 # Only the program it runs: its own words are words of their own commands
                 # (descending made a 5,000-deep $(…) quadratic).
                 for child in current.children:

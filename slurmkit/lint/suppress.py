@@ -18,11 +18,22 @@ _DISABLE = re.compile(
 ALL = "all"
 
 
+def _marked(lines: list[str]) -> Iterable[tuple[int, str]]:
+    """(number, line) of the lines that may hold a disable comment: most scripts have
+    none, and one test of the whole text spares a regex search per line."""
+    if _MARK not in "\n".join(lines):
+        return ()
+    return ((n, line) for n, line in enumerate(lines, start=1) if _MARK in line)
+
+
+_MARK = "slurmkit-lint"
+
+
 def disabled(lines: list[str]) -> tuple[dict[int, set[str]], set[str]]:
     """(line -> rules disabled by a comment on it, rules disabled for the whole file)."""
     per_line: dict[int, set[str]] = {}
     whole: set[str] = set()
-    for number, line in enumerate(lines, start=1):
+    for number, line in _marked(lines):
         for match in _DISABLE.finditer(line):
             rules = {r.strip() for r in match["rules"].split(",")}
             if match["file"]:
@@ -36,7 +47,7 @@ def unknown_rules(lines: list[str], known: Iterable[str]) -> list[tuple[int, str
     """(line, name) of disable comments naming no rule (a typo would silence nothing)."""
     names = set(known) | {ALL}
     found = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in _marked(lines):
         for match in _DISABLE.finditer(line):
             for rule in (r.strip() for r in match["rules"].split(",")):
                 if rule not in names and not _shellcheck_code(rule):
@@ -51,6 +62,8 @@ def _shellcheck_code(rule: str) -> bool:
 
 def keep(findings: Iterable[Finding], lines: list[str]) -> list[Finding]:
     per_line, whole = disabled(lines)
+    if not per_line and not whole:
+        return list(findings)
 
     def silenced(finding: Finding) -> bool:
         rules = whole | per_line.get(finding.line, set()) | per_line.get(finding.line - 1, set())
