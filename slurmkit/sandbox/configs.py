@@ -68,14 +68,15 @@ ACCOUNTING = (
 
 # Limits enforced as on production clusters: a QOS's MaxJobsPerUser holds a job back
 # (QOSMaxJobsPerUserLimit, what ``why`` explains), a user without an association cannot
-# submit (starters.add_users makes them), a job asking for a QOS its association lacks is
-# refused. ``limits`` also changes queue age (acct_policy.c): a hold clears a pending job's
+# submit (starters.add_users makes them). Not ``qos``: it refuses a job whose association
+# was not granted its QOS ("Invalid qos specification", root included), and the QOS tests
+# make (why's preemptor) are not granted. ``limits`` also changes queue age (acct_policy.c): a hold clears a pending job's
 # AccrueTime (_hold_job_rec -> acct_policy_remove_accrue_time) and the next scheduler pass
 # restarts it at the release, so a released job's age factor starts again from 0.
 # ``PriorityFlags=ACCRUE_ALWAYS`` makes AccrueTime the submit time and skips that removal:
 # the age is kept across a hold (what ``train hold`` promises). ``train hold`` says on
 # stderr when a cluster enforces limits without it.
-ENFORCE = "AccountingStorageEnforce=associations,limits,qos,safe"
+ENFORCE = "AccountingStorageEnforce=associations,limits,safe"
 
 PROFILES: dict[str, list[str]] = {
     "production": [],
