@@ -70,9 +70,9 @@ ACCOUNTING = (
 # (QOSMaxJobsPerUserLimit, what ``why`` explains), a user without an association cannot
 # submit (starters.add_users makes them). Not ``qos``: it refuses a job whose association
 # was not granted its QOS ("Invalid qos specification", root included), and the QOS tests
-# make (why's preemptor) are not granted. ``limits`` also changes queue age (acct_policy.c): a hold clears a pending job's
-# AccrueTime (_hold_job_rec -> acct_policy_remove_accrue_time) and the next scheduler pass
-# restarts it at the release, so a released job's age factor starts again from 0.
+# make (why's preemptor) are not granted. ``limits`` also changes queue age (acct_policy.c):
+# a hold clears a pending job's AccrueTime (_hold_job_rec -> acct_policy_remove_accrue_time)
+# and the next scheduler pass restarts it at the release: the age factor starts from 0.
 # ``PriorityFlags=ACCRUE_ALWAYS`` makes AccrueTime the submit time and skips that removal:
 # the age is kept across a hold (what ``train hold`` promises). ``train hold`` says on
 # stderr when a cluster enforces limits without it.
