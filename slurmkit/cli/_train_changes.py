@@ -29,14 +29,14 @@ def hold_command(change: Change) -> None:
     Queue age: under priority/multifactor the hold sets the priority to 0. Whether
     `release` gives back the age depends on slurm.conf: with PriorityFlags=ACCRUE_ALWAYS,
     or without limits in AccountingStorageEnforce, AccrueTime is kept and the released
-    runs keep the age from before the hold (the held time counts too), ahead of jobs
-    submitted meanwhile; with limits enforced and no ACCRUE_ALWAYS (most clusters), Slurm
-    clears AccrueTime at the hold and restarts it at the release: the age is lost, and
-    this command says so on stderr first. Caveats: runs held back by %1 since run 1
-    started at once may never have had an AccrueTime (age 0: nothing to keep); under
-    priority/basic the submit time is kept but the priority is recomputed as for a new
-    job, behind jobs submitted during the hold. Asks on a terminal; needs --yes without
-    one (else a dry run, exit 1).
+    runs keep the age from before the hold, ahead of jobs submitted meanwhile (with
+    ACCRUE_ALWAYS the held time counts too); with limits enforced and no ACCRUE_ALWAYS
+    (most clusters), Slurm clears AccrueTime at the hold and restarts it at the release:
+    the age is lost, and this command says so on stderr (on a terminal, before it asks).
+    Caveats: runs held back by %1 since run 1 started at once may never have had an
+    AccrueTime (age 0: nothing to keep); under priority/basic the submit time is kept but
+    the priority is recomputed as for a new job, behind jobs submitted during the hold.
+    Asks on a terminal; needs --yes without one (else a dry run, exit 1).
     """
     from slurmkit.train.control import hold
 
