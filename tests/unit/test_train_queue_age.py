@@ -107,3 +107,16 @@ def test_a_refused_hold_reads_no_config(
     result = run_cli("train", "hold", "--yes", exit_code=2)
     assert "already finished" in result.stderr and "queue age" not in result.stderr
     assert cluster.slurm_calls("scontrol") == []
+
+
+def test_the_sandbox_enforces_limits_and_keeps_queue_age(tmp_path: Path) -> None:
+    """The sandbox is configured as the live hold/release test expects: limits enforced (the
+    QOS test's MaxJobsPerUser holds), the age kept (no warning)."""
+    from slurmkit.sandbox import configs
+    from slurmkit.sandbox.spec import SandboxSpec
+
+    text = configs.slurm_conf(SandboxSpec(dir=tmp_path, nodes=4))
+    config = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    assert enforces_limits(config) and "qos" not in config["AccountingStorageEnforce"]
+    assert config["PriorityFlags"] == "ACCRUE_ALWAYS"
+    assert hold_warning(config) is None
