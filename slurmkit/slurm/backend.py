@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from slurmkit import stderr
-from slurmkit.errors import EnvironmentProblem, SlurmkitError, UsageError
+from slurmkit.errors import EnvironmentProblem, NotFound, SlurmkitError, UsageError
 
 if TYPE_CHECKING:
     from slurmkit.hostlist import HostSet
@@ -83,6 +83,38 @@ class QueryBackend(Protocol):
         ...
 
     def partition_nodelist(self, name: str) -> str: ...
+
+
+# What both implementations conclude from the records they read: one rule, one wording, so
+# the two cannot answer the same cluster differently (the parity tests compare them).
+
+
+def record_asked(job_id: str, records: Sequence[Job]) -> Job:
+    """An array id names several records: the one whose own or ``4_1``-style id is the one
+    asked for, else the first."""
+    return next((r for r in records if job_id in (r.job_id, r.display_id)), records[0])
+
+
+def nodelist_of_job(jobid: str, rows: Sequence[Job], argv: list[str]) -> str:
+    """The nodes of a job's queue rows (an array's tasks': each list once, first seen first).
+
+    No row is NotFound and no nodes yet (pending) an error, so that no caller acts on an
+    empty list by accident.
+    """
+    if not rows:
+        raise NotFound(f"unknown job {jobid} (no longer in the queue?)", argv)
+    lists = list(dict.fromkeys(r.nodelist for r in rows if r.nodelist))
+    if not lists:
+        states = ", ".join(sorted({r.state for r in rows}))
+        raise SlurmkitError(f"job {jobid} has no nodes allocated yet (state {states})")
+    return ",".join(lists)
+
+
+def partition_named(name: str, partitions: Sequence[Partition], argv: list[str]) -> Partition:
+    match = next((p for p in partitions if p.name == name), None)
+    if match is None:
+        raise NotFound(f"unknown partition {name}", argv)
+    return match
 
 
 ENV = "SLURMKIT_BACKEND"

@@ -34,10 +34,17 @@ from typing import Any
 
 import pyslurm
 
-from slurmkit.errors import ControllerUnreachable, NotFound, SlurmError, SlurmkitError
+from slurmkit.errors import ControllerUnreachable, NotFound, SlurmError
 from slurmkit.grammar import gres as gres_grammar
 from slurmkit.slurm import _exec
-from slurmkit.slurm.backend import NodeNames, QueryBackend, Words
+from slurmkit.slurm.backend import (
+    NodeNames,
+    QueryBackend,
+    Words,
+    nodelist_of_job,
+    partition_named,
+    record_asked,
+)
 from slurmkit.slurm.records import (
     FINISHED_JOB_STATES,
     HELD_REASONS,
@@ -576,8 +583,7 @@ class PyslurmBackend:
             raise NotFound(f"unknown job {job_id}", ["load job", job_id])
         running = any(j.allocated_nodes for j in found)
         threads = {n.name: n.threads_per_core or 1 for n in _load_nodes()} if running else {}
-        records = [_detail_job(j, threads) for j in found]
-        return next((r for r in records if job_id in (r.job_id, r.display_id)), records[0])
+        return record_asked(job_id, [_detail_job(j, threads) for j in found])
 
     def partitions(self) -> list[Partition]:
         return [_partition(p) for p in _load_partitions()]
@@ -621,20 +627,10 @@ class PyslurmBackend:
         ]
 
     def job_nodelist(self, jobid: str) -> str:
-        rows = self.jobs(job_ids=jobid)
-        if not rows:
-            raise NotFound(f"unknown job {jobid} (no longer in the queue?)", ["load jobs"])
-        lists = list(dict.fromkeys(r.nodelist for r in rows if r.nodelist))
-        if not lists:
-            states = ", ".join(sorted({r.state for r in rows}))
-            raise SlurmkitError(f"job {jobid} has no nodes allocated yet (state {states})")
-        return ",".join(lists)
+        return nodelist_of_job(jobid, self.jobs(job_ids=jobid), ["load jobs"])
 
     def partition_nodelist(self, name: str) -> str:
-        match = next((p for p in self.partitions() if p.name == name), None)
-        if match is None:
-            raise NotFound(f"unknown partition {name}", ["load partitions"])
-        return match.nodes
+        return partition_named(name, self.partitions(), ["load partitions"]).nodes
 
 
 _: QueryBackend = PyslurmBackend()  # mypy: pyslurm implements the protocol

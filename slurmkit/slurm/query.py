@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from slurmkit import _proc
-from slurmkit.errors import NotFound, SlurmkitError, SlurmParseError
+from slurmkit.errors import NotFound, SlurmParseError
 from slurmkit.grammar import idrange
 from slurmkit.slurm import _exec, backend
 from slurmkit.slurm.backend import NodeNames, Words
@@ -258,7 +258,7 @@ class CommandsBackend:
             raise _renamed(exc, f"unknown job {job_id}") from exc
         if not found:
             raise NotFound(f"unknown job {job_id}", job_argv(job_id))
-        return next((j for j in found if job_id in (j.job_id, j.display_id)), found[0])
+        return backend.record_asked(job_id, found)
 
     def partitions(self) -> list[Partition]:
         return parse_scontrol_partitions(_stdout(partitions_argv()))
@@ -272,23 +272,14 @@ class CommandsBackend:
             rows = parse_squeue(_stdout(argv, _SQUEUE_ENV), SQUEUE_NODELIST_COLUMNS)
         except NotFound as exc:
             raise _renamed(exc, f"unknown job {jobid}") from exc
-        if not rows:
-            raise NotFound(f"unknown job {jobid} (no longer in the queue?)", argv)
-        lists = list(dict.fromkeys(r.nodelist for r in rows if r.nodelist))
-        if not lists:
-            states = ", ".join(sorted({r.state for r in rows}))
-            raise SlurmkitError(f"job {jobid} has no nodes allocated yet (state {states})")
-        return ",".join(lists)
+        return backend.nodelist_of_job(jobid, rows, argv)
 
     def partition_nodelist(self, name: str) -> str:
         try:
             found = parse_scontrol_partitions(_stdout(partitions_argv(name)))
         except NotFound as exc:
             raise _renamed(exc, f"unknown partition {name}") from exc
-        match = next((p for p in found if p.name == name), None)
-        if match is None:
-            raise NotFound(f"unknown partition {name}", partitions_argv(name))
-        return match.nodes
+        return backend.partition_named(name, found, partitions_argv(name)).nodes
 
 
 _: backend.QueryBackend = CommandsBackend()  # mypy: the commands implement the protocol
