@@ -109,9 +109,10 @@ def _lint_text(text: str, path: str, context: LintContext | None) -> list[Findin
         )
         for line, name in unknown_rules(script.lines, RULE_IDS)
     )
-    order = {rule.id: index for index, rule in enumerate(RULES)}
+    rank = {rule.id: index for index, rule in enumerate(RULES)}.get
+    last = len(RULES)
     kept = keep(findings, script.lines)
-    return sorted(set(kept), key=lambda f: (f.line, order.get(f.rule, len(order)), f.message))
+    return sorted(set(kept), key=lambda f: (f.line, rank(f.rule, last), f.message))
 
 
 def _first_crlf(text: str) -> int:

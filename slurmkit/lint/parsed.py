@@ -98,9 +98,24 @@ class Command:
     pipe_to_next: bool = False
     pipeline: tuple[int, int, int] | None = None
 
+    def _plain_start(self) -> bool:
+        """The first word is the program itself (no keyword, assignment, wrapper, env or
+        timeout before it): most commands, read without building lists."""
+        first = self.words[0]
+        text = first.text
+        return (
+            first.raw not in _KEYWORDS
+            and "=" not in text
+            and text not in _WRAPPERS
+            and text != "env"
+            and text != "timeout"
+        )
+
     @_cached
     def prefix(self) -> list[Assignment]:
         """``NAME=value`` words before the program (the whole command if there is none)."""
+        if self.words and self._plain_start():
+            return []
         found = []
         for word in self._after_keywords():
             assignment = as_assignment(word)
@@ -112,6 +127,8 @@ class Command:
     @_cached
     def argv(self) -> tuple[Word, ...]:
         """The program and its arguments: keywords, assignments and wrappers removed."""
+        if self.words and self._plain_start():
+            return self.words
         words = list(self._after_keywords())
         while words and as_assignment(words[0]) is not None:
             words.pop(0)

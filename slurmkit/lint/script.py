@@ -206,7 +206,7 @@ class Script:
         ``sbatch job.sh``: sbatch reads the body as a script of its own, header and all.
         """
         found: list[tuple[Heredoc, int]] = []
-        submits = [c for c in self.commands if c.name == "sbatch"]
+        submits = self._submits_by_word()
         for heredoc in self.parsed.heredocs:
             reader = heredoc.reader
             if reader is not None and reader.name == "sbatch":
@@ -217,13 +217,25 @@ class Script:
                 found.append((heredoc, self.line_of(piped[0].start)))
                 continue
             target = heredoc.target
-            if target:
-                for command in submits:
-                    if command.start > heredoc.end and any(
-                        w.text == target for w in command.argv[1:]
-                    ):
-                        found.append((heredoc, self.line_of(command.start)))
-                        break
+            if target and target in submits:
+                starts, commands = submits[target]
+                index = bisect_right(starts, heredoc.end)  # the first sbatch after the body
+                if index < len(starts):
+                    found.append((heredoc, self.line_of(commands[index].start)))
+        return found
+
+    def _submits_by_word(self) -> dict[str, tuple[list[int], list[Command]]]:
+        """word -> (starts, commands) of the sbatch commands with that argument, in order.
+
+        Looked up per heredoc, not scanned: a heredoc per sbatch made it quadratic.
+        """
+        found: dict[str, tuple[list[int], list[Command]]] = {}
+        for command in self.commands:
+            if command.name == "sbatch":
+                for text in {w.text for w in command.argv[1:]}:
+                    starts, commands = found.setdefault(text, ([], []))
+                    starts.append(command.start)
+                    commands.append(command)
         return found
 
     def job_scripts(self) -> list[Script]:
@@ -254,7 +266,7 @@ class Script:
     # ------------------------------------------------------------ helpers for rules
 
     def line_of(self, offset: int) -> int:
-        return self.parsed.line_of(offset)
+        return bisect_right(self.parsed._line_starts, offset)  # Parsed.line_of, one call less
 
     def finding(self, line: int, severity: str, rule: str, message: str, fix: str) -> Finding:
         return Finding(self.path, line, severity, rule, message, fix)
@@ -275,8 +287,8 @@ class Script:
         text, lines = self.text, self.lines
         if len(lines) != text.count("\n") + (not text.endswith("\n") and bool(text)):
             return [n for n, line in enumerate(lines, start=1) if pattern.search(line)]
-        line_of = self.line_of
-        return sorted({line_of(m.start()) for m in pattern.finditer(text)})
+        starts = self.parsed._line_starts
+        return sorted({bisect_right(starts, m.start()) for m in pattern.finditer(text)})
 
     def code_lines(self, heredocs: bool = False) -> Iterator[tuple[int, str]]:
         """(line number, text) of the lines that are not comments; heredoc bodies if asked.
@@ -314,9 +326,9 @@ class Script:
         """Line -> column where a bash comment starts after code on that line."""
         starts = self.parsed._line_starts
         found: dict[int, int] = {}
-        for comment in self.parsed.comments:
-            line = self.line_of(comment.start)
-            found.setdefault(line, comment.start - starts[line - 1])
+        for start, _ in self.parsed.comments:
+            line = bisect_right(starts, start)
+            found.setdefault(line, start - starts[line - 1])
         return found
 
     @cached_property

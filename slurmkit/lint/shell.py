@@ -245,6 +245,7 @@ class _Reader:
                 self._branches(node)
             self._push_children(node, depth, background, pipeline, stack)
         result.commands.sort(key=_START)
+        result.comments.sort(key=_START)
         for node, _ in self.redirected:
             self._heredocs(node)
         result.heredocs.sort(key=_START)
@@ -265,9 +266,14 @@ class _Reader:
         children = node.children
         types = [child.type for child in children]
         count = len(children)
+        comments = self.result.comments
         for index in range(count - 1, -1, -1):
             kind = types[index]
             if kind in _NO_COMMANDS or kind in _TOKENS:
+                continue
+            if kind == "comment":  # read here, not stacked: scripts are half comments
+                start, end = self.span(children[index])
+                comments.append(Comment(start, self.text[start:end]))
                 continue
             bg = background or (index + 1 < count and types[index + 1] == "&")
             stack.append((children[index], depth, bg, pipeline))

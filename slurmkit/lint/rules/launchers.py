@@ -293,7 +293,8 @@ def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Fin
         return
     if any(problem.severity == "error" for problem in script.parsed.problems):
         return  # bash refuses the script (bash-syntax): the sruns after that are unread
-    if any(
+    text = script.text  # a code line is part of a line of the text: no match there, none
+    if (_REMOTE.search(text) or _REACHES_NODES.search(text)) and any(
         _REMOTE.search(line) or _REACHES_NODES.search(line)
         for _, line in script.code_lines(heredocs=True)
     ):

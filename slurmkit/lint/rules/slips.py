@@ -86,16 +86,18 @@ def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
     """An option line ending in a backslash, then a line that starts a new command."""
     if "\\\n" not in script.text:
         return
-    previous = ""
-    for number, line in script.code_lines():
+    code = list(script.code_lines())
+    # only the lines after an option line that ends in a backslash can be one
+    after = [
+        index + 1
+        for index, (_, line) in enumerate(code[:-1])
+        if line.rstrip().endswith("\\") and line.lstrip().startswith("-")
+    ]
+    for index in after:
+        number, line = code[index]
         stripped = line.strip()
         first = stripped.split(None, 1)[0] if stripped else ""
-        if (
-            previous.startswith("-")
-            and previous.endswith("\\")
-            and first in _STANDALONE
-            and not stripped.endswith("\\")
-        ):
+        if first in _STANDALONE and not stripped.endswith("\\"):
             yield script.finding(
                 number,
                 ERROR,
@@ -105,7 +107,6 @@ def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
                 "(it fails on arguments it does not know, and this line never runs)",
                 f"remove the backslash at the end of line {number - 1}",
             )
-        previous = stripped
 
 
 _ARRAY_NAMES = ("SLURM_ARRAY_TASK_ID",)
