@@ -14,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from slurmkit.lint.findings import Finding
 from slurmkit.lint.helpers import Helpers
@@ -382,6 +383,11 @@ class Script:
     @cached_property
     def srun_launchers(self) -> dict[int, str | None]:
         """Each srun's launcher (by its command's offset), found once for every rule."""
+        return {}
+
+    @cached_property
+    def memo(self) -> dict[str, Any]:
+        """What several rules derive alike, derived once (keyed by the deriving function)."""
         return {}
 
     def _expand(self, text: str, depth: int) -> str:

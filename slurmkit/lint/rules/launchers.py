@@ -103,7 +103,16 @@ def launcher_in(text: str) -> str | None:
 def launcher_lines(script: Script) -> list[tuple[int, str]]:
     """(line, launcher) for every line that starts a launcher, heredoc bodies included,
     and every batch-step command running a helper script that starts one by itself
-    (one that runs srun, ssh or mpirun or gives a hostfile places its launcher itself)."""
+    (one that runs srun, ssh or mpirun or gives a hostfile places its launcher itself).
+    Found once per script (three rules ask); not to be changed by the caller."""
+    memo = script.memo
+    if "launcher_lines" not in memo:
+        memo["launcher_lines"] = _launcher_lines(script)
+    found: list[tuple[int, str]] = memo["launcher_lines"]
+    return found
+
+
+def _launcher_lines(script: Script) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     if _may_launch(script.text):
         hidden = script.hidden_lines  # job scripts fed to sbatch: linted as their own
