@@ -271,12 +271,15 @@ class _Reader:
             kind = types[index]
             if kind in _NO_COMMANDS or kind in _TOKENS:
                 continue
+            child = children[index]
             if kind == "comment":  # read here, not stacked: scripts are half comments
-                start, end = self.span(children[index])
+                start, end = self.span(child)
                 comments.append(Comment(start, self.text[start:end]))
                 continue
+            if not child.child_count:
+                continue  # a leaf (a quote, `$`, `[`): read would pass it by
             bg = background or (index + 1 < count and types[index + 1] == "&")
-            stack.append((children[index], depth, bg, pipeline))
+            stack.append((child, depth, bg, pipeline))
 
     def _plain(
         self, node: Any, depth: int, background: bool, pipeline: tuple[int, int, int] | None
