@@ -24,6 +24,7 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.rules.variables import has_fallback
 from slurmkit.lint.script import Script
 
 # ``[`` where a command starts, its words, then a ``]`` glued to the last one and a
@@ -235,7 +236,7 @@ def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
         for word in command.words:
             names = (word.expands & wanted) - assigned - guarded - reported
             for name in sorted(names):
-                if re.search(rf"\$\{{{name}:?[-=+?]", word.raw):
+                if has_fallback(name, word.raw):
                     continue  # ${VAR:-default}
                 reported.add(name)
                 yield script.finding(

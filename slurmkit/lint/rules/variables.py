@@ -101,6 +101,11 @@ def _counts(script: Script, command: Command, srun: Srun | None) -> Iterator[str
         yield from (m.group("name") for m in _LAUNCHER_COUNTS.finditer(source))
 
 
+def has_fallback(name: str, text: str) -> bool:
+    """``${NAME:-default}`` (or ``=``, ``+``, ``?``) in ``text``: an unset NAME is handled there."""
+    return re.search(rf"\$\{{{name}:?[-=+?]", text) is not None
+
+
 def is_known(name: str) -> bool:
     """Set by bash or by the job's environment, whatever the script does."""
     return name in SHELL_SPECIALS or name.startswith(_ENV_PREFIXES)
@@ -122,7 +127,7 @@ def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
         for name in _counts(script, command, sruns.get(id(command))):
             if name in assigned or name in reported or is_known(name):
                 continue
-            if script.assigned_sources(name) or re.search(rf"\$\{{{name}:?[-=+?]", script.body):
+            if script.assigned_sources(name) or has_fallback(name, script.body):
                 continue
             reported.add(name)
             yield script.finding(
