@@ -2,9 +2,10 @@
 
 The recordings (tests/fixtures/show-config/) are the sandbox's controller on Slurm 22.05.8
 with ``AccountingStorageEnforce=associations,limits,qos,safe``, once without and once with
-``PriorityFlags=ACCRUE_ALWAYS``. Live there, a hold/release restarted the array's AccrueTime
-without the flag (accrue 04:02:31 -> 04:02:46, priority 1 after the release) and kept it
-with the flag (tests/integration/test_train.py).
+``PriorityFlags=ACCRUE_ALWAYS``, and on 26.05.5 with the final ``associations,limits,safe``.
+Live on 22.05, a hold/release restarted the array's AccrueTime without the flag (accrue
+04:02:31 -> 04:02:46, priority 1 after the release) and kept it with the flag (priority 14
+after 6 s of age and 9 s held, on 22.05, 24.11 and 26.05: tests/integration/test_train.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ cluster = cluster_fixture(TrainCluster)
 
 LIMITS = FIXTURES / "show-config" / "slurm-22.05-limits.txt"
 ACCRUE_ALWAYS = FIXTURES / "show-config" / "slurm-22.05-limits-accrue-always.txt"
+ACCRUE_ALWAYS_26 = FIXTURES / "show-config" / "slurm-26.05-limits-accrue-always.txt"
 
 
 def _text(path: Path = LIMITS, **lines: str) -> str:
@@ -42,8 +44,9 @@ def test_limits_without_accrue_always_warns_and_names_the_flag() -> None:
     assert "PriorityFlags=ACCRUE_ALWAYS" in warning
 
 
-def test_accrue_always_keeps_the_age_no_warning() -> None:
-    config = parse_config(ACCRUE_ALWAYS.read_text())
+@pytest.mark.parametrize("path", [ACCRUE_ALWAYS, ACCRUE_ALWAYS_26])
+def test_accrue_always_keeps_the_age_no_warning(path: Path) -> None:
+    config = parse_config(path.read_text())
     assert config["PriorityFlags"] == "ACCRUE_ALWAYS" and enforces_limits(config)
     assert hold_warning(config) is None
 
