@@ -101,7 +101,10 @@ def test_on_a_full_folder_the_kill_switch_stop_and_hold_act_and_say_not_journale
     assert "not journaled" in switch.stderr and "Traceback" not in switch.stderr
 
     hold = run_cli("train", "hold", "--yes", *where, exit_code=1)
-    assert cluster.slurm_calls("scontrol") == [("scontrol", "hold", "115")]
+    assert cluster.slurm_calls("scontrol") == [
+        ("scontrol", "hold", "115"),
+        ("scontrol", "show", "config"),  # train hold's queue-age check
+    ]
     assert "not journaled" in hold.stderr and "held array 115" in hold.stdout
     release = run_cli("train", "release", "--yes", *where, exit_code=2)
     assert "nothing was done" in release.stderr  # not a stop: refused as before
