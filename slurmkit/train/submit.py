@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from slurmkit import faultpoint
 from slurmkit.errors import (
@@ -53,6 +54,8 @@ from slurmkit.train.state import (
     read_trusted,
 )
 from slurmkit.trust import UntrustedPath, check_trusted
+
+_T = TypeVar("_T")
 
 DEFAULT_RUNS = 50
 # Options the train sets itself; in the script they are dropped with a notice,
@@ -454,23 +457,49 @@ def _submit_new(plan: _StartPlan, *, created: bool) -> Started:
     options = [*plan.sbatch_extra, f"--comment={comment_for(token)}"]
     job_id = _submitted(train, text, options, (token, intent_time, "start"), [], notices)
     faultpoint.reached("train.start.submitted")
-    try:
-        started = _record_new(
-            train, plan.target, plan.runs, plan.header, plan.extra_words, plan.after, job_id,
+    started, note = _record_queued(
+        train,
+        (token, "start", job_id),
+        lambda: _record_new(
+            train,
+            plan.target,
+            plan.runs,
+            plan.header,
+            plan.extra_words,
+            plan.after,
+            job_id,
             notices,
-        )  # fmt: skip
-    except (OSError, SlurmkitError) as exc:
-        # The array is queued and its runs need this folder (the current link, the kill
-        # switch): never remove it; the intent stays open, so the next command adopts it.
-        raise EnvironmentProblem(
+        ),
+        lambda exc: (
             f"train {name}: array {job_id} ({plan.runs} runs) is queued, but its record could "
             f"not be written ({exc}); {train.path} is kept because the runs need it. "
             f"Cancel the array with: scancel {job_id}"
-        ) from None
-    note = reconcile.finish(train, token, "start", "done", job_id=job_id)
+        ),
+    )
     if note:
         started.notices.append(note)
     return started
+
+
+def _record_queued(
+    train: TrainDir,
+    intent: tuple[str, str, str],
+    record: Callable[[], _T],
+    unrecorded: Callable[[Exception], str],
+) -> tuple[_T, str | None]:
+    """Write the record of an array sbatch has queued, then settle the intent (token, action,
+    job id).
+
+    A record that cannot be written is an environment error, but the array is queued and
+    its runs need the train's folder (the current link, the kill switch): nothing is
+    removed and the intent stays open, so the next command adopts the array.
+    """
+    token, action, job_id = intent
+    try:
+        result = record()
+    except (OSError, SlurmkitError) as exc:
+        raise EnvironmentProblem(unrecorded(exc)) from None
+    return result, reconcile.finish(train, token, action, "done", job_id=job_id)
 
 
 def _submitted(
@@ -639,15 +668,16 @@ def run_extension(ext: Extension, state: TrainState) -> Extension:
         ArrayRecord(job_id=job_id, runs=ext.runs, submitted=now_text(), after=ext.after)
     )
     state.note("extend", f"array {job_id}, {ext.runs} runs after {ext.after}")
-    try:
-        train.save(state)
-    except (OSError, SlurmkitError) as exc:
-        raise EnvironmentProblem(
+    _, note = _record_queued(
+        train,
+        (token, "extend", job_id),
+        lambda: train.save(state),
+        lambda exc: (
             f"train {state.name}: array {job_id} ({ext.runs} runs) is queued, but the record "
             f"could not be updated ({exc}); the next `slurmkit train status {state.name}` "
             f"adopts it, or cancel it with: scancel {job_id}"
-        ) from None
-    note = reconcile.finish(train, token, "extend", "done", job_id=job_id)
+        ),
+    )
     if note:
         notices.append(note)
     return Extension(train, ext.options, ext.after, ext.runs, job_id, token, tuple(notices))
