@@ -80,8 +80,8 @@ def _lint_text(text: str, path: str, context: LintContext | None) -> list[Findin
         raise UsageError(f"cannot lint {path}: {exc}") from None
     findings: list[Finding] = []
     # A heredoc fed to sbatch is a job script of its own (its #SBATCH lines are its
-    # header): linted as one, its findings at their lines in this file. Bounded: each
-    # body is a strict part of the text that holds it.
+    # header): its body alone linted as one, its findings moved to their lines in this
+    # file. Linear: each body is a strict part of the text that holds it, read once.
     pending = [script]
     helpers = Helpers(context.script_dir) if context.script_dir else None
     while pending:
@@ -135,8 +135,9 @@ def _placed(script: Script, findings: list[Finding]) -> list[Finding]:
     return [
         replace(
             f,
+            line=script.shown(f.line),
             message=f"{f.message} (in the job script that line {origin.submit_line} feeds to "
-            f"sbatch, its line {origin.inner(f.line)})",
+            f"sbatch, its line {f.line})",
         )
         for f in findings
     ]

@@ -87,7 +87,8 @@ def _blocking_srun(script: Script, context: LintContext) -> Iterator[Finding]:
             )
         elif sharing and srun.command.depth == 0:
             why = (
-                f"the srun started in the background on line {sharing[-1].line} still holds "
+                "the srun started in the background on line "
+                f"{script.shown(sharing[-1].line)} still holds "
                 "its resources on the nodes this step may use: this step waits until it ends"
             )
         else:

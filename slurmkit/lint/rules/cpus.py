@@ -75,12 +75,12 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
                 srun.line,
                 ERROR,
                 RULE_SRUN.id,
-                _not_inherited(srun, job_cpus, setting.line if setting else 0, context),
+                _not_inherited(script, srun, job_cpus, setting.line if setting else 0, context),
                 f"{FIX}, or export {SRUN_ENV}=$SLURM_CPUS_PER_TASK before srun "
                 f"(read only by {NO_INHERIT_RANGE})",
             )
         elif env is not None and context.may_inherit_again:
-            where = "on this srun" if env.prefix else f"on line {env.line}"
+            where = "on this srun" if env.prefix else f"on line {script.shown(env.line)}"
             yield script.finding(
                 srun.line,
                 WARNING,
@@ -92,8 +92,10 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
             )
 
 
-def _not_inherited(srun: Srun, job_cpus: int, line: int, context: LintContext) -> str:
-    where = f" (line {line})" if line else ""
+def _not_inherited(
+    script: Script, srun: Srun, job_cpus: int, line: int, context: LintContext
+) -> str:
+    where = f" (line {script.shown(line)})" if line else ""
     message = (
         f"srun does not inherit #SBATCH --cpus-per-task={job_cpus}{where} "
         f"{context.on_versions(f'on Slurm {NO_INHERIT_RANGE}')}: each task of this step gets "
@@ -102,7 +104,8 @@ def _not_inherited(srun: Srun, job_cpus: int, line: int, context: LintContext) -
     unexported = srun.shell.get(SRUN_ENV)
     if unexported is not None:
         message += (
-            f"; {SRUN_ENV} is set on line {unexported.line} but not exported, so srun never sees it"
+            f"; {SRUN_ENV} is set on line {script.shown(unexported.line)} but not exported, "
+            "so srun never sees it"
         )
     return message
 

@@ -36,7 +36,7 @@ def _shebang(script: Script, context: LintContext) -> Iterator[Finding]:
     if _has_directives(script) and not body.startswith("#!"):
         first = body.split("\n", 1)[0]
         yield script.finding(
-            script.origin.first_line if script.origin else 1,
+            1,
             ERROR,
             RULE_SHEBANG.id,
             "sbatch refuses a script whose first line is not #! + an interpreter "
@@ -130,8 +130,8 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
         elif resubmits is not None:
             rule, severity = "output-collides", WARNING
             why = (
-                f"this script submits itself again (line {resubmits}), and each run of the "
-                "chain truncates the previous run's log"
+                f"this script submits itself again (line {script.shown(resubmits)}), and each "
+                "run of the chain truncates the previous run's log"
             )
         else:
             rule, severity = "output-without-jobid", INFO

@@ -54,8 +54,7 @@ def _edits(a: str, b: str) -> int:
 
 def _header_comments(script: Script) -> Iterator[tuple[int, str]]:
     """(line, text) of the comment lines sbatch reads its header from (up to the first command)."""
-    start = script.origin.first_line if script.origin else 1
-    for number, line in enumerate(script.lines[start - 1 :], start=start):
+    for number, line in enumerate(script.lines, start=1):
         stripped = line.strip()
         if not stripped:
             continue
@@ -208,7 +207,7 @@ def _twice(script: Script, context: LintContext) -> Iterator[Finding]:
                 WARNING,
                 RULE_TWICE.id,
                 f"--{option.name} is given twice with different values: sbatch applies this "
-                f"line's {option.written!r} and ignores line {line}'s {written!r}",
+                f"line's {option.written!r} and ignores line {script.shown(line)}'s {written!r}",
                 f"keep one --{option.name} (the value you mean)",
             )
 

@@ -219,7 +219,7 @@ def _tasks_per_node(script: Script, srun: Srun) -> tuple[int | None, int, str]:
     setting = job.get("ntasks-per-node") or job.get("ntasks")
     if setting is None:
         return None, 0, ""
-    how = f"#SBATCH {setting.written} (line {setting.line})"
+    how = f"#SBATCH {setting.written} (line {script.shown(setting.line)})"
     if job.get("ntasks-per-node") is None:
         how += f" over {_job_nodes(script)} node(s)"
     # said at the step: it is the step that starts the launchers (other steps may want
@@ -326,7 +326,7 @@ def _nodes_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
     setting = script.job.get("nodes")
     if nodes is None or setting is None:
         return
-    wanted = f"#SBATCH {setting.written} (line {setting.line})"
+    wanted = f"#SBATCH {setting.written} (line {script.shown(setting.line)})"
     for binding in script.bindings:
         if binding.name not in NODE_VARIABLES or binding.value is None:
             continue
@@ -381,7 +381,8 @@ def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
                 binding.line,
                 ERROR,
                 RULE_GPUS.id,
-                f"GPUS_PER_NODE={value} but #SBATCH {request[1].written} (line {request[1].line}) "
+                f"GPUS_PER_NODE={value} but #SBATCH {request[1].written} "
+                f"(line {script.shown(request[1].line)}) "
                 f"gives {request[0]} GPUs per node: "
                 + (
                     "workers without a GPU fail"

@@ -153,7 +153,8 @@ def _made_too_late(script: Script, setting: Setting, directory: str, line: int) 
         WARNING,
         RULE_LOG_DIR.id,
         f"#SBATCH {setting.written} writes into {directory}/, which this script creates "
-        f"only on line {line}: Slurm opens the log before the script runs and does not "
+        f"only on line {script.shown(line)}: Slurm opens the log before the script runs and "
+        "does not "
         "create the directory, so where it does not exist yet the job fails at once with "
         "no log",
         f"mkdir -p {directory} before sbatch (or keep the log in the submit directory)",

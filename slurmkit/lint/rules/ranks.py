@@ -148,7 +148,7 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
                     if bound is not None and bound.value is not None and bound.line <= srun.line:
                         via_value = bound.value
                         early = _early(via_value)
-                        via = f" through ${name} (assigned on line {bound.line})"
+                        via = f" through ${name} (assigned on line {script.shown(bound.line)})"
                         via_name = name
                         break
             early = [value for value in early if value not in right]

@@ -72,7 +72,7 @@ def _option_as_command(script: Script, context: LintContext) -> Iterator[Finding
             RULE_OPTION_COMMAND.id,
             f"bash runs {name!r} as a command (not found): the line before ends without a "
             "backslash, so this line's options never reach the command they belong to",
-            f"end line {line - 1} with a backslash (and nothing after it)",
+            f"end line {script.shown(line - 1)} with a backslash (and nothing after it)",
         )
 
 
@@ -106,7 +106,7 @@ def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
                 f"the line before ends in a backslash, so {first!r} and the rest of this line "
                 "are more arguments of the command above it, not a command of their own "
                 "(it fails on arguments it does not know, and this line never runs)",
-                f"remove the backslash at the end of line {number - 1}",
+                f"remove the backslash at the end of line {script.shown(number - 1)}",
             )
 
 

@@ -230,7 +230,7 @@ def _status_hidden(script: Script, context: LintContext) -> Iterator[Finding]:
         INFO,
         RULE_STATUS_HIDDEN.id,
         f"the job's exit code is this {last.name}'s, not the step's (line "
-        f"{step_line}): a failed step ends COMPLETED, and afterok "
+        f"{script.shown(step_line)}): a failed step ends COMPLETED, and afterok "
         "dependents run",
         "set -e at the top, or keep the step's status: srun …; rc=$?; …; exit $rc",
     )

@@ -24,7 +24,7 @@ def _syntax(script: Script, context: LintContext) -> Iterator[Finding]:
             problem.line,
             problem.severity,
             RULE_SYNTAX.id,
-            f"bash cannot run this script as written: line {problem.line}, column "
+            f"bash cannot run this script as written: line {script.shown(problem.line)}, column "
             f"{problem.column}: {problem.message}",
             "close it (bash -n SCRIPT shows the same)"
             if problem.severity == ERROR
