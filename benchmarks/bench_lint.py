@@ -1,6 +1,6 @@
 """``slurmkit lint`` on 40,000-line scripts: it must stay linear (run by hand, not in tests).
 
-Usage: .venv/bin/python benchmarks/bench_lint.py [--lines 40000] [--runs 3]
+Usage: .venv/bin/python benchmarks/bench_lint.py [--lines 40000] [--runs 3] [--shape NAME]
 
 Three shapes, each ``--lines`` long:
 
@@ -8,7 +8,10 @@ Three shapes, each ``--lines`` long:
   repeated (heredocs, launchers, arrays, ``$(...)``, comments);
 - ``export+srun``: ``export Vi=x`` then ``srun ...`` alternating, the case that was
   quadratic (each srun copied every variable: 59 s and 10 GB for 40,000 lines);
-- ``pipelines``: ``srun python train.py --lr 0.1 | tee log`` on every line.
+- ``pipelines``: ``srun python train.py --lr 0.1 | tee log`` on every line;
+- ``heredocs``: ``sbatch <<EOF`` job scripts of five lines each, one after another, the
+  case that was quadratic (each body was linted padded to its place in the file:
+  4,000 of them in 20,000 lines took 15 s).
 
 Prints a markdown table: lines, findings, best-of-N seconds of tree-sitter's parse alone
 (the floor: the bash grammar reading the bytes, nothing of lint), in-process
@@ -60,10 +63,20 @@ def shape_pipelines(lines: int) -> str:
     return "\n".join(out) + "\n"
 
 
+def shape_heredocs(lines: int) -> str:
+    out = list(HEADER)
+    i = 0
+    while len(out) < lines:
+        out += ["sbatch <<EOF", "#!/bin/bash", "#SBATCH -c 8", f"srun python train.py {i}", "EOF"]
+        i += 1
+    return "\n".join(out) + "\n"
+
+
 SHAPES = {
     "samples": shape_samples,
     "export+srun": shape_export_srun,
     "pipelines": shape_pipelines,
+    "heredocs": shape_heredocs,
 }
 
 
@@ -80,6 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lines", type=int, default=40_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--shape", choices=sorted(SHAPES), action="append", help="(repeatable)")
     args = parser.parse_args()
     context = LintContext(SlurmVersion(22, 5, 0), "option")
     slurmkit = str(Path(sys.executable).parent / "slurmkit")
@@ -90,6 +104,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, make in SHAPES.items():
+            if args.shape and name not in args.shape:
+                continue
             text = make(args.lines)
             findings = len(lint_text(text, name, context))
             data = text.encode()
