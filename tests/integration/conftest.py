@@ -106,6 +106,12 @@ TEST_ACCOUNTS = {
 }
 
 
+# The plain user tests submit jobs as. Not nobody: the sandbox enforces associations, and
+# Slurm 25.11+ reads the name "nobody" as its own uid 99 (uid.c, SLURM_AUTH_NOBODY), so
+# uid 65534 gets no association (26.05: "User 65534 not found", job refused).
+PLAIN_USER = "slurmkit-test"
+
+
 def ensure_test_accounts() -> None:
     """Make each missing test account (root only; scripts/test calls it before the sessions).
 

@@ -13,7 +13,7 @@ import pytest
 from slurmkit import sandbox
 from slurmkit.slurm import query
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import submit
+from tests.integration.conftest import PLAIN_USER, submit
 from tests.integration.test_faults import dead_controller_conf  # noqa: F401  (fixture)
 
 SLURMKIT = [sys.executable, "-m", "slurmkit"]
@@ -78,8 +78,8 @@ def test_partitions_from_the_cluster(cluster: sandbox.SandboxSpec) -> None:
 
 
 def test_job_ids_own_first(cluster: sandbox.SandboxSpec) -> None:
-    """A held job of another user's (nobody) submitted first still comes after ours."""
-    theirs = submit("--uid", "nobody", "--hold", "-t", "1", "--wrap", "true")
+    """A held job of another user's submitted first still comes after ours."""
+    theirs = submit("--uid", PLAIN_USER, "--hold", "-t", "1", "-D", "/tmp", "--wrap", "true")
     ours = submit("--hold", "-t", "1", "--wrap", "true")
     try:
         found, _ = complete("slurmkit hostfile --jobid ")

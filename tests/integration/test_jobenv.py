@@ -22,7 +22,7 @@ import pytest
 from slurmkit import _proc, sandbox
 from slurmkit.slurm import query
 from slurmkit.slurm._exec import run_slurm
-from tests.integration.conftest import poll, sacct_state, submit
+from tests.integration.conftest import PLAIN_USER, poll, sacct_state, submit
 
 BIN = Path(sys.executable).parent
 SK = BIN / "slurmkit"
@@ -274,18 +274,18 @@ def test_extend_refused_for_a_plain_user(
 ) -> None:
     """A user raising their own running job's limit: real Slurm says no, slurmkit explains."""
     name = f"sk-jobenv-{uuid.uuid4().hex[:8]}"
-    job_id = submit("--uid=nobody", "-D", "/tmp", "-o", "/dev/null", "-J", name, "--time=5",
+    job_id = submit(f"--uid={PLAIN_USER}", "-D", "/tmp", "-o", "/dev/null", "-J", name, "--time=5",
                     "--wrap", "sleep 300")  # fmt: skip
     try:
         poll(lambda: query.job(job_id).is_running, 120, f"job {job_id} to run")
         real = _proc.runner
 
-        def as_nobody(argv, **kwargs):  # only the update runs as the job's owner
+        def as_owner(argv, **kwargs):  # only the update runs as the job's owner
             if tuple(argv[:2]) == ("scontrol", "update"):
-                argv = ["runuser", "-u", "nobody", "--", *argv]
+                argv = ["runuser", "-u", PLAIN_USER, "--", *argv]
             return real(argv, **kwargs)
 
-        monkeypatch.setattr(_proc, "runner", as_nobody)
+        monkeypatch.setattr(_proc, "runner", as_owner)
         result = run_cli("job", "extend", job_id, "+1h", "--yes", exit_code=2)
         assert "Access/permission denied" in result.stderr
         assert "only Slurm operators, administrators and root can raise" in result.stderr
