@@ -151,7 +151,11 @@ FIRST_USER_UID = 1000  # Debian's UID_MIN: the accounts people log in as (nobody
 
 
 def local_users() -> list[str]:
-    """root and this machine's users (nobody too): who may submit jobs to the sandbox."""
+    """root and this machine's users: who may submit jobs to the sandbox.
+
+    nobody (65534) is added too, but Slurm 25.11+ reads the name nobody as its own uid 99
+    (uid.c, SLURM_AUTH_NOBODY): there uid 65534 matches no association and cannot submit.
+    """
     names = {p.pw_name for p in pwd.getpwall() if p.pw_uid >= FIRST_USER_UID}
     return ["root", *sorted(names - {"root"})]
 
