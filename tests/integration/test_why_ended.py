@@ -118,6 +118,17 @@ def scenarios(
     folder.chmod(0o755)
     _ensure_qos()
     ids: dict[str, str] = {}
+    try:  # a setup that fails half way must not leave its jobs to the next module
+        yield _play(cluster, folder, ids, began)
+    finally:
+        run_slurm(["scancel", *ids.values()], check=False)
+        poll(lambda: _node_back(FAIL_NODE), 120, f"{FAIL_NODE} to answer again")
+
+
+def _play(
+    cluster: sandbox.SandboxSpec, folder: Path, ids: dict[str, str], began: float
+) -> Scenarios:
+    """Submit every scenario (recording each id in ``ids`` as it goes) and wait for its end."""
     py = lambda *a, **k: _python_job(*a, folder=folder, **k)  # noqa: E731
     ids["burn"] = py("burn", 10, BURN_SECONDS, True, "--cpus-per-task=4", AWAY)
     (folder / "mpi.py").write_text(PY)
@@ -152,6 +163,9 @@ def scenarios(
         poll(lambda n=name: squeue_state(ids[n]) == "RUNNING", 90, f"{name} to run")
     run_slurm(["scancel", ids["cancelled"]])
     run_slurm(["scontrol", "requeue", ids["requeue"]])
+    # Slurm holds a requeued batch job back for the credential lifetime (job_mgr.c:
+    # begin_time = now + _requeue_delay() + 1: 120 s by default)
+    eligible = time.monotonic() + 121
     ids["preemptor"] = submit(
         "--job-name=why-preemptor", f"--nodelist={PREEMPT_NODE}", "--exclusive", f"--qos={QOS}",
         "--wrap=sleep 1",
@@ -170,11 +184,10 @@ def scenarios(
         os.kill(slurmd, signal.SIGCONT)
     ends = {"burn", "mpi", "overmem", "timeout", "segv", "array", "victim"}
     poll(lambda: all(_ended(ids[n]) for n in ends), 150, "every scenario to end")
-    poll(lambda: squeue_state(ids["requeue"]) == "RUNNING", 60, "the requeued job to run again")
+    wait = max(60.0, eligible + 60 - time.monotonic())
+    poll(lambda: squeue_state(ids["requeue"]) == "RUNNING", wait, "the requeued job to run again")
     result.seconds = time.monotonic() - began
-    yield result
-    run_slurm(["scancel", ids["requeue"], ids["nodefail"]], check=False)
-    poll(lambda: _node_back(FAIL_NODE), 120, f"{FAIL_NODE} to answer again")
+    return result
 
 
 def _ended(job: str) -> bool:
