@@ -214,11 +214,12 @@ def test_reboot_validate_drains_the_node_that_fails_its_check(
         )  # fmt: skip
         report = json.loads(result.stdout)
         rows = {r["node"]: r for r in report["nodes"]}
-        assert rows["node-1"]["action"] == "done", rows
+        whole = json.dumps(report, indent=1) + "\n" + result.stderr  # the why of each row
+        assert rows["node-1"]["action"] == "done", whole
         assert (
             rows["node-2"]["action"] == "failed"
             and "drained by faulty scan" in rows["node-2"]["why"]
-        )
+        ), whole
         assert report["validation"]["failing"] == ["node-2"]
         (node2,) = query.nodes("node-2", exact_reasons=True)
         assert "DRAIN" in node2.flags and (node2.reason or "").startswith("slurmkit: cmd:")
