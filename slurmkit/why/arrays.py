@@ -13,6 +13,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from slurmkit import hostlist
+from slurmkit.errors import SlurmParseError
+from slurmkit.grammar import idrange
 from slurmkit.why import efficiency
 from slurmkit.why.ended import BAD_STATES, Attempt, exit_text, failing_step
 from slurmkit.why.model import Evidence, Verdict
@@ -49,9 +51,8 @@ def size(task: str) -> int:
     if not task.startswith("["):
         return 1
     try:
-        spans = (part.partition("-") for part in task.strip("[]").split("%")[0].split(","))
-        return sum(int(last) - int(first) + 1 if last else 1 for first, _, last in spans)
-    except ValueError:
+        return idrange.parse_array(task).count()
+    except SlurmParseError:
         return 1
 
 
