@@ -180,11 +180,6 @@ class Script:
     directives: list[Directive] = field(init=False)
     job: JobRequest = field(init=False)
 
-    @property
-    def body(self) -> str:
-        """The script's own text (a job script from a heredoc is its body alone)."""
-        return self.text
-
     def shown(self, line: int) -> int:
         """A line of ``text`` as a message names it: the file's line number.
 

@@ -32,7 +32,7 @@ def _has_directives(script: Script) -> bool:
 
 
 def _shebang(script: Script, context: LintContext) -> Iterator[Finding]:
-    body = script.body
+    body = script.text
     if _has_directives(script) and not body.startswith("#!"):
         first = body.split("\n", 1)[0]
         yield script.finding(

@@ -113,7 +113,7 @@ _WAITS = ("--dependency", "-d", "--begin", "-b")
 
 
 def _resubmit(script: Script, context: LintContext) -> Iterator[Finding]:
-    if "sbatch" not in script.body.replace("#SBATCH", ""):
+    if "sbatch" not in script.text.replace("#SBATCH", ""):
         return
     line = resubmits_itself(script)
     if line is None:

@@ -71,7 +71,7 @@ def _started_in_background(script: Script, command: Command) -> str | None:
 
 
 def _never_waited(script: Script, context: LintContext) -> Iterator[Finding]:
-    if "&" not in script.body:
+    if "&" not in script.text:
         return
     commands = _top(script)
     for index, command in enumerate(commands):
@@ -173,7 +173,7 @@ def _gpus_asked(script: Script) -> bool:
 
 
 def _gpus_missing(script: Script, context: LintContext) -> Iterator[Finding]:
-    if not script.directives or not any(w in script.body for w in _GPU_WORDS):
+    if not script.directives or not any(w in script.text for w in _GPU_WORDS):
         return
     if _gpus_asked(script):
         return
@@ -206,9 +206,9 @@ def _is_step(script: Script, command: Command) -> bool:
 def _status_hidden(script: Script, context: LintContext) -> Iterator[Finding]:
     """The job's exit code is its script's: the last command's. After the main step, an
     echo or a clean-up makes a failed step a COMPLETED job (afterok dependents run)."""
-    if "srun" not in script.body and not launcher_in(script.body):
+    if "srun" not in script.text and not launcher_in(script.text):
         return
-    if _ERREXIT.search(script.body) or _STATUS.search(script.body):
+    if _ERREXIT.search(script.text) or _STATUS.search(script.text):
         return
     commands = [c for c in _top(script) if not c.background]
     # from the end: the last step is near it (a 40,000-line script is not walked twice)
@@ -244,7 +244,7 @@ _BUILTINS = frozenset(
 
 
 def _srun_builtin(script: Script, context: LintContext) -> Iterator[Finding]:
-    if "srun" not in script.body:
+    if "srun" not in script.text:
         return
     for srun in script.sruns:
         program = srun.program[0].text if srun.program else ""
@@ -285,7 +285,7 @@ def _driver_everywhere(script: Script, context: LintContext) -> Iterator[Finding
     """A Ray program (the driver) run by an srun on every node of the job: each node's
     copy connects to the cluster and runs the whole job again."""
     nodes = script.job.nodes
-    if "ray" not in script.body or nodes is None or nodes[0] < 2:
+    if "ray" not in script.text or nodes is None or nodes[0] < 2:
         return
     sruns = script.sruns
     started = [s for s in sruns if (launcher_in(script.source(s.command)) or "").startswith("ray")]

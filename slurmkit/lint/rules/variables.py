@@ -112,7 +112,7 @@ def is_known(name: str) -> bool:
 
 
 def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
-    if "$" not in script.body or _MAY_SET_ANY.search(script.body):
+    if "$" not in script.text or _MAY_SET_ANY.search(script.text):
         return
     if script.origin is not None:
         return  # a job script fed by a heredoc: the outer shell may expand them first
@@ -127,7 +127,7 @@ def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
         for name in _counts(script, command, sruns.get(id(command))):
             if name in assigned or name in reported or is_known(name):
                 continue
-            if script.assigned_sources(name) or has_fallback(name, script.body):
+            if script.assigned_sources(name) or has_fallback(name, script.text):
                 continue
             reported.add(name)
             yield script.finding(
