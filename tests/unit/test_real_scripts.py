@@ -2,10 +2,11 @@
 
 The corpus was split once, by repository, into a development part (rules are tuned on it)
 and a test part (then ``holdout/``). That test part was scored once and is development
-data since (``spent-holdout/``); the fresh test part is ``holdout2/``, filled by others
-later. These tests keep the first split as recorded, the new one disjoint and large enough,
-the labels well-formed, and the harness on the CLI's own code path; they never require a
-score, and none of them lints the test part.
+data since (``spent-holdout/``), as is the second test part (``spent-holdout2/``); the
+fresh test part is ``holdout3/``, filled by others later. These tests keep the first split
+as recorded, the new one disjoint and large enough, the labels well-formed, and the harness
+on the CLI's own code path; they never require a score, and none of them lints the test
+part.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import pytest
 from benchmarks import score_lint_corpus
 from benchmarks.score_lint_corpus import (
     CORPUS,
-    HOLDOUT2,
+    DEVELOPMENT,
+    HOLDOUT3,
     NOT_SCRIPTS,
     ROOT,
     SPENT,
+    SPENT2,
     lint_as_cli,
     lint_corpus,
     score,
@@ -34,9 +37,9 @@ from benchmarks.score_lint_corpus import (
 from slurmkit.lint.rules import RULE_IDS
 
 SEED = 3202
-NO_HOLDOUT2 = pytest.mark.skipif(
-    not (HOLDOUT2 / "SOURCES.tsv").is_file(),
-    reason="holdout2/ (the fresh test part) is not collected yet",
+NO_HOLDOUT3 = pytest.mark.skipif(
+    not (HOLDOUT3 / "SOURCES.tsv").is_file(),
+    reason="holdout3/ (the fresh test part) is not collected yet",
 )
 # Defect kinds that issue 32 names and lint may not have yet, and kinds the labelling
 # met that no rule covers; with the rule ids they are every kind a label may have.
@@ -111,29 +114,43 @@ def test_the_spent_holdout_says_it_is_development_data() -> None:
     assert "30% (12/40)" in text
 
 
-def test_the_development_part_is_both_subsets() -> None:
-    assert score_lint_corpus.PARTS["dev"] == (CORPUS, SPENT)
-    assert score_lint_corpus.PARTS["test"] == (HOLDOUT2,)
+def test_the_development_part_is_every_spent_subset() -> None:
+    assert score_lint_corpus.PARTS["dev"] == (CORPUS, SPENT, SPENT2)
+    assert score_lint_corpus.PARTS["test"] == (HOLDOUT3,)
 
 
-@NO_HOLDOUT2
-def test_holdout2_repositories_are_in_no_other_part() -> None:
-    fresh = {r["repository"] for r in _rows(HOLDOUT2 / "SOURCES.tsv")}
-    used = {r["repository"] for d in (CORPUS, SPENT) for r in _rows(d / "SOURCES.tsv")}
+def test_the_spent_subsets_share_no_repository() -> None:
+    seen: set[str] = set()
+    for directory in DEVELOPMENT:
+        repos = {r["repository"] for r in _rows(directory / "SOURCES.tsv")}
+        assert not repos & seen, directory
+        seen |= repos
+
+
+def test_the_second_spent_holdout_says_it_is_development_data() -> None:
+    text = (SPENT2 / "README.md").read_text()
+    assert "development data" in text
+    assert "85% (91/107)" in text
+
+
+@NO_HOLDOUT3
+def test_holdout3_repositories_are_in_no_other_part() -> None:
+    fresh = {r["repository"] for r in _rows(HOLDOUT3 / "SOURCES.tsv")}
+    used = {r["repository"] for d in DEVELOPMENT for r in _rows(d / "SOURCES.tsv")}
     assert fresh and not fresh & used
 
 
-@NO_HOLDOUT2
-def test_holdout2_holds_at_least_30_percent() -> None:
-    test = len(_scripts(HOLDOUT2))
-    dev = len(_scripts(CORPUS)) + len(_scripts(SPENT))
+@NO_HOLDOUT3
+def test_holdout3_holds_at_least_30_percent() -> None:
+    test = len(_scripts(HOLDOUT3))
+    dev = sum(len(_scripts(d)) for d in DEVELOPMENT)
     assert test / (test + dev) >= 0.3
 
 
 @pytest.mark.parametrize(
     "directory",
-    [CORPUS, SPENT, pytest.param(HOLDOUT2, marks=NO_HOLDOUT2)],
-    ids=["dev", "spent", "holdout2"],
+    [CORPUS, SPENT, SPENT2, pytest.param(HOLDOUT3, marks=NO_HOLDOUT3)],
+    ids=["dev", "spent", "spent2", "holdout3"],
 )
 def test_every_new_script_is_labelled(directory: Path) -> None:
     """Labels name scripts of their part, lines inside them, and a known kind."""
@@ -200,7 +217,7 @@ def test_the_harness_lints_as_the_cli(tmp_path: Path, version: str) -> None:
 @pytest.mark.parametrize("version", ["22.05", "24.11"])
 def test_the_development_part_is_scored(version: str) -> None:
     """The scoring runs on every development script; it reports, it does not demand."""
-    for directory in (CORPUS, SPENT):
+    for directory in DEVELOPMENT:
         result = score(directory, version)
         assert result.scripts == len(_scripts(directory))
         assert result.found <= result.high
