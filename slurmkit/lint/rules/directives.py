@@ -102,7 +102,9 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
 
     Runs collide in an array (tasks at once) and in a chain that submits this same
     script again (each run truncates the last one's log). A script submitted once at
-    a time overwrites only an old log: info.
+    a time overwrites only an old log: info. So does an array whose name holds the
+    task id alone (``%a``): its tasks write files of their own, and only a later
+    submission of the array overwrites them.
     """
     array = script.job.get("array") is not None
     resubmits: int | None = -1  # looked up once, and only for a fixed name
@@ -120,13 +122,9 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         if resubmits == -1:
             resubmits = resubmits_itself(script)
-        if array:
+        if array and "%a" not in value:
             rule, severity = "output-collides", WARNING
-            why = (
-                "the tasks of this array run at once and write the same file"
-                if "%A" in value or "%" not in value
-                else "the tasks of this array write the same file"
-            )
+            why = "the tasks of this array run at once and write the same file"
         elif resubmits is not None:
             rule, severity = "output-collides", WARNING
             why = (
