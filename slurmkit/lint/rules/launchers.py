@@ -28,7 +28,8 @@ from slurmkit.lint.script import Script, Srun
 from slurmkit.sbatch.directives import node_range, to_int
 
 LAUNCHER = re.compile(
-    r"(?<![\w.-])(?P<name>torchrun|deepspeed)(?![\w.-])"
+    # followed by "/": a directory of that name (configs/deepspeed/z3.json), no program
+    r"(?<![\w.-])(?P<name>torchrun|deepspeed)(?![\w./-])"
     r"|(?P<module>torch\.distributed\.(?:run|launch))\b"
     r"|(?<![\w.-])(?P<accelerate>accelerate\s+launch)\b"
     r"|(?<![\w.-])(?P<cli>[\w-]+-cli\s+train)(?![\w.-])"
@@ -88,16 +89,40 @@ def _may_launch(text: str) -> bool:
     return _MAY_LAUNCH.search(text) is not None
 
 
+# Commands whose arguments name a launcher without running it: a package installed or
+# loaded (pip install deepspeed, module load deepspeed), a program looked up, text printed.
+_NAMES_ONLY = re.compile(
+    r"^\s*(?:\w+=\S*\s+)*(?:module\s+(?:load|add|try-load|swap)|ml|pip3?\s+install"
+    r"|(?:uv\s+)?pip\s+install|conda\s+install|mamba\s+install|which|type|command\s+-v"
+    r"|echo|printf)\s"
+)
+# What a path-named program (./venv/bin/torchrun) needs after it to be run: an argument
+# (a launcher runs nothing without one) or a continued line. Without, the path is data:
+# TORCH_EXTENSIONS_DIR=$PWD/deepspeed, cd "$WORK/torchrun".
+_ARGUMENT = re.compile(r"\s+(?:\\$|[^\s#>|&;)\"'`])")
+
+
 def launcher_in(text: str) -> str | None:
     if not _may_launch(text):
         return None
     for line in text.splitlines():
         if line.lstrip().startswith("#") or _IMPORT.match(line):
             continue
-        match = LAUNCHER.search(line)
-        if match:
-            return next(v for v in match.groupdict().values() if v)
+        for match in LAUNCHER.finditer(line):
+            if _runs(line, match):
+                return next(v for v in match.groupdict().values() if v)
     return None
+
+
+def _runs(line: str, match: re.Match[str]) -> bool:
+    """Whether a launcher word is run, not only named (an argument, a path, a package)."""
+    segment = re.split(r"[;&|(`]", line[: match.start()])[-1]
+    if _NAMES_ONLY.match(segment):
+        return False
+    if match["name"] and match.start() > 0 and line[match.start() - 1] == "/":
+        word = re.split(r"[\s\"']", line[: match.start()])[-1]
+        return "=" not in word and _ARGUMENT.match(line, match.end()) is not None
+    return True
 
 
 def launcher_lines(script: Script) -> list[tuple[int, str]]:
