@@ -1,5 +1,11 @@
 """sbatch's own long options per Slurm version, read from the binaries (issue 32 item 4).
 
+Checked again against each version's ``src/common/slurm_opt.c`` (every option whose
+table entry has an sbatch or common setter): the probe had missed the aliases and
+rarely used names (``--cluster``, ``--context``, ``--ntasks-per-tres``,
+``--autocomplete``), and had kept names it reached as prefixes (``--extra`` at 22.05
+is ``--extra-node-info``; ``--extern`` at 26.05 is ``--external``).
+
 Probed, not typed: each candidate name (sbatch --help and the man page of 22.05,
 24.11 and 26.05, and the strings of libslurmfull) was given to that version's sbatch
 as ``#SBATCH --NAME=1`` followed by an invalid directive; a name sbatch did not call
@@ -25,10 +31,12 @@ LONG_22_05 = frozenset(
         "begin",
         "chdir",
         "cluster-constraint",
+        "cluster",
         "clusters",
         "comment",
         "constraint",
         "container",
+        "context",
         "contiguous",
         "core-spec",
         "cores-per-socket",
@@ -44,7 +52,6 @@ LONG_22_05 = frozenset(
         "exclusive",
         "export",
         "export-file",
-        "extra",
         "extra-node-info",
         "get-user-env",
         "gid",
@@ -84,6 +91,7 @@ LONG_22_05 = frozenset(
         "ntasks-per-gpu",
         "ntasks-per-node",
         "ntasks-per-socket",
+        "ntasks-per-tres",
         "open-mode",
         "output",
         "overcommit",
@@ -123,7 +131,9 @@ LONG_22_05 = frozenset(
     }
 )
 LONG_24_11 = (LONG_22_05 - {"power"}) | {
+    "autocomplete",
     "container-id",
+    "extra",
     "oom-kill-step",
     "resv-ports",
     "segment",
@@ -136,7 +146,7 @@ LONG_26_05 = LONG_24_11 | {
     "mem-update",
     "resources",
     "container-type",
-    "extern",
+    "external",
     "spread-segments",
 }
 # Letters that take an argument, and those that do not (-k takes one only when glued).

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.sbatch_table import (
     SHORT_FLAGS,
     SHORT_WITH_VALUE,
@@ -120,6 +120,72 @@ def _words(directive_text: str) -> list[str]:
     return sbatch_words(mask_templates(directive_text[len(MAGIC) :]))
 
 
+# Options of SPANK plugins that sites add to sbatch: unknown to stock sbatch, real where
+# the plugin is installed, so a script written for such a site is no defect there (info).
+# Shifter (NERSC), pyxis (NVIDIA enroot), CSCS's container engine and uenv, mpibind (LLNL).
+SPANK_PLUGINS = {
+    "image": "Shifter",
+    "volume": "Shifter",
+    "module": "Shifter",
+    "environment": "CSCS container engine",
+    "uenv": "uenv (CSCS)",
+    "view": "uenv (CSCS)",
+    "mpibind": "mpibind",
+}
+_PYXIS_FLAGS = frozenset(
+    {
+        "container-mount-home",
+        "no-container-mount-home",
+        "container-remap-root",
+        "no-container-remap-root",
+        "container-entrypoint",
+        "no-container-entrypoint",
+        "container-entrypoint-log",
+        "container-writable",
+        "container-readonly",
+    }
+)
+_PYXIS = _PYXIS_FLAGS | {
+    "container-image",
+    "container-mounts",
+    "container-workdir",
+    "container-name",
+    "container-save",
+    "container-env",
+}
+# Options whose value is a number or a count (node ranges, [type:]count): a shell
+# variable there, which sbatch never expands in a directive, is always refused.
+_COUNTS = frozenset(
+    {
+        "cpus-per-task",
+        "ntasks",
+        "ntasks-per-node",
+        "ntasks-per-socket",
+        "ntasks-per-core",
+        "ntasks-per-gpu",
+        "ntasks-per-tres",
+        "mincpus",
+        "cores-per-socket",
+        "sockets-per-node",
+        "nodes",
+        "gpus",
+        "gpus-per-node",
+        "gpus-per-task",
+        "gpus-per-socket",
+    }
+)
+_SHORT_NAMES = {"c": "cpus-per-task", "n": "ntasks", "N": "nodes", "G": "gpus"}
+_SHELL_VARIABLE = re.compile(r"\$\{?[A-Za-z]")
+_SHELL_BRACES = re.compile(r"\$\{[A-Za-z]\w*\}")
+
+
+def spank_plugin(name: str) -> str | None:
+    """The SPANK plugin whose option ``--name`` is, or None."""
+    if name in _PYXIS:
+        return "pyxis"
+    return SPANK_PLUGINS.get(name)
+
+
 def _unknown(script: Script, context: LintContext) -> Iterator[Finding]:
     table = long_options(context.version)
     for directive in script.directives:
@@ -129,56 +195,113 @@ def _unknown(script: Script, context: LintContext) -> Iterator[Finding]:
         if words and words[0] in _COMPONENT and len(words) == 1:
             continue
         problem = _first_problem(words, table)
-        if problem is None:
-            continue
-        yield script.finding(
-            directive.line,
-            ERROR,
+        if problem is not None:
+            yield _unknown_finding(script, directive.line, directive.text, problem, context)
+
+
+def _unknown_finding(
+    script: Script, line: int, text: str, problem: tuple[str, str], context: LintContext
+) -> Finding:
+    severity, what = problem
+    if severity == INFO:
+        return script.finding(
+            line,
+            INFO,
             RULE_UNKNOWN.id,
-            f"{directive.text.strip()!r}: {problem} "
-            f"{context.on_versions('on Slurm 22.05 to 26.05')}: sbatch refuses the whole "
-            "script and nothing is queued",
-            "fix the option (sbatch --help lists them) or remove the line",
+            f"{text.strip()!r}: {what}: sbatch refuses the script on a cluster without it",
+            "keep it for the site it was written for; elsewhere remove the line",
         )
+    return script.finding(
+        line,
+        ERROR,
+        RULE_UNKNOWN.id,
+        f"{text.strip()!r}: {what} {context.on_versions('on Slurm 22.05 to 26.05')}: sbatch "
+        "refuses the whole script and nothing is queued",
+        "fix the option (sbatch --help lists them) or remove the line",
+    )
 
 
-def _first_problem(words: list[str], table: frozenset[str]) -> str | None:
-    """What sbatch's getopt says about the first word it refuses, or None."""
-    if any(mark in word for word in words for mark in _PLACEHOLDER):
+def _first_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] | None:
+    """(severity, what sbatch says) about the first word it refuses, or None.
+
+    A site plugin's option (info) does not end the reading: a later word may still be
+    refused on every cluster.
+    """
+    if any(mark in _SHELL_BRACES.sub("", word) for word in words for mark in _PLACEHOLDER):
         return None  # a template or a placeholder for the reader to fill in: unknown
+    plugin: tuple[str, str] | None = None
     index = 0
     while index < len(words):
         word = words[index]
+        following = words[index + 1] if index + 1 < len(words) else ""
         if word == "\\":
             index += 1  # a trailing backslash: sbatch reads past it (sbatch-continuation's)
             continue
         if word.startswith("--") and len(word) > 2:
-            name, has_value, _ = word[2:].partition("=")
-            matches = match_long(name, table)
-            if not matches:
-                return f"--{name} is not an sbatch option"
-            if len(matches) > 1:
-                return f"--{name} is ambiguous ({', '.join('--' + m for m in matches[:4])})"
-            takes_value = matches[0] not in LONG_FLAGS
-            index += 2 if takes_value and not has_value else 1
+            step = _long(word[2:], following, table)
+            if isinstance(step, tuple):
+                if step[0] == ERROR:
+                    return step
+                plugin = plugin or step
+                step = 1 if "=" in word or word[2:] in _PYXIS_FLAGS else 2
+            index += step
             continue
         if word.startswith("-") and len(word) > 1 and word[1] not in DASHES:
-            skip = _short(word)
+            skip = _short(word, following, table)
             if isinstance(skip, str):
-                return skip
+                return ERROR, skip
             index += skip
             continue
-        if word[:1] in DASHES:
-            return None  # the dash rule's
-        return f"{word!r} is no option (sbatch: Invalid directive found in batch script)"
+        if word[:1] in DASHES or "${" in word:
+            return None  # the dash rule's, or a template's word in place of an option
+        return ERROR, f"{word!r} is no option (sbatch: Invalid directive found in batch script)"
+    return plugin
+
+
+def _long(word: str, following: str, table: frozenset[str]) -> int | tuple[str, str]:
+    """Words ``--word`` takes (1 or 2), or (severity, complaint) as getopt reads it."""
+    name, has_value, value = word.partition("=")
+    matches = match_long(name, table)
+    if not matches and spank_plugin(name):
+        return INFO, f"--{name} is an option of the {spank_plugin(name)} SPANK plugin"
+    if not matches:
+        return ERROR, f"--{name} is not an sbatch option"
+    if len(matches) > 1:
+        return ERROR, f"--{name} is ambiguous ({', '.join('--' + m for m in matches[:4])})"
+    if matches[0] in LONG_FLAGS:
+        return 1
+    refused = _refused_value(f"--{matches[0]}", matches[0], value if has_value else following)
+    if refused:
+        return ERROR, refused
+    return 1 if has_value else 2
+
+
+def _refused_value(written: str, option: str, value: str) -> str | None:
+    """Why sbatch refuses a shell variable as the value of a number or count option."""
+    if option in _COUNTS and _SHELL_VARIABLE.search(value):
+        return (
+            f"{written} {value}: sbatch never expands shell variables in a directive, so "
+            "the option gets this very text, no number, and sbatch refuses it"
+        )
     return None
 
 
-def _short(word: str) -> int | str:
+def _short(word: str, following: str, table: frozenset[str]) -> int | str:
     """Words the short option cluster takes (1 or 2), or sbatch's complaint."""
+    name = word[1:].partition("=")[0]
+    if len(name) > 1 and name in table:
+        return (
+            f"{word} is a long option written with one dash: getopt reads it as -{word[1]} "
+            f"with the value {word[2:]!r}"
+        )
     for position, letter in enumerate(word[1:], start=1):
         if letter in SHORT_WITH_VALUE:
-            return 1 if word[position + 1 :] else 2
+            glued = word[position + 1 :]
+            option = _SHORT_NAMES.get(letter, "")
+            refused = _refused_value(f"-{letter}", option, glued or following)
+            if refused:
+                return refused
+            return 1 if glued else 2
         if letter == "k":
             return 1
         if letter not in SHORT_FLAGS:

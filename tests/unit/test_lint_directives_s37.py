@@ -1,0 +1,81 @@
+"""sbatch header and srun CPU rules, judged by what sbatch's getopt and srun do (issue 32)."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurmkit.lint import LintContext, lint_text
+from slurmkit.slurm.records import SlurmVersion
+
+V22 = LintContext(SlurmVersion.parse("22.05.8"))
+V24 = LintContext(SlurmVersion.parse("24.11.1"))
+V26 = LintContext(SlurmVersion.parse("26.05.1"))
+
+
+def of_rule(text: str, rule: str, context: LintContext = V22) -> list[tuple[int, str]]:
+    return [(f.line, f.severity) for f in lint_text(text, "t.slurm", context) if f.rule == rule]
+
+
+def header(*lines: str) -> str:
+    return (
+        "#!/bin/bash\n#SBATCH -t 5\n"
+        + "".join(f"#SBATCH {line}\n" for line in lines)
+        + "hostname\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "--image=docker:nersc/pytorch:24.01",
+        "--image docker:nersc/pytorch:24.01",
+        "--module=gpu",
+        "--container-image=nvcr.io#nvidia/pytorch:24.01-py3",
+        "--container-writable",
+        "--environment=/capstor/env.toml",
+    ],
+)
+def test_a_spank_plugin_option_is_info_not_an_error(option: str) -> None:
+    assert of_rule(header(option), "sbatch-unknown-option") == [(3, "info")]
+
+
+def test_a_spank_plugin_option_does_not_hide_a_refused_one() -> None:
+    assert of_rule(header("--image=x --bogus=1"), "sbatch-unknown-option") == [(3, "error")]
+
+
+@pytest.mark.parametrize("context", [V22, V24, V26])
+@pytest.mark.parametrize("option", ["--cluster=wice", "--context=x", "--ntasks-per-tres=2"])
+def test_aliases_and_rare_options_of_sbatch_are_known(option: str, context: LintContext) -> None:
+    assert of_rule(header(option), "sbatch-unknown-option", context) == []
+
+
+def test_external_is_an_option_from_26_05_only() -> None:
+    assert of_rule(header("--external"), "sbatch-unknown-option", V26) == []
+    assert of_rule(header("--external"), "sbatch-unknown-option", V24) == [(3, "error")]
+
+
+@pytest.mark.parametrize(
+    "option",
+    ["-N ${NODES}", "-N$NODES", "--gpus-per-node=${GPUS}", "--ntasks-per-node ${N}", "-c $CPUS"],
+)
+def test_a_shell_variable_as_a_count_is_refused(option: str) -> None:
+    assert of_rule(header(option), "sbatch-unknown-option") == [(3, "error")]
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "--chdir=/home/${USER}/run",
+        "--job-name=${NAME}",
+        "--nodes={{ nodes }}",
+        "--nodes=<NODES>",
+        "--ntasks-per-node=your_own_tasks_per_node",
+    ],
+)
+def test_variables_in_text_options_and_templates_stay_unknown(option: str) -> None:
+    assert of_rule(header(option), "sbatch-unknown-option") == []
+
+
+@pytest.mark.parametrize("option", ["-constraint=gpu", "-partition=gpu", "-time=1:00:00"])
+def test_a_long_option_with_one_dash_is_a_short_one_with_a_wrong_value(option: str) -> None:
+    assert of_rule(header(option), "sbatch-unknown-option") == [(3, "error")]
