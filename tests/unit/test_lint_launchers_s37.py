@@ -57,3 +57,61 @@ def test_a_deepspeed_directory_is_no_launcher_of_the_job() -> None:
         "srun -n16 -c2 --ntasks-per-node=8 python train.py --deepspeed ds.json\n"
     )
     assert "launcher-cpus-per-task" not in rules(script)
+
+
+FOUR_TASKS = (
+    "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=4\n#SBATCH --gres=gpu:4\n"
+)
+LAUNCH = 'LAUNCHER="accelerate launch --num_processes 8 --machine_rank $SLURM_PROCID"\n'
+
+
+def test_step_counts_kept_in_a_variable_replace_the_jobs() -> None:
+    script = (
+        FOUR_TASKS
+        + LAUNCH
+        + (
+            'SRUN_ARGS="--wait=60 --nodes=$NUM_NODES --ntasks=$NUM_NODES"\n'
+            'srun $SRUN_ARGS bash -c "$LAUNCHER train.py"\n'
+        )
+    )
+    assert "launcher-tasks-per-node" not in rules(script)
+
+
+def test_step_options_in_a_variable_without_a_count_keep_the_jobs() -> None:
+    script = (
+        FOUR_TASKS
+        + LAUNCH
+        + ('SRUN_ARGS="--wait=60 --kill-on-bad-exit=1"\nsrun $SRUN_ARGS bash -c "$LAUNCHER t.py"\n')
+    )
+    assert (8, "error", "launcher-tasks-per-node") in found(script)
+
+
+@pytest.mark.parametrize(
+    "options", ["--ntasks=$SLURM_NNODES", "-n ${SLURM_JOB_NUM_NODES}", "--ntasks-per-node=$PER"]
+)
+def test_a_step_count_lint_cannot_read_is_not_the_jobs(options: str) -> None:
+    script = FOUR_TASKS + f"srun {options} torchrun --nproc_per_node 4 train.py\n"
+    assert "launcher-tasks-per-node" not in rules(script)
+
+
+def test_several_launchers_per_node_are_one_defect_not_two() -> None:
+    script = FOUR_TASKS + "srun torchrun --nproc_per_node 4 train.py\n"
+    assert rules(script) & {"launcher-tasks-per-node", "launcher-cpus-per-task"} == {
+        "launcher-tasks-per-node"
+    }
+
+
+def test_no_cpu_warning_when_the_tasks_per_node_are_a_template() -> None:
+    head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH --gpus-per-node=4\n"
+    script = head + "#SBATCH --ntasks-per-node=${G}\nsrun torchrun --nproc_per_node=4 t.py\n"
+    assert "launcher-cpus-per-task" not in rules(script)
+    # the same launcher with one task per node and no CPUs asked still warns
+    one = head + "#SBATCH --ntasks-per-node=1\nsrun torchrun --nproc_per_node=4 t.py\n"
+    assert "launcher-cpus-per-task" in rules(one)
+
+
+def test_an_exclusive_job_gives_a_whole_step_its_cpus() -> None:
+    """srun without --exact is a whole step: every CPU the job has on the node."""
+    head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH --gpus-per-node=4\n#SBATCH --ntasks-per-node=1\n"
+    script = head + "#SBATCH --exclusive\nsrun torchrun --nproc_per_node=4 t.py\n"
+    assert "launcher-cpus-per-task" not in rules(script)

@@ -230,26 +230,68 @@ def _helper_unreadable(script: Script, context: LintContext) -> Iterator[Finding
 
 
 def _tasks_per_node(script: Script, srun: Srun) -> tuple[int | None, int, str]:
-    """(tasks per node, line, how it was asked for) of a step: its own options, else the job's."""
-    per_node = srun.option("ntasks-per-node")
-    if per_node is not None and to_int(per_node.value) is not None:
-        return to_int(per_node.value), srun.line, f"srun {per_node.written}"
-    ntasks = srun.option("ntasks")
-    if ntasks is not None and to_int(ntasks.value) is not None:
-        nodes = srun.option("nodes")
-        low = (node_range(nodes.value) or (1, 1))[0] if nodes else _job_nodes(script)
-        count = -(-(to_int(ntasks.value) or 0) // max(low, 1))
-        return count, srun.line, f"srun {ntasks.written} over {low} node(s)"
+    """(tasks per node, line, how it was asked for) of a step: its own options, else the job's.
+
+    None: unknown (a count lint cannot read). A step that sets a count of its own is
+    never judged by the job's: its count replaces the job's, whatever it is.
+    """
+    own = _step_counts(script, srun)
+    if "ntasks-per-node" in own:
+        value, written = own["ntasks-per-node"]
+        return to_int(value), srun.line, f"srun {written}"
+    if "ntasks" in own:
+        value, written = own["ntasks"]
+        nodes = own.get("nodes")
+        if _NODE_COUNT.fullmatch(value) or (nodes is not None and nodes[0] == value):
+            return 1, srun.line, f"srun {written}"  # one task per node, however many
+        low = (node_range(nodes[0]) or (0, 0))[0] if nodes else _job_nodes(script)
+        if to_int(value) is None or low < 1:
+            return None, srun.line, f"srun {written}"
+        count = -(-(to_int(value) or 0) // low)
+        return count, srun.line, f"srun {written} over {low} node(s)"
     job = script.job
     setting = job.get("ntasks-per-node") or job.get("ntasks")
     if setting is None:
-        return None, 0, ""
+        return 1, srun.line, ""
     how = f"#SBATCH {setting.written} (line {script.shown(setting.line)})"
     if job.get("ntasks-per-node") is None:
         how += f" over {_job_nodes(script)} node(s)"
     # said at the step: it is the step that starts the launchers (other steps may want
     # the job's tasks), and a per-step fix (srun --ntasks-per-node=1) is as good
     return job.tasks_per_node, srun.line, how
+
+
+# A task count that is the node count, whatever it is: one task per node.
+_NODE_COUNT = re.compile(r"\$\{?(?:SLURM_NNODES|SLURM_JOB_NUM_NODES)\}?")
+_COUNT_OPTIONS = ("ntasks-per-node", "ntasks", "nodes")
+# Long spellings only in a variable's text: a program's own -n is not srun's.
+_COUNT_IN_TEXT = re.compile(r"(?<![\w-])--(ntasks-per-node|ntasks|nodes)[= ]+([^\s\\]+)")
+
+
+def _step_counts(script: Script, srun: Srun) -> dict[str, tuple[str, str]]:
+    """The step's own task and node counts (value, as written): its options, and the
+    options bash splits into srun's words from a variable (``srun $SRUN_ARGS prog``)."""
+    found: dict[str, tuple[str, str]] = {}
+    for word in _option_variables(srun):
+        text = script.expanded_source(word, depth=1)
+        for match in _COUNT_IN_TEXT.finditer(text):
+            found[match[1]] = (match[2].strip("\"'"), match[0])
+    for name in _COUNT_OPTIONS:
+        option = srun.option(name)
+        if option is not None and option.value is not None:
+            found[name] = (option.value, option.written)
+    return found
+
+
+def _option_variables(srun: Srun) -> list[str]:
+    """Bare expansions before the program (the first program word too: lint cannot tell
+    ``srun $SRUN_ARGS prog`` from a program in a variable)."""
+    first = srun.program[0].end if srun.program else srun.command.end
+    return [
+        w.raw
+        for w in srun.command.words[1:]
+        if w.expands and not w.raw.startswith(("'", '"')) and w.start < first
+    ]
 
 
 def _job_nodes(script: Script) -> int:
@@ -278,7 +320,13 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
 
 
 def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
-    """Only the clear case (no CPUs asked for anywhere): how many a training needs varies."""
+    """Only the clear case (no CPUs asked for anywhere): how many a training needs varies.
+
+    ``--exclusive`` and ``--mincpus`` count: a step without ``--exact`` (which
+    ``--cpus-per-task`` implies) is a whole step, given every CPU the job has on its
+    nodes (srun's launch.c sets SSF_WHOLE, 22.05 to 25.11), and its one task is not
+    bound to one of them unless the site sets TaskPluginParam=autobind.
+    """
     job = script.job
     asked = ("cpus-per-task", "cpus-per-gpu", "exclusive", "mincpus")
     if any(job.get(name) for name in asked):
@@ -289,6 +337,8 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
         return
     if any(s.has("cpus-per-task", "cpus-per-gpu") for s, _ in steps):
         return
+    if steps and _tasks_per_node(script, steps[0][0])[0] != 1:
+        return  # several tasks per node (launcher-tasks-per-node) or a count lint cannot read
     line, name = (steps[0][0].line, steps[0][1]) if steps else launchers[0]
     if _one_worker(script, line):
         return
