@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import INFO, WARNING, Finding, Rule
+from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.cpus import other_job
 from slurmkit.lint.script import Script, Srun
 
@@ -21,8 +22,35 @@ _ONLY = ("nodelist",)
 _EXCEPT = ("exclude",)
 
 
+# ``cmd || echo "WARN: …"``: the script turns this failure into a message on purpose.
+_TOLERATED = re.compile(r"\|\|[ \t]*(?:echo|printf|true|:)(?=[\s;)]|$)")
+_TOLERATED_AFTER = re.compile(r"[ \t]*(?:\\\n[ \t]*)*" + _TOLERATED.pattern)
+
+
+def _best_effort(script: Script) -> bool:
+    """A script without ``set -e`` that tolerates failures command by command (two or more
+    ``|| echo …``/``|| true``): it goes on past a failed step by design, so a pipeline's
+    status hidden by tee changes nothing it does."""
+    if re.search(r"(?m)^[ \t]*set[ \t]+(?:-\w*e|-o[ \t]+errexit)", script.text):
+        return False
+    tolerated = 0
+    for _, line in script.code_lines():
+        if "||" in line and _TOLERATED.search(line):
+            tolerated += 1
+            if tolerated >= 2:
+                return True
+    return False
+
+
+def _tested_by_fallback(script: Script, command: Command) -> bool:
+    """``cmd | tee log || echo WARN``: the status is read and the failure tolerated."""
+    return _TOLERATED_AFTER.match(script.text, command.end) is not None
+
+
 def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
     start = script.pipefail_from()
+    if "tee" not in script.text or _best_effort(script):
+        return
     for command in script.commands:
         if command.name != "tee" or not command.after_pipe or command.pipeline is None:
             continue
@@ -36,6 +64,8 @@ def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
         ]
         if upstream and all(c.name in _CANNOT_FAIL for c in upstream):
             continue  # `echo … | tee`: nothing whose failure the status would hide
+        if _tested_by_fallback(script, command):
+            continue
         yield script.finding(
             script.line_of(command.start),
             WARNING,

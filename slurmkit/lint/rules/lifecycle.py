@@ -5,6 +5,8 @@ bash dies of it (USR1's, USR2's and TERM's default action ends the process), so 
 job ends two minutes early having saved nothing. With a trap, bash runs it only
 once the foreground command returns: behind a foreground ``srun``, that is when the
 time limit has killed it. The handler needs the step in the background and ``wait``.
+``--signal=USR1@120`` (no ``B:``) goes to the srun steps alone: a trap for it in the
+batch script never runs.
 """
 
 from __future__ import annotations
@@ -27,15 +29,28 @@ def _signal_name(text: str) -> str:
     return _NUMBERS.get(name, name)
 
 
-def _batch_signal(script: Script) -> tuple[str, int] | None:
-    """(signal, line) of ``--signal=B:SIG[@TIME]`` (the batch shell's), or None."""
+def _job_signal(script: Script) -> tuple[str, bool, int] | None:
+    """(signal, whether the batch shell gets it, line) of ``--signal=[B:]SIG[@TIME]``.
+
+    Without ``B:`` slurmctld sends it with KILL_STEPS_ONLY: to the srun steps, never
+    to the batch shell.
+    """
     setting = script.job.get("signal")
     if setting is None or setting.value is None:
         return None
     flags, _, rest = setting.value.rpartition(":")
-    if "B" not in flags.upper().split(":"):
-        return None
-    return _signal_name(rest.split("@", 1)[0]), setting.line
+    batch = "B" in flags.upper().split(":")
+    return _signal_name(rest.split("@", 1)[0]), batch, setting.line
+
+
+def _handled_elsewhere(script: Script) -> bool:
+    """A sourced file may set the trap, and an ``exec``'d program takes the shell's place
+    (its own handler gets the signal): no trap is missing from the script itself."""
+    for command in script.commands:
+        first = command.words[0].text if command.words else ""
+        if first in ("source", ".") or (first == "exec" and len(command.argv) > 0):
+            return True
+    return False
 
 
 def _traps(script: Script) -> list[tuple[str, set[str], int]]:
@@ -57,14 +72,19 @@ def _waits_in_background(script: Script) -> bool:
 
 
 def _signal(script: Script, context: LintContext) -> Iterator[Finding]:
-    found = _batch_signal(script)
+    found = _job_signal(script)
     if found is None:
         return
-    signal, line = found
+    signal, batch, line = found
     if signal in _HARMLESS or not signal:
         return
     trapped = [t for t in _traps(script) if signal in t[1]]
+    if not batch:
+        yield from _steps_only(script, signal, line, trapped)
+        return
     if not trapped:
+        if _handled_elsewhere(script) or _survives(script, signal):
+            return
         yield script.finding(
             line,
             ERROR,
@@ -82,6 +102,29 @@ def _signal(script: Script, context: LintContext) -> Iterator[Finding]:
             "a foreground srun that is when the time limit has killed it",
             "start the step in the background and wait for it: srun … & wait",
         )
+
+
+def _survives(script: Script, signal: str) -> bool:
+    """SIGINT reaches a non-interactive bash that waits for a foreground command: bash
+    waits on, and dies of it only if the child did (under ``B:`` the child never gets it).
+    Only the ``wait`` builtin lets it kill the shell."""
+    return signal == "INT" and not any(c.name == "wait" for c in script.commands)
+
+
+def _steps_only(
+    script: Script, signal: str, line: int, trapped: list[tuple[str, set[str], int]]
+) -> Iterator[Finding]:
+    """A trap for a signal that ``--signal`` without ``B:`` sends to the steps alone."""
+    if not trapped:
+        return  # the steps' programs handle it (Lightning's requeue on USR1, …)
+    yield script.finding(
+        line,
+        ERROR,
+        RULE_SIGNAL.id,
+        f"--signal without B: sends SIG{signal} to the job's srun steps only, never to the "
+        f"batch shell: the trap for it on line {script.shown(trapped[0][2])} never runs",
+        f"#SBATCH --signal=B:{signal}@… (and the step in the background: srun … & wait)",
+    )
 
 
 _REQUEUE = re.compile(r"scontrol\s+requeue|\bsbatch\b")

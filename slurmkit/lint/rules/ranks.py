@@ -40,8 +40,16 @@ _C10D = re.compile(r"--rdzv[_-]backend(?:=|\s+)[\"']?c10d\b")
 
 
 _ROLE = r"--role(?:=|\s+)"
-_ADDRESS = r"--(?:rdzv[_-]endpoint|master[_-]addr|main[_-]process[_-]ip)(?:=|\s+)"
-_ADDRESS_NAME = re.compile(r"ADDR|HOST|IP|ENDPOINT|HEAD|MASTER", re.IGNORECASE)
+# Options that name a peer every task connects to (the rendezvous, the master, a
+# controller, a coordinator or server started by the batch step): the first node is meant.
+_ADDRESS = (
+    r"--(?:rdzv[_-]endpoint|master[_-]addr|main[_-]process[_-]ip|location|dist[_-]url"
+    r"|init[_-]method|coordinator[_-]address|controller[_-]\w*|server[_-]addr\w*"
+    r"|head[_-](?:node|addr\w*|ip))(?:=|\s+)[\"']?(?:\w+://)?"
+)
+_ADDRESS_NAME = re.compile(
+    r"ADDR|HOST|IP|ENDPOINT|HEAD|MASTER|SERVER|URL|COORDINATOR|CONTROLLER", re.IGNORECASE
+)
 _HOSTNAME = r"(?:\$\(hostname\b[^)]*\)|`hostname\b[^`]*`)"
 
 
@@ -54,8 +62,9 @@ def _harmless(script: Script, srun: Srun, text: str, value: str, via: str) -> bo
       the nodes as they join, so an early 0 on every node forms the group right.
       accelerate's ``--machine_rank`` becomes torchrun's ``--node_rank``.
     - ``$(hostname)`` as the rendezvous or master address (``--rdzv_endpoint``,
-      ``--master_addr``, ``--main_process_ip``, or a variable named like
-      ``MASTER_ADDR``): the first node is the one meant.
+      ``--master_addr``, ``--main_process_ip``, ipengine's ``--location``, a
+      ``--dist-url``, or a variable named like ``MASTER_ADDR`` or ``DISPATCHER_SERVER``):
+      the first node, where the batch step started the peer, is the one meant.
     Any other use of the value (``RANK=$SLURM_PROCID``) still counts.
     """
     if value.startswith("$("):

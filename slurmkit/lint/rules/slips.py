@@ -212,16 +212,51 @@ def _rm_log(script: Script, context: LintContext) -> Iterator[Finding]:
 # Variables Slurm sets only when the job asks for the option beside them. Not the
 # array's: --array is as often given on sbatch's command line as in the header.
 _SET_BY = {
+    "SLURM_GPUS": "gpus",
     "SLURM_GPUS_PER_TASK": "gpus-per-task",
     "SLURM_CPUS_PER_TASK": "cpus-per-task",
     "SLURM_NTASKS_PER_NODE": "ntasks-per-node",
     "SLURM_MEM_PER_GPU": "mem-per-gpu",
 }
+# Options that size a job. A header with none of them leaves the job's size to sbatch's
+# command line (a wrapper's ``sbatch -N4 --ntasks-per-node=8 …``): then nothing is known.
+_SIZES = (
+    "nodes",
+    "ntasks",
+    "ntasks-per-node",
+    "cpus-per-task",
+    "gpus",
+    "gpus-per-node",
+    "gpus-per-task",
+    "gres",
+    "mem-per-gpu",
+)
+# The same resource asked for another way: the submitter sized it in the header, so no
+# option on the command line will set the variable, and a test of it is no guard.
+_SIBLINGS = {
+    "SLURM_GPUS": ("gres", "gpus-per-node", "gpus-per-task"),
+    "SLURM_GPUS_PER_TASK": ("gres", "gpus", "gpus-per-node"),
+}
+
+
+def _sized_in_header(script: Script) -> bool:
+    read = any(d.ignored is None for d in script.directives)
+    return read and any(script.job.get(option) is not None for option in _SIZES)
+
+
+def _asked_otherwise(script: Script, name: str) -> bool:
+    gres = script.job.value("gres") or ""
+    for option in _SIBLINGS.get(name, ()):
+        if option == "gres" and "gpu" not in gres:
+            continue
+        if script.job.get(option) is not None:
+            return True
+    return False
 
 
 def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
-    if not any(d.ignored is None for d in script.directives):
-        return  # options come from sbatch's command line: unknown
+    if not _sized_in_header(script):
+        return  # the job's size comes from sbatch's command line: unknown
     wanted = {
         name
         for name, option in _SET_BY.items()
@@ -230,23 +265,42 @@ def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
     if not wanted:
         return
     assigned = {b.name for b in script.bindings}
-    guarded = _tested(script)
-    reported: set[str] = set()
+    tested = _tested(script)
+    guarded = {name for name in tested if not _asked_otherwise(script, name)}
+    used: dict[str, int] = {}
     for command in script.commands:
         for word in command.words:
-            names = (word.expands & wanted) - assigned - guarded - reported
-            for name in sorted(names):
-                if has_fallback(name, word.raw):
-                    continue  # ${VAR:-default}
-                reported.add(name)
-                yield script.finding(
-                    script.line_of(word.start),
-                    WARNING,
-                    RULE_UNSET.id,
-                    f"${name} is empty in this job: Slurm sets it only with "
-                    f"--{_SET_BY[name]}, which the job does not ask for",
-                    f"#SBATCH --{_SET_BY[name]}=…, or ${{{name}:-default}}",
-                )
+            for name in sorted((word.expands & wanted) - assigned - guarded - used.keys()):
+                if not has_fallback(name, word.raw):  # ${VAR:-default} is handled
+                    used[name] = script.line_of(word.start)
+    # a test alone is a use too where it can never pass (`[ -z "$SLURM_GPUS" ] && exit`)
+    past_end = script.text.count("\n") + 2
+    for name in sorted((tested & wanted) - assigned - guarded - used.keys()):
+        used[name] = past_end
+    for name, line in used.items():
+        line = _first_use(script, name, line)
+        if line >= past_end:
+            continue  # tested only where a default handles it
+        yield script.finding(
+            line,
+            WARNING,
+            RULE_UNSET.id,
+            f"${name} is empty in this job: Slurm sets it only with "
+            f"--{_SET_BY[name]}, which the job does not ask for",
+            f"#SBATCH --{_SET_BY[name]}=…, or ${{{name}:-default}}",
+        )
+
+
+def _first_use(script: Script, name: str, used: int) -> int:
+    """The first line that expands ``name`` with no default: a test there is the defect
+    (``[ -z "$SLURM_GPUS" ] && exit``), which the syntax tree keeps apart from commands."""
+    bare = re.compile(rf"\$\{{?{name}\b(?!:?[-=+?])")
+    for number, line in script.code_lines():
+        if number >= used:
+            break
+        if name in line and bare.search(line):
+            return number
+    return used
 
 
 def _tested(script: Script) -> set[str]:
