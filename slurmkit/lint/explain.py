@@ -273,15 +273,19 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "sbatch's getopt refuses the whole script when a directive holds an option its "
         "table does not know at this version (unrecognized option), an ambiguous prefix, "
         "or a word that is no option (Invalid directive found in batch script). The table "
-        "was probed from the sbatch binaries of 22.05, 24.11 and 26.05; unique prefixes "
-        "(--part) are accepted, as getopt does; templates and <placeholders> are unknown.",
+        "was probed from the sbatch binaries of 22.05, 24.11 and 26.05 and checked against "
+        "slurm_opt.c; unique prefixes (--part) are accepted, as getopt does; templates and "
+        "<placeholders> are unknown. A shell variable as a count (-N ${NODES}) is refused "
+        "too: sbatch never expands it. A SPANK plugin's option (Shifter --image, pyxis "
+        "--container-image, CSCS --environment) is info: real on the sites it was written for.",
         "#SBATCH --gpus-per-tsk=1",
         "fix the option (sbatch --help lists them) or remove the line.",
     ),
     "sbatch-option-twice": (
         "an option given twice keeps the later value and ignores the earlier one; with "
         "different values one of them is not what was meant. Each component of a "
-        "heterogeneous job (#SBATCH hetjob) starts afresh; --mail-type values add up.",
+        "heterogeneous job (#SBATCH hetjob) starts afresh; --mail-type values add up "
+        "until 24.11 (from 25.05 the last one replaces the others).",
         "#SBATCH --time=1:00:00\n#SBATCH --time=2:00:00",
         "keep one line per option.",
     ),

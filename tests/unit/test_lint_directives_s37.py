@@ -79,3 +79,14 @@ def test_variables_in_text_options_and_templates_stay_unknown(option: str) -> No
 @pytest.mark.parametrize("option", ["-constraint=gpu", "-partition=gpu", "-time=1:00:00"])
 def test_a_long_option_with_one_dash_is_a_short_one_with_a_wrong_value(option: str) -> None:
     assert of_rule(header(option), "sbatch-unknown-option") == [(3, "error")]
+
+
+MAILS = header("--mail-type=BEGIN", "--mail-type=END,FAIL")
+
+
+def test_mail_types_given_twice_add_up_before_25_05() -> None:
+    assert of_rule(MAILS, "sbatch-option-twice", V24) == []
+
+
+def test_the_last_mail_type_replaces_the_others_from_25_05() -> None:
+    assert of_rule(MAILS, "sbatch-option-twice", V26) == [(4, "warning")]

@@ -25,14 +25,17 @@ from slurmkit.lint.script import Script
 from slurmkit.lint.shell import mask_templates
 from slurmkit.sbatch.directives import MAGIC, sbatch_words
 from slurmkit.sbatch.options import LONG_FLAGS
+from slurmkit.slurm.records import SlurmVersion
 
 # Dashes that look like "-" but are other characters (word processors, web pages).
 DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d"
 _DASH = re.compile(f"(?:^|(?<=\\s))[{DASHES}]+[A-Za-z]")
 # Separators of the components of a heterogeneous job (packjob: before 20.02).
 _COMPONENT = frozenset({"hetjob", "packjob"})
-# Options whose repeats add up instead of replacing (mail types are or-ed, -v counts).
-_ADDS_UP = frozenset({"mail-type", "verbose", "quiet"})
+# Options whose repeats add up instead of replacing (-v counts); mail types were or-ed
+# until 25.05, where the last --mail-type replaces the others (slurm commit fac544cef5).
+_ADDS_UP = frozenset({"verbose", "quiet"})
+MAIL_TYPE_REPLACED = SlurmVersion(25, 5, 0)
 _PLACEHOLDER = ("${", "$_", "{", "}", "<", ">")
 _NEAR = re.compile(r"#+\s*([A-Za-z]{5,7})\b(.*)")
 
@@ -309,6 +312,11 @@ def _short(word: str, following: str, table: frozenset[str]) -> int | str:
     return 1
 
 
+def mail_types_add(context: LintContext) -> bool:
+    """Before 25.05 sbatch or-ed repeated --mail-type values: none was lost."""
+    return context.version is not None and context.version < MAIL_TYPE_REPLACED
+
+
 def _twice(script: Script, context: LintContext) -> Iterator[Finding]:
     seen: dict[str, tuple[str | None, int, str]] = {}
     for directive in script.directives:
@@ -318,7 +326,7 @@ def _twice(script: Script, context: LintContext) -> Iterator[Finding]:
             seen = {}  # each component of a heterogeneous job starts afresh
             continue
         for option in directive.options:
-            if option.name in _ADDS_UP:
+            if option.name in _ADDS_UP or (option.name == "mail-type" and mail_types_add(context)):
                 continue
             earlier = seen.get(option.name)
             seen[option.name] = (option.value, directive.line, option.written)
