@@ -321,6 +321,23 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "srun python train.py \\\n    --lr 0.1\n    --epochs 3",
         "end every continued line with a backslash.",
     ),
+    "assignment-with-spaces": (
+        "bash assigns only NAME=value, with no blank on either side of =: NAME = value runs "
+        "a command NAME with the arguments = and value (command not found), and NAME stays "
+        "unset for every later line. $NAME = value runs whatever $NAME holds.",
+        "OUT_DIR = /scratch/run1\nmkdir -p $OUT_DIR",
+        "OUT_DIR=/scratch/run1",
+    ),
+    "unset-variable-option": (
+        "a lower-case variable the script never sets (often a typo of one it does set) is "
+        "given as an option's value or tested: empty, the option loses its value or the "
+        "test always goes the same way. Lower-case names are the script's own by "
+        "convention (Slurm, modules and the environment use upper case). A warning: the "
+        "submitting shell may export it. Not judged where the script evals, sets -a or "
+        "sources anything but an environment's activate script.",
+        'head_node_ip=$(hostname -i)\nif [[ -z "$head_node_io" ]]; then exit 1; fi',
+        "assign it before the use, or fix the spelling.",
+    ),
     "continued-into-command": (
         "a trailing backslash on the last option line joins the next line to the command: "
         "echo done becomes two more arguments of python train.py, which fails on them, and "
