@@ -35,3 +35,95 @@ def of_rule(findings: list[tuple[int, str, str]], rule: str) -> list[tuple[int, 
 def test_an_array_collides_only_when_its_tasks_share_one_file(name: str, expected: list) -> None:
     text = f"#!/bin/bash\n#SBATCH -t 5\n#SBATCH --array=1-4\n#SBATCH --output={name}\nhostname\n"
     assert [f for f in found(text) if f[2].startswith("output-")] == expected
+
+
+def in_checkout(tmp_path: Path, where: str, text: str) -> list[tuple[int, str]]:
+    """output-dir-missing for a script at ``where`` in a fresh checkout (no logs/ shipped)."""
+    (tmp_path / ".git").mkdir()
+    script = tmp_path / where
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(text)
+    return missing_dirs(script)
+
+
+def missing_dirs(script: Path) -> list[tuple[int, str]]:
+    return of_rule(
+        [(f.line, f.severity, f.rule) for f in lint_path(script, V22)], "output-dir-missing"
+    )
+
+
+@pytest.mark.parametrize("written", ["--err=logs/%x.err", "--erro logs/%x.err"])
+def test_an_abbreviated_error_option_is_the_error_file(tmp_path: Path, written: str) -> None:
+    # getopt_long takes an unambiguous prefix: --err is --error
+    text = f"#!/bin/bash\n#SBATCH -t 5\n#SBATCH {written}\nhostname\n"
+    assert in_checkout(tmp_path, "run.sh", text) == [(3, "error")]
+
+
+def test_an_ambiguous_prefix_is_not_taken_for_the_log(tmp_path: Path) -> None:
+    # --e is --error, --exclude, --export ...: getopt refuses it, it names no log
+    text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --e=logs/%x.err\nhostname\n"
+    assert in_checkout(tmp_path, "run.sh", text) == []
+
+
+def test_a_job_name_with_a_slash_adds_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / ".gitkeep").touch()
+    head = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=./logs/%x-%j.out\n"
+    text = head + "#SBATCH --job-name=open_r1/eval\nhostname\n"
+    assert in_checkout(tmp_path, "run.sh", text) == [(3, "error")]
+    plain = head + "#SBATCH --job-name=eval\nhostname\n"
+    (tmp_path / "run.sh").write_text(plain)
+    assert missing_dirs(tmp_path / "run.sh") == []
+
+
+@pytest.mark.parametrize(
+    "directive",
+    ["--output=$HOME/logs/%j.out", "--error=${SCRATCH}/logs/x-%j.err", "-o ~/logs/%j.out"],
+)
+def test_a_variable_in_a_log_directory_is_literal(directive: str) -> None:
+    # sbatch expands no shell words in #SBATCH: the directory is named "$HOME"
+    text = f"#!/bin/bash\n#SBATCH -t 5\n#SBATCH {directive}\nhostname\n"
+    assert of_rule(found(text), "output-dir-missing") == [(3, "error")]
+
+
+def test_a_heredoc_fed_unquoted_to_sbatch_has_its_variables_expanded() -> None:
+    text = (
+        "#!/bin/bash\nsbatch <<EOF\n#!/bin/bash\n#SBATCH -t 5\n"
+        "#SBATCH --output=$HOME/logs/%j.out\nhostname\nEOF\n"
+    )
+    assert of_rule(found(text), "output-dir-missing") == []
+
+
+@pytest.mark.parametrize(
+    ("directives", "expected"),
+    [
+        ("#SBATCH --chdir /home1/${USER}/run\n", [(3, "error")]),
+        ("#SBATCH -D $SCRATCH/run\n#SBATCH -o out-%j.txt\n", [(3, "error")]),
+        # the log does not live under the working directory: it opens
+        ("#SBATCH -D $SCRATCH/run\n#SBATCH -o /tmp/out-%j.txt\n", []),
+        ("#SBATCH --chdir /scratch/run\n", []),
+    ],
+)
+def test_a_variable_in_chdir_moves_the_log_into_a_directory_that_does_not_exist(
+    directives: str, expected: list
+) -> None:
+    text = "#!/bin/bash\n#SBATCH -t 5\n" + directives + "hostname\n"
+    assert of_rule(found(text), "output-dir-missing") == expected
+
+
+def test_a_placeholder_directory_is_filled_in_before_submission(tmp_path: Path) -> None:
+    text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --out=CASE_DIR/slurm.out\ncd CASE_DIR\n"
+    assert in_checkout(tmp_path, "run.sh", text) == []
+
+
+def test_a_climbing_log_directory_is_judged_in_the_checkout(tmp_path: Path) -> None:
+    text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=../watch_folder/%x_%j.log\nhostname\n"
+    assert in_checkout(tmp_path, "slurm_scripts/run.sh", text) == [(3, "error")]
+    (tmp_path / "watch_folder").mkdir()
+    (tmp_path / "watch_folder" / ".gitkeep").touch()
+    assert missing_dirs(tmp_path / "slurm_scripts" / "run.sh") == []
+
+
+def test_a_log_directory_that_climbs_out_of_the_checkout_is_unknown(tmp_path: Path) -> None:
+    text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=../logs/%x_%j.log\nhostname\n"
+    assert in_checkout(tmp_path, "run.sh", text) == []

@@ -23,8 +23,17 @@ never from wherever lint happens to run (issue 32 item 3):
   late for the file Slurm has already failed to open (warning: it may exist from
   an earlier run).
 
-A directory with another pattern (``%x``), a variable or a template in it is unknown
-until the job is submitted, never wrong.
+The log is the one sbatch reads: ``--err``/``--out`` are getopt's abbreviations of
+``--error``/``--output``, and ``%x`` is the job name the script sets (a name with a ``/``
+adds a directory). sbatch expands no shell word in a directive: ``$HOME/logs`` or a
+``--chdir`` with ``${USER}`` in it names a directory literally called so, which does
+not exist (error), except in a heredoc the shell expands before sbatch reads it. A
+directory that climbs (``../watch_folder``) is judged from the submit directories where
+it stays in the checkout.
+
+A directory with another pattern (``%u``), a job name the script does not set, a
+placeholder (``CASE_DIR/``) or a template tag in it is unknown until the job is
+submitted, never wrong.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from slurmkit.files import read_bounded
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.helpers import find_work_tree
+from slurmkit.lint.sbatch_table import long_options, match_long
 from slurmkit.lint.script import Script
 from slurmkit.sbatch.directives import Setting
 
@@ -81,20 +91,31 @@ def _made_by_script(script: Script) -> dict[str, int]:
 
 
 def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
+    table = long_options(context.version)
+    logs = [s for s in (_setting(script, name, table) for name in ("output", "error")) if s]
+    chdir = _setting(script, "chdir", table)
+    if chdir is not None and chdir.value and _template(chdir.value):
+        return
+    if chdir is not None and chdir.value and _literal_variable(script, chdir.value):
+        if not logs or any(not posixpath.isabs(s.value or "") for s in logs):
+            yield _literal_chdir(script, chdir)
+        return
     made: dict[str, int] | None = None
-    for name in ("output", "error"):
-        setting = script.job.get(name)
-        if setting is None or not setting.value:
-            continue
-        directory = _directory(setting.value)
+    for setting in logs:
+        directory = _directory(_with_job_name(setting.value or "", script, table))
         if directory is None:
             continue
         if _PER_JOB.search(directory):
             yield _per_job(script, setting, directory)
             continue
+        if _template(directory):
+            continue
+        if _literal_variable(script, directory):
+            yield _literal_log_dir(script, setting, directory)
+            continue
         if not _known(directory):
             continue
-        state = _lookup(directory, script.job.value("chdir"), context)
+        state = _lookup(directory, None if chdir is None else chdir.value, context)
         if state is True:
             continue
         if made is None:
@@ -104,6 +125,100 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
             yield _missing(script, setting, state)
         elif line is not None:
             yield _made_too_late(script, setting, directory, line)
+
+
+def _setting(script: Script, name: str, table: frozenset[str]) -> Setting | None:
+    """The last ``--name`` sbatch reads, also written as getopt's abbreviation (``--err``).
+
+    sbatch reads directives with getopt_long, which takes any unambiguous prefix of a
+    long option: ``#SBATCH --err=logs/x.err`` sets the error file like ``--error``.
+    """
+    chosen = script.job.get(name)
+    for written, setting in script.job.settings.items():
+        if written == name or match_long(written, table) != [name]:
+            continue
+        if chosen is None or setting.line >= chosen.line:
+            chosen = setting
+    return chosen if chosen is not None and chosen.value else None
+
+
+_NAME_PATTERN = re.compile(r"%(%|x)")
+
+
+def _with_job_name(value: str, script: Script, table: frozenset[str]) -> str:
+    """``%x`` replaced by the job name the script sets, which may add directories.
+
+    Slurm puts the name in as it is: ``--job-name=open_r1/eval`` with
+    ``--output=logs/%x-%j.out`` writes into ``logs/open_r1/``. A name the script does
+    not set (the file name, or ``sbatch -J``) stays ``%x``: unknown.
+    """
+    if "%x" not in value:
+        return value
+    job_name = _setting(script, "job-name", table)
+    name = job_name.value if job_name is not None else None
+    if not name or not _known(name):
+        return value
+    return _NAME_PATTERN.sub(lambda m: "%%" if m.group(1) == "%" else name, value)
+
+
+# A placeholder to fill in (CASE_DIR/slurm.out, LOG_DIR/x.out): all capitals, a "_".
+_PLACEHOLDER = re.compile(r"(?:^|/)[A-Z][A-Z0-9]*_[A-Z0-9_]*(?:/|$)")
+
+
+def _template(path: str) -> bool:
+    """Whether the path has a placeholder to fill in before sbatch: unknown, never wrong.
+
+    A template's placeholder word (``CASE_DIR/slurm.out``) is replaced (by sed, a
+    generator script) before submission; a directory literally named so is not a
+    published script's intent. A file called a template may still log to ``logs/``.
+    """
+    return _PLACEHOLDER.search(path) is not None
+
+
+# A shell variable or ``~`` that sbatch leaves as it is written (``${___}`` is a masked
+# template tag: unknown, never literal).
+_VARIABLE = re.compile(r"\$\{?[A-Za-z]\w*|(?:^|/)~")
+
+
+def _literal_variable(script: Script, path: str) -> str | None:
+    """The shell word in a directive's path, which sbatch never expands; None: none.
+
+    A heredoc fed to sbatch unquoted has its variables expanded by the shell that
+    writes it, so only a script file's own directives are literal.
+    """
+    if script.origin is not None:
+        return None
+    match = _VARIABLE.search(path)
+    return match.group(0).lstrip("/") if match else None
+
+
+def _literal_log_dir(script: Script, setting: Setting, directory: str) -> Finding:
+    word = _literal_variable(script, directory)
+    return script.finding(
+        setting.line,
+        ERROR,
+        RULE_LOG_DIR.id,
+        f"#SBATCH {setting.written}: sbatch does not expand {word} in a directive, so the "
+        f"log goes into a directory literally named {directory}, which does not exist, and "
+        "Slurm does not create it: the job fails at once and leaves no log",
+        "write the path out (/home/me/logs/%x-%j.out), keep the log relative to the submit "
+        'directory, or pass it on the command line (sbatch --output="$HOME/logs/%x-%j.out")',
+    )
+
+
+def _literal_chdir(script: Script, setting: Setting) -> Finding:
+    word = _literal_variable(script, setting.value or "")
+    return script.finding(
+        setting.line,
+        ERROR,
+        RULE_LOG_DIR.id,
+        f"#SBATCH {setting.written}: sbatch does not expand {word} in a directive, so the "
+        f"job's working directory is literally {setting.value}, which does not exist; Slurm "
+        "opens the job's log (slurm-%j.out, or a relative --output) there: the job fails "
+        "at once and leaves no log",
+        "write the path out, leave --chdir away (the submit directory is the default), "
+        'or pass it on the command line (sbatch --chdir="$HOME/run")',
+    )
 
 
 def _per_job(script: Script, setting: Setting, directory: str) -> Finding:
@@ -183,12 +298,37 @@ def _lookup(directory: str, chdir: str | None, context: LintContext) -> bool | M
     if context.script_dir is None or top is None:
         return None
     where = posixpath.normpath(posixpath.join(chdir or "", directory))
+    if where.split("/", 1)[0] == "..":
+        return _climbing(where, context.script_dir, top)
     if "/" in where and where.split("/", 1)[0] not in _OUTPUT_ROOTS:
         return None  # slurm/logs: a path into the repository's layout, from a root not known
     for submit in _submit_candidates(context.script_dir, top):
         if os.path.isdir(posixpath.join(submit, where)) or shipped(submit, where):
             return True
     return Missing(where, explicit=False)
+
+
+def _climbing(where: str, script_dir: str, top: str) -> bool | Missing | None:
+    """A log directory that climbs out of the submit directory (``../watch_folder``).
+
+    It is written for a submit directory below the checkout's top, where it lands in
+    the checkout: that is judged like any directory of the checkout (the ones it
+    names at the top, or under an output root). From a directory where it leaves the
+    checkout it is another tree's: those candidates say nothing.
+    """
+    top = os.path.abspath(top)
+    inside = False
+    for submit in _submit_candidates(script_dir, top):
+        target = posixpath.normpath(posixpath.join(os.path.abspath(submit), where))
+        if not target.startswith(top + os.sep):
+            continue
+        relative = posixpath.relpath(target, top)
+        if "/" in relative and relative.split("/", 1)[0] not in _OUTPUT_ROOTS:
+            return None
+        if os.path.isdir(target) or shipped(top, relative):
+            return True
+        inside = True
+    return Missing(where, explicit=False) if inside else None
 
 
 def _submit_candidates(script_dir: str, top: str) -> list[str]:
