@@ -116,3 +116,53 @@ def test_a_best_effort_script_goes_on_past_failures_by_design() -> None:
     )
     assert found(HEAD + body, "tee-without-pipefail") == []
     assert found(HEAD + "set -e\n" + body, "tee-without-pipefail") == [(5, "warning")]
+
+
+# assignment-with-spaces
+
+
+def test_blanks_around_equals_run_a_command_instead_of_assigning() -> None:
+    text = HEAD + "OUT = /scratch/run\n$root = /data\nexport LR = 0.1\nmkdir -p $OUT\n"
+    assert found(text, "assignment-with-spaces") == [(4, "error"), (5, "error"), (6, "error")]
+    fine = HEAD + "OUT=/scratch/run\nfor ((i = 1; i <= 4; i++)); do echo $i; done\n"
+    fine += '[ "$a" = "$b" ] && test "$a" = x\nlog() { echo "$@"; }\nlog = done\n'
+    assert found(fine, "assignment-with-spaces") == []
+
+
+# unset-variable-option
+
+
+def test_a_lowercase_name_set_nowhere_loses_its_option_or_decides_a_test() -> None:
+    text = HEAD + "head_node_ip=$(hostname -i)\n"
+    text += 'if [[ ! -n "$head_node_io" ]]; then exit 1; fi\n'
+    text += "python run.py --root $data_root --ip $head_node_ip\n"
+    assert found(text, "unset-variable-option") == [(5, "warning"), (6, "warning")]
+    set_by_read = HEAD + "read -r data_root < cfg\npython run.py --root $data_root\n"
+    assert found(set_by_read, "unset-variable-option") == []
+    loops = HEAD + "for lr in 1 2; do python run.py --lr $lr; done\n"
+    assert found(loops, "unset-variable-option") == []
+    upper = HEAD + "python run.py --root $DATA_ROOT --p ${data:-x}\n"
+    assert found(upper, "unset-variable-option") == []
+    activate = HEAD + "source venv/bin/activate\npython run.py --root $data_root\n"
+    assert found(activate, "unset-variable-option") == [(5, "warning")]
+    config = HEAD + "source config.sh\npython run.py --root $data_root\n"
+    assert found(config, "unset-variable-option") == []
+
+
+# option-as-command and continued-into-command: a continuation lost or one too many
+
+
+def test_a_redirection_line_after_a_lost_backslash_redirects_nothing() -> None:
+    text = HEAD + "python -m server \\\n    --port 8000 \\\n    --tp 8\n    > server.log 2>&1 &\n"
+    assert found(text, "option-as-command") == [(7, "error")]
+    fine = HEAD + "python -m server \\\n    --tp 8 \\\n    > server.log 2>&1 &\n> empty.log\n"
+    assert found(fine, "option-as-command") == []
+
+
+def test_the_same_program_on_a_continued_line_was_meant_as_the_next_command() -> None:
+    text = HEAD + 'samtools view -hbu "$in" \\\n    samtools sort -o "$out" -\nsamtools index x\n'
+    assert found(text, "continued-into-command") == [(5, "error")]
+    piped = text.replace('"$in" \\\n', '"$in" | \\\n')
+    assert found(piped, "continued-into-command") == []
+    wrapped = HEAD + "srun -n 2 \\\n    srun hostname\ntime \\\n  time ls\n"
+    assert found(wrapped, "continued-into-command") == []

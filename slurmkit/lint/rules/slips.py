@@ -56,7 +56,36 @@ def _bracket(script: Script, context: LintContext) -> Iterator[Finding]:
 _OPTION_LINE = re.compile(r"(?m)^[ \t]*-[-\w]")
 
 
+# A line that is only redirections (and maybe ``&``): ``> log 2>&1 &``.
+_REDIRECT_LINE = re.compile(r"\s*(?:\d*>>?|&>>?|<)\s*\S+(?:\s+\d*>>?&?\s*\S+)*\s*&?\s*")
+
+
+def _lost_redirect(script: Script) -> Iterator[Finding]:
+    """``--last-option`` with no backslash, then ``> log 2>&1 &``: the redirection and the
+    ``&`` belong to nothing, and the command above ran in the foreground."""
+    code = list(script.code_lines())
+    for index in range(2, len(code)):
+        number, line = code[index]
+        if not _REDIRECT_LINE.fullmatch(line) or not line.rstrip().endswith("&"):
+            continue
+        before, above = code[index - 1], code[index - 2]
+        if before[0] + 1 != number or before[1].rstrip().endswith("\\"):
+            continue
+        if above[1].rstrip().endswith("\\"):
+            yield script.finding(
+                number,
+                ERROR,
+                RULE_OPTION_COMMAND.id,
+                "this line is only a redirection and &: the line before ends without a "
+                "backslash, so the command above ran in the foreground with its output in "
+                "the job's log, and this line redirects nothing",
+                f"end line {script.shown(number - 1)} with a backslash",
+            )
+
+
 def _option_as_command(script: Script, context: LintContext) -> Iterator[Finding]:
+    if "&" in script.text:
+        yield from _lost_redirect(script)
     if _OPTION_LINE.search(script.text) is None:
         return  # no line starts with an option: nothing to look up
     for command in script.commands:
@@ -94,6 +123,7 @@ def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
         for index, (_, line) in enumerate(code[:-1])
         if line.rstrip().endswith("\\") and line.lstrip().startswith("-")
     ]
+    yield from _program_again(script, code)
     for index in after:
         number, line = code[index]
         stripped = line.strip()
@@ -108,6 +138,83 @@ def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
                 "(it fails on arguments it does not know, and this line never runs)",
                 f"remove the backslash at the end of line {script.shown(number - 1)}",
             )
+
+
+# Programs that take another command, or themselves, as their arguments.
+_RUNS_COMMANDS = frozenset(
+    {"time", "env", "nohup", "sudo", "xargs", "parallel", "exec", "command", "watch"}
+    | {"timeout", "stdbuf", "nice", "taskset", "numactl", "srun", "mpirun", "mpiexec"}
+)
+_PROGRAM = re.compile(r"[\w./-]+")
+_JOINS = ("|", "&", ";", "(", "{")
+
+
+def _program_again(script: Script, code: list[tuple[int, str]]) -> Iterator[Finding]:
+    """``samtools view … \\`` then ``samtools sort …``: the command's own program again
+    at the start of a continued line was meant as the next command (a lost ``|``)."""
+    first = ""  # the program of the command the current line continues, if any
+    continued = False
+    for number, line in code:
+        words = line.split(None, 1)
+        word = words[0] if words else ""
+        if continued and word == first and first not in _RUNS_COMMANDS:
+            yield script.finding(
+                number,
+                ERROR,
+                RULE_CONTINUED_INTO.id,
+                f"the line before ends in a backslash, so this {word!r} and the rest of the "
+                "line are more arguments of the command above it (the same program), not a "
+                "command of their own: a | or a line end was lost",
+                f"remove the backslash at the end of line {script.shown(number - 1)}, or "
+                "join the two commands with |",
+            )
+        if not continued:
+            first = word if _PROGRAM.fullmatch(word) else ""
+        stripped = line.rstrip()
+        # `cmd | \` (or &&, ||, ;): the next line starts a command of its own
+        continued = stripped.endswith("\\") and not stripped[:-1].rstrip().endswith(_JOINS)
+
+
+# ``NAME = value`` or ``$NAME = value``: what a command word looks like that was meant
+# to be assigned to.
+_NAME_WORD = re.compile(r"\$?\{?([A-Za-z_]\w*)\}?")
+# Commands that take ``=`` as an operand of their own (a comparison, an alias).
+_TAKES_EQUALS = frozenset(
+    {"test", "[", "[[", "expr", "let", "echo", "printf", "alias", "eval", "awk", "sed", "tr"}
+)
+_DECLARES = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+def _spaced(words: list[str]) -> str | None:
+    """The variable of ``NAME = v``/``NAME =v``/``$NAME = v`` (``export NAME = v``)."""
+    if len(words) >= 3 and words[0] in _DECLARES:
+        words = words[1:]
+    if len(words) < 2 or not words[1].startswith("=") or words[0] in _TAKES_EQUALS:
+        return None
+    match = _NAME_WORD.fullmatch(words[0])
+    return match.group(1) if match else None
+
+
+def _assignment_spaces(script: Script, context: LintContext) -> Iterator[Finding]:
+    if " =" not in script.text:
+        return
+    for command in script.commands:
+        words = [w.raw for w in command.argv[:3]]
+        name = _spaced(words)
+        if name is None or re.search(rf"(?m)^\s*(?:function\s+)?{name}\s*\(", script.text):
+            continue  # a function of that name takes "=" as its argument
+        line = script.line_of(command.start)
+        text = script.text
+        if "((" in text[text.rfind("\n", 0, command.start) + 1 : command.start]:
+            continue  # for ((i = 1; …)): arithmetic, where blanks are allowed
+        yield script.finding(
+            line,
+            ERROR,
+            RULE_ASSIGNMENT_SPACES.id,
+            f"{words[0]} {words[1]} …: bash assigns only NAME=value with no blanks around =, "
+            f"so this runs a command {words[0]!r} (not found) and {name} stays unset",
+            f"{name}=… with no blank before or after =",
+        )
 
 
 _ARRAY_NAMES = ("SLURM_ARRAY_TASK_ID",)
@@ -334,6 +441,12 @@ RULE_CONTINUED_INTO = Rule(
     "an option line ending in a backslash before a new command: the command became arguments",
     _continued_into,
 )
+RULE_ASSIGNMENT_SPACES = Rule(
+    "assignment-with-spaces",
+    ERROR,
+    "NAME = value (blanks around =): bash runs a command NAME, and NAME stays unset",
+    _assignment_spaces,
+)
 RULE_ARRAY_LINES = Rule(
     "array-zero-line",
     ERROR,
@@ -356,6 +469,7 @@ RULES = (
     RULE_BRACKET,
     RULE_OPTION_COMMAND,
     RULE_CONTINUED_INTO,
+    RULE_ASSIGNMENT_SPACES,
     RULE_ARRAY_LINES,
     RULE_RM_LOG,
     RULE_UNSET,

@@ -141,10 +141,109 @@ def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
             )
 
 
+# Sourcing a virtual environment or conda sets PATH and its own variables, never a
+# script's lowercase names.
+_ACTIVATE = re.compile(r"(?:^|/)activate$")
+_MAY_SET_LOWERCASE = re.compile(r"^\s*(?:eval|set\s+-a|\.|source)\b(?P<rest>[^\n]*)", re.MULTILINE)
+
+
+def _sets_unknown_names(text: str) -> bool:
+    """``eval``, ``set -a``, or sourcing anything but an environment's activate script."""
+    for match in _MAY_SET_LOWERCASE.finditer(text):
+        words = match.group("rest").split()
+        head = match.group(0).split()[0]
+        if head not in (".", "source") or not words or not _ACTIVATE.search(words[0]):
+            return True
+    return False
+
+
+# Lower-case names the environment does carry.
+_LOWERCASE_ENV = frozenset({"http_proxy", "https_proxy", "ftp_proxy", "no_proxy", "all_proxy", "_"})
+
+
+def _lowercase_candidates(script: Script) -> set[str]:
+    """Names with a lowercase letter that the script only ever expands.
+
+    By convention the environment (modules, Slurm, the submitting shell) carries
+    upper-case names; a lower-case one is the script's own. A name seen anywhere as a
+    bare word (``read name``, ``for name in``, ``local name``, ``name=…``, ``((name++))``)
+    may be set there, so only names that occur solely as ``$name`` are kept.
+    """
+    expanded = set(re.findall(r"\$\{?([A-Za-z_]\w*)", script.text))
+    names = {n for n in expanded if not n.isupper() and not is_known(n)} - _LOWERCASE_ENV
+    names -= {b.name for b in script.bindings}
+    if not names:
+        return names
+    bare = re.compile(r"(?<![$\w{#!-])(" + "|".join(sorted(names)) + r")(?!\w)")
+    return names - set(bare.findall(script.text))
+
+
+def _test_lines(script: Script, names: set[str]) -> dict[str, int]:
+    """The first line testing each name (``[[ -n "$name" ]]``): tests are no commands here."""
+    alternatives = "|".join(sorted(names))
+    test = re.compile(rf"(?:-[nz]|\[\[?)\s+!?\s*\"?\$\{{?({alternatives})\}}?\b(?!:?[-=+?])")
+    found: dict[str, int] = {}
+    for number, line in script.code_lines():
+        if "$" in line:
+            for name in test.findall(line):
+                found.setdefault(name, number)
+    return found
+
+
+def _option_lines(script: Script, names: set[str]) -> dict[str, int]:
+    """The first line giving each name as an option's value: ``--opt $name``, ``--opt=$name``."""
+    value = re.compile(r"(?:--?[\w.-]+=)?\"?\$\{?([A-Za-z_]\w*)\}?\"?")
+    found: dict[str, int] = {}
+    for command in script.commands:
+        words = command.words
+        for index in range(1, len(words)):
+            word = words[index]
+            if not word.expands & names:
+                continue
+            match = value.fullmatch(word.raw)
+            if match is None or match.group(1) not in names:
+                continue
+            if "=" in word.raw.split("$", 1)[0] or words[index - 1].text.startswith("-"):
+                found.setdefault(match.group(1), script.line_of(word.start))
+    return found
+
+
+def _unset_option(script: Script, context: LintContext) -> Iterator[Finding]:
+    if "$" not in script.text or script.origin is not None:
+        return  # a heredoc's job script: the outer shell may fill it in first
+    if not any(d.ignored is None for d in script.directives) or _sets_unknown_names(script.text):
+        return  # a fragment, or a script that may set any name
+    names = _lowercase_candidates(script)
+    if not names:
+        return
+    uses = _option_lines(script, names)
+    for name, line in _test_lines(script, names).items():
+        uses[name] = min(line, uses.get(name, line))
+    by_line: dict[int, list[str]] = {}
+    for name, line in uses.items():
+        by_line.setdefault(line, []).append(name)
+    for line, found in sorted(by_line.items()):
+        shown = ", ".join(f"${name}" for name in sorted(found))
+        yield script.finding(
+            line,
+            WARNING,
+            RULE_UNSET_OPTION.id,
+            f"{shown} set nowhere in the script (lower-case: not from Slurm or a module): "
+            "empty here, so the option loses its value or the test always goes one way",
+            f"assign {sorted(found)[0]}=… before this line (or check its spelling)",
+        )
+
+
 RULE_NEVER_SET = Rule(
     "variable-never-set",
     WARNING,
     "an srun or launcher count (-N, --nproc_per_node…) is a variable nobody sets",
     _never_set,
 )
-RULES = (RULE_NEVER_SET,)
+RULE_UNSET_OPTION = Rule(
+    "unset-variable-option",
+    WARNING,
+    "a lower-case $name the script never sets, used as an option's value or a test operand",
+    _unset_option,
+)
+RULES = (RULE_NEVER_SET, RULE_UNSET_OPTION)
