@@ -90,3 +90,47 @@ def test_mail_types_given_twice_add_up_before_25_05() -> None:
 
 def test_the_last_mail_type_replaces_the_others_from_25_05() -> None:
     assert of_rule(MAILS, "sbatch-option-twice", V26) == [(4, "warning")]
+
+
+def job(*body: str, cpus: int = 16) -> str:
+    return f"#!/bin/bash\n#SBATCH -t 5\n#SBATCH --cpus-per-task={cpus}\n" + "\n".join(body) + "\n"
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "srun bash -c 'rm -rf /tmp/cache_* || true; echo \"$(hostname): wiped\"'",
+        "srun -lu bash -c 'echo $(hostname) $(nvidia-smi | grep -o \"|[0-9]*MiB\")'",
+        'srun bash -c "apt update && apt-get install -y infiniband-diags"',
+        "srun julia --project=. run.jl",
+        "export OMP_NUM_THREADS=1\nsrun -n 8 ./warpx inputs",
+    ],
+)
+def test_a_step_that_uses_one_cpu_loses_nothing_at_22_05(step: str) -> None:
+    assert of_rule(job(step), "srun-cpus-per-task") == []
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        'srun env TMPDIR="$TMPDIR" python -m train --num-workers 4',
+        "srun bash -c 'cd /work && python train.py'",
+        "srun julia -t 16 run.jl",
+        "export OMP_NUM_THREADS=1\nsrun python train.py",
+        "export OMP_NUM_THREADS=1\nsrun singularity exec img.sif bash -c 'torchrun train.py'",
+    ],
+)
+def test_a_step_that_runs_threads_or_workers_still_lacks_its_cpus_at_22_05(step: str) -> None:
+    assert of_rule(job(step), "srun-cpus-per-task") == [(3 + step.count("\n") + 1, "error")]
+
+
+@pytest.mark.parametrize("value", ['"$SLURM_CPUS_PER_TASK"', "${SLURM_CPUS_PER_TASK}", "16"])
+def test_srun_cpus_per_task_env_of_the_jobs_own_value_loses_nothing_at_24_11(value: str) -> None:
+    text = job(f"export SRUN_CPUS_PER_TASK={value}", "srun python train.py")
+    assert of_rule(text, "srun-cpus-per-task", V22) == []
+    assert of_rule(text, "srun-cpus-per-task", V24) == []
+
+
+def test_srun_cpus_per_task_env_of_another_value_is_lost_at_24_11() -> None:
+    text = job("export SRUN_CPUS_PER_TASK=8", "srun python train.py")
+    assert of_rule(text, "srun-cpus-per-task", V24) == [(5, "warning")]

@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import NO_INHERIT_RANGE, LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.parsed import Word
 from slurmkit.lint.script import Binding, Script, Srun
 
 SRUN_ENV = "SRUN_CPUS_PER_TASK"
@@ -41,15 +43,117 @@ ONE_CPU = frozenset(
         "scontrol",
         "df",
         "free",
+        "find",
+        "grep",
+        "cp",
+        "mv",
+        "ln",
+        "chmod",
+        "du",
+        "tee",
+        "id",
+        "whoami",
+        "pwd",
+        "test",
+        "wc",
+        "head",
+        "tail",
+        "apt",
+        "apt-get",
+        "cd",
+        "export",
+        "module",
+        "ml",
     }
 )
 
 
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
+# Shell words that are no program: the first word of a command after them is.
+_KEYWORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{", "}"})
+_COMMAND_SPLIT = re.compile(r"\n|;|&&|\|\||\||\$\(|`|\(|\)")
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+# Compiled programs read OMP_NUM_THREADS; interpreters and launchers start workers
+# (data loaders, ranks) whatever it says, and shells and containers may run them.
+_WRAPPERS = frozenset({"singularity", "apptainer", "shifter", "podman", "docker", "enroot"})
+_INTERPRETERS = re.compile(r"python|torchrun|accelerate|deepspeed|ray|julia|Rscript|java")
+
+
+def _base(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def step_program(srun: Srun) -> tuple[Word, ...]:
+    """The words of the program the step runs, past ``env VAR=value`` (env runs it)."""
+    words = srun.program
+    if words and words[0].literal and _base(words[0].text) == "env":
+        index = 1
+        while index < len(words) and (
+            words[index].text.startswith("-") or _ASSIGNMENT.match(words[index].text)
+        ):
+            index += 1
+        return words[index:] if index < len(words) else words[:1]
+    return words
+
+
+def _shell_string(words: tuple[Word, ...]) -> str | None:
+    """The command string of ``bash -c STRING`` (-lc, -ec too), or None."""
+    if len(words) < 3 or not words[0].literal or _base(words[0].text) not in _SHELLS:
+        return None
+    for index, word in enumerate(words[1:-1], start=1):
+        if not word.text.startswith("-"):
+            return None
+        if "c" in word.text[1:] and not word.text.startswith("--"):
+            return words[index + 1].text
+    return None
+
+
+def _helpers_only(command_string: str) -> bool:
+    """Every command of a ``bash -c`` string is a one-CPU helper (echo, rm, hostname)."""
+    names = []
+    unquoted = _QUOTED.sub('""', command_string.replace("\\(", "").replace("\\)", ""))
+    for part in _COMMAND_SPLIT.split(unquoted):
+        words = [w for w in part.split() if not _ASSIGNMENT.match(w)]
+        while words and words[0] in _KEYWORDS:
+            words = words[1:]
+        if words and not words[0].startswith(("#", ">", "<", "2>", "[")):
+            names.append(_base(words[0]))
+    return bool(names) and all(name in ONE_CPU or name in ("exit", ":") for name in names)
+
+
 def one_cpu_helper(srun: Srun) -> bool:
     """The step runs a program that needs one CPU (named plainly, path or not)."""
-    if not srun.program or not srun.program[0].literal:
+    words = step_program(srun)
+    if not words or not words[0].literal:
         return False
-    return srun.program[0].text.rsplit("/", 1)[-1] in ONE_CPU
+    string = _shell_string(words)
+    if string is not None:
+        return _helpers_only(string)
+    if _base(words[0].text) == "julia":
+        return _one_julia_thread(srun, words)
+    return _base(words[0].text) in ONE_CPU
+
+
+def _one_julia_thread(srun: Srun, words: tuple[Word, ...]) -> bool:
+    """Julia runs one thread unless -t/--threads or JULIA_NUM_THREADS says otherwise."""
+    threads = any(w.text.startswith(("-t", "--threads")) for w in words[1:])
+    return not threads and "JULIA_NUM_THREADS" not in srun.env
+
+
+def one_thread_per_task(srun: Srun) -> bool:
+    """OMP_NUM_THREADS=1 for a compiled program: the author asked for one thread per task.
+
+    --cpus-per-task then only spaces the tasks out (one rank per GPU, say); an
+    interpreter or launcher still starts workers that want the CPUs.
+    """
+    threads = srun.env.get("OMP_NUM_THREADS")
+    if threads is None or threads.value is None or threads.value.text.strip() != "1":
+        return False
+    words = step_program(srun)
+    if not words or _base(words[0].text) in _SHELLS | _WRAPPERS:
+        return False  # runs something else, which the string or image names
+    return not any(_INTERPRETERS.search(word.text) for word in words)
 
 
 def other_job(srun: Srun) -> bool:
@@ -67,7 +171,7 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     for srun in script.sruns:
         if srun.has("cpus-per-task", "cpus-per-gpu") or srun.has("overlap") or other_job(srun):
             continue
-        if one_cpu_helper(srun):
+        if one_cpu_helper(srun) or one_thread_per_task(srun):
             continue
         env = srun.env.get(SRUN_ENV)
         if env is None and context.may_not_inherit and job_cpus and job_cpus > 1:
@@ -79,7 +183,7 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
                 f"{FIX}, or export {SRUN_ENV}=$SLURM_CPUS_PER_TASK before srun "
                 f"(read only by {NO_INHERIT_RANGE})",
             )
-        elif env is not None and context.may_inherit_again:
+        elif env is not None and context.may_inherit_again and not _the_jobs(env, job_cpus):
             where = "on this srun" if env.prefix else f"on line {script.shown(env.line)}"
             yield script.finding(
                 srun.line,
@@ -90,6 +194,20 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
                 "--cpus-per-task instead, so a different value here is silently lost",
                 f"pass the CPUs to srun itself: {FIX}",
             )
+
+
+def _the_jobs(env: Binding, job_cpus: int | None) -> bool:
+    """SRUN_CPUS_PER_TASK holds the job's own value: srun inheriting it loses nothing.
+
+    ``export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK`` is the 22.05 workaround that
+    stays right after 23.11, where srun takes the job's --cpus-per-task itself.
+    """
+    if env.value is None:
+        return False
+    text = env.value.text.strip().strip("\"'")
+    if text in (f"${SLURM_ENV}", f"${{{SLURM_ENV}}}"):
+        return True
+    return env.value.literal and text.isdigit() and int(text) == job_cpus
 
 
 def _not_inherited(
