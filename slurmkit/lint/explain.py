@@ -255,6 +255,16 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH --output=logs/%j/out.txt",
         "mkdir -p logs before sbatch, and keep %j in the file name.",
     ),
+    "script-dir-in-spool": (
+        "slurmd runs a copy of the batch script, <SlurmdSpoolDir>/job<ID>/slurm_script: in "
+        'the job, $0 and BASH_SOURCE name that copy on every cluster, so $(dirname "$0") '
+        "is the spool directory and files looked for beside the script are not there. "
+        "Quiet when the script reads $SLURM_SUBMIT_DIR or asks scontrol show job for its "
+        "path, and in a heredoc fed to sbatch (the writing shell expanded $0).",
+        'SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
+        'SCRIPT_DIR="$SLURM_SUBMIT_DIR" (submit from the script\'s directory), or an '
+        "absolute path.",
+    ),
     "sbatch-misspelt": (
         "sbatch reads only lines that start with #SBATCH exactly: #SBTACH, #SABTCH or "
         "# SBATCH followed by an option is a comment, and the option is silently not "

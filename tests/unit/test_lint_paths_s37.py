@@ -127,3 +127,47 @@ def test_a_climbing_log_directory_is_judged_in_the_checkout(tmp_path: Path) -> N
 def test_a_log_directory_that_climbs_out_of_the_checkout_is_unknown(tmp_path: Path) -> None:
     text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=../logs/%x_%j.log\nhostname\n"
     assert in_checkout(tmp_path, "run.sh", text) == []
+
+
+SPOOL_HEAD = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=%x-%j.out\n"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"',
+        "rootpath=$(dirname $0)",
+        'TOP="$(dirname "$(dirname "$(readlink -fm "$0")")")"',
+        "cd ${0%/*}",
+        'here="$(dirname -- "${BASH_SOURCE[0]:-$0}")"',
+    ],
+)
+def test_the_scripts_own_directory_is_the_spool_in_a_batch_job(line: str) -> None:
+    text = SPOOL_HEAD + line + "\nsource $SCRIPT_DIR/common.sh\n"
+    assert of_rule(found(text), "script-dir-in-spool") == [(4, "error")]
+
+
+def test_a_kept_script_path_taken_apart_later_is_the_spool_too() -> None:
+    text = SPOOL_HEAD + 'SELF=$(realpath "$0")\nDIR=$(dirname "$SELF")\npython "$DIR/t.py"\n'
+    assert of_rule(found(text), "script-dir-in-spool") == [(5, "error")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the submit directory first: a fallback that knows where the job came from
+        SPOOL_HEAD + 'DIR="${SLURM_SUBMIT_DIR:-$(dirname "$0")}"\n',
+        SPOOL_HEAD
+        + "SELF=$(scontrol show job \"$SLURM_JOB_ID\" | awk -F= '/Command=/{print $2}')\n"
+        + 'DIR=$(dirname "$SELF")\n',
+        # no directory of the script: its name, or $0 of awk
+        SPOOL_HEAD + "me=$(basename $0)\n",
+        SPOOL_HEAD + "dirname $(awk '{print $0}' list.txt)\n",
+        # not a batch script: a driver run by bash
+        "#!/bin/bash\ncd $(dirname $0)\nsbatch job.sh\n",
+        # a heredoc fed to sbatch: the writing shell expanded $0 (the submitter's)
+        "#!/bin/bash\nsbatch <<EOF\n#!/bin/bash\n#SBATCH -t 5\ncd $(dirname $0)\nEOF\n",
+    ],
+)
+def test_no_spool_finding_where_the_directory_is_known(text: str) -> None:
+    assert of_rule(found(text), "script-dir-in-spool") == []

@@ -387,4 +387,74 @@ RULE_LOG_DIR = Rule(
     "create it)",
     _log_dir,
 )
-RULES = (RULE_LOG_DIR,)
+# The script's own path: $0, ${0}, $BASH_SOURCE, ${BASH_SOURCE[0]} (also ${BASH_SOURCE[0]:-$0}).
+_SELF = r"(?:\$\{?0(?![\w])|\$\{?BASH_SOURCE)"
+_DIRNAME = re.compile(r"(?<![\w-])dirname(?![\w-])")
+# ${0%/*}: the directory by parameter expansion.
+_SELF_DIR = re.compile(r"\$\{(?:0|BASH_SOURCE(?:\[0\])?)%/\*\}")
+_SELF_WORD = re.compile(_SELF)
+# NAME=$(realpath "$0"): the script's path kept for a later dirname.
+_SELF_PATH = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?(\w+)=.*" + _SELF)
+_SINGLE_QUOTED = re.compile(r"'[^']*'")
+# What tells where the job was submitted from, or the script's real path.
+_SUBMIT_LOOKUP = re.compile(r"SLURM_SUBMIT_DIR|scontrol\s+show\s+job")
+
+
+def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
+    """The script's own directory from ``$0``/``BASH_SOURCE`` in a batch job.
+
+    slurmd runs a copy of the batch script, ``<SlurmdSpoolDir>/job<ID>/slurm_script``:
+    ``$0`` and ``BASH_SOURCE`` name that copy on every cluster, so a directory taken
+    from them is the spool directory, and the files the script looks for beside
+    itself are not there. A script that reads ``$SLURM_SUBMIT_DIR`` or asks
+    ``scontrol show job`` for its real path knows where it came from: quiet. A heredoc
+    fed to sbatch had ``$0`` expanded by the shell that wrote it (the submitter's).
+    """
+    if script.origin is not None or not any(d.ignored is None for d in script.directives):
+        return
+    text = script.text
+    if ("dirname" not in text and "%/*}" not in text) or _SUBMIT_LOOKUP.search(text):
+        return
+    paths: set[str] = set()
+    for number, line in script.code_lines():
+        if "dirname" in line or "%/*}" in line:
+            if _self_directory(_SINGLE_QUOTED.sub("''", line), paths):
+                yield _spool_finding(script, number)
+        elif "=" in line and ("0" in line or "BASH_SOURCE" in line):
+            kept = _SELF_PATH.match(_SINGLE_QUOTED.sub("''", line))
+            if kept is not None:
+                paths.add(kept.group(1))
+
+
+def _self_directory(code: str, paths: set[str]) -> bool:
+    """Whether the line takes a directory of the script's own path (or of a kept copy)."""
+    if _SELF_DIR.search(code):
+        return True
+    if not _DIRNAME.search(code):
+        return False
+    if _SELF_WORD.search(code):
+        return True
+    return any(f"${name}" in code or f"${{{name}}}" in code for name in paths)
+
+
+def _spool_finding(script: Script, line: int) -> Finding:
+    return script.finding(
+        line,
+        ERROR,
+        RULE_SPOOL_DIR.id,
+        "the script's own directory from $0/BASH_SOURCE: in a batch job that is slurmd's "
+        "spool directory (<SlurmdSpoolDir>/job<ID>/, where sbatch's copy of the script "
+        "runs), not where the script lives or was submitted from, so the files looked for "
+        "beside it are not there",
+        'use "$SLURM_SUBMIT_DIR" (where sbatch was run) or an absolute path; scontrol show '
+        "job $SLURM_JOB_ID names the original script (Command=)",
+    )
+
+
+RULE_SPOOL_DIR = Rule(
+    "script-dir-in-spool",
+    ERROR,
+    "the batch script's own directory from $0/BASH_SOURCE (slurmd runs a spool copy)",
+    _spool_dir,
+)
+RULES = (RULE_LOG_DIR, RULE_SPOOL_DIR)
