@@ -134,3 +134,30 @@ def test_srun_cpus_per_task_env_of_the_jobs_own_value_loses_nothing_at_24_11(val
 def test_srun_cpus_per_task_env_of_another_value_is_lost_at_24_11() -> None:
     text = job("export SRUN_CPUS_PER_TASK=8", "srun python train.py")
     assert of_rule(text, "srun-cpus-per-task", V24) == [(5, "warning")]
+
+
+def test_an_ignored_line_that_a_read_line_repeats_loses_nothing() -> None:
+    text = header("--ntasks=4", "--cpus-per-task=1").replace(
+        "#SBATCH --cpus-per-task=1", "#sbatch --cpus-per-task=1\n#SBATCH --cpus-per-task=1"
+    )
+    assert of_rule(text, "sbatch-directive-ignored") == []
+
+
+def test_an_ignored_line_with_another_value_is_lost() -> None:
+    text = header("--ntasks=4", "--cpus-per-task=1").replace(
+        "#SBATCH --cpus-per-task=1", "#sbatch --cpus-per-task=8\n#SBATCH --cpus-per-task=1"
+    )
+    assert of_rule(text, "sbatch-directive-ignored") == [(4, "warning")]
+
+
+@pytest.mark.parametrize(
+    "comment",
+    ["#sbatch --dependency afterok:$a:$b << EOF", "#sbatch --array=1-4 job.sh"],
+)
+def test_an_sbatch_command_shown_in_a_comment_is_no_directive(comment: str) -> None:
+    assert of_rule(header("-n 1") + comment + "\n", "sbatch-directive-ignored") == []
+
+
+def test_a_wrong_case_directive_after_a_command_is_still_ignored() -> None:
+    text = header("-n 1") + "#sbatch --mem=4G\n"
+    assert of_rule(text, "sbatch-directive-ignored") == [(5, "warning")]

@@ -9,7 +9,15 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.rules.launchers import TRAINER, launcher_kind, launcher_lines
 from slurmkit.lint.script import Script
-from slurmkit.sbatch.directives import AFTER_COMMAND, INDENTED, WRONG_CASE
+from slurmkit.sbatch.directives import (
+    AFTER_COMMAND,
+    INDENTED,
+    MAGIC,
+    WRONG_CASE,
+    Directive,
+    sbatch_words,
+)
+from slurmkit.sbatch.options import parse_options
 
 _IGNORED = {
     AFTER_COMMAND: "comes after the first command: sbatch stops reading #SBATCH lines at the "
@@ -57,9 +65,44 @@ def _dos(script: Script, context: LintContext) -> Iterator[Finding]:
         )
 
 
+_SHELL_OPERATOR = re.compile(r"<<|>|\||;|&&|\$\(")
+
+
+def _loses_nothing(script: Script, directive: Directive) -> bool:
+    """An ignored line whose every option a line sbatch reads sets to the same value."""
+    words = sbatch_words(directive.text.lstrip()[len(MAGIC) :])
+    options, end = parse_options(words)
+    if not options or end < len(words):
+        return False
+    for option in options:
+        setting = script.job.get(option.name)
+        if setting is None or setting.value != option.value:
+            return False
+    return True
+
+
+def _commented_command(directive: Directive) -> bool:
+    """``#sbatch --dependency ... << EOF``: an sbatch command shown in a comment.
+
+    The magic word is not #SBATCH, and the line holds shell redirections, pipes or a
+    word that is no option (the script to submit): a command, not a directive.
+    """
+    if directive.text.startswith(MAGIC) or directive.text.lstrip().startswith(MAGIC):
+        return False
+    rest = directive.text.lstrip()[len(MAGIC) :]
+    return bool(_SHELL_OPERATOR.search(rest)) or _names_a_script(rest)
+
+
+def _names_a_script(rest: str) -> bool:
+    words = rest.split()
+    return bool(words) and words[-1].endswith((".sh", ".slurm", ".sbatch", ".job"))
+
+
 def _ignored(script: Script, context: LintContext) -> Iterator[Finding]:
     for directive in script.directives:
-        if directive.ignored:
+        if directive.ignored and not (
+            _loses_nothing(script, directive) or _commented_command(directive)
+        ):
             yield script.finding(
                 directive.line,
                 WARNING,
