@@ -115,3 +115,42 @@ def test_an_exclusive_job_gives_a_whole_step_its_cpus() -> None:
     head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH --gpus-per-node=4\n#SBATCH --ntasks-per-node=1\n"
     script = head + "#SBATCH --exclusive\nsrun torchrun --nproc_per_node=4 t.py\n"
     assert "launcher-cpus-per-task" not in rules(script)
+
+
+ONE_GPU = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH --ntasks-per-node=1\n#SBATCH -c 8 --gres=gpu:1\n"
+EIGHT = (
+    "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 2 --ntasks-per-node=1\n#SBATCH -c 8 --gpus-per-node=8\n"
+)
+
+
+def mismatches(text: str) -> list[tuple[int, str]]:
+    return [(line, sev) for line, sev, rule in found(text) if rule == "gpus-per-node-mismatch"]
+
+
+def test_a_programs_own_gpu_total_in_an_argument_array_is_not_a_launcher_count() -> None:
+    script = EIGHT + (
+        "parallel_args=(\n  --num_gpus 64\n  --sp_size 1\n)\n"
+        'srun torchrun --nnodes 2 --nproc_per_node 8 train.py "${parallel_args[@]}"\n'
+    )
+    assert mismatches(script) == []
+
+
+def test_deepspeed_counts_still_read_in_a_command_or_a_launcher_variable() -> None:
+    assert mismatches(EIGHT + "deepspeed --num_gpus 16 train.py\n") == [(5, "error")]
+    assert mismatches(EIGHT + 'LAUNCHER="deepspeed --num_gpus 16"\n$LAUNCHER t.py\n') == [
+        (5, "error")
+    ]
+
+
+def test_accelerate_processes_are_counted_per_machine() -> None:
+    launch = "accelerate launch \\\n  --num_processes {n} {machines}\\\n  train.py\n"
+    assert mismatches(ONE_GPU + launch.format(n=4, machines="")) == [(6, "error")]
+    two = "--num_machines 2 "
+    assert mismatches(EIGHT + "srun " + launch.format(n=16, machines=two)) == []
+    assert mismatches(EIGHT + "srun " + launch.format(n=32, machines=two)) == [(6, "error")]
+    unknown = "--num_machines $NNODES "
+    assert mismatches(EIGHT + "srun " + launch.format(n=32, machines=unknown)) == []
+
+
+def test_num_processes_of_another_program_is_not_judged() -> None:
+    assert mismatches(ONE_GPU + "python prep.py --num_processes 4\n") == []

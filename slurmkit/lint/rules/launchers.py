@@ -18,6 +18,7 @@ judged by neither of those rules.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
@@ -72,6 +73,9 @@ _NODE_ARGS = re.compile(
 _PROC_ARGS = re.compile(
     r"--(?P<opt>nproc_per_node|nproc-per-node|num_gpus|num-gpus)[= ]+(?P<n>\d+)\b"
 )
+# accelerate's total over every machine, and its machine count (to_int reads a literal)
+_TOTAL_PROCS = re.compile(r"--(?P<opt>num_processes|num-processes)[= ]+(?P<n>\d+)\b")
+_MACHINES = re.compile(r"--(?:num_machines|num-machines)[= ]+(?P<n>[^\s\\]+)")
 _REMOTE = re.compile(r"(?<![\w-])(pdsh|ssh|mpirun|clush)(?![\w-])")
 # Launcher options that make the launcher start the other nodes' processes itself:
 # accelerate's multi-CPU mode runs mpirun over --mpirun_hostfile, deepspeed (and
@@ -469,26 +473,95 @@ def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
             )
     if request is None:
         return
+    yield from _counts_mismatch(script, request[0], request[1].written)
+
+
+def _counts_mismatch(script: Script, gpus: int, written: str) -> Iterator[Finding]:
+    """Worker counts given to a launcher against the GPUs per node.
+
+    ``--num_gpus`` is not only deepspeed's: a program's own (a total, in an argument
+    array) is read only where a launcher runs. accelerate's ``--num_processes`` counts
+    every machine's workers: per node it is divided by ``--num_machines`` (1 unless given).
+    """
+    commands = _CommandsByLine(script)
     for number, line in script.code_lines(heredocs=True):
         for match in _PROC_ARGS.finditer(line):
-            value = int(match["n"])
-            if value != request[0]:
-                yield script.finding(
-                    number,
-                    # fewer workers than GPUs: info. torchrun does not narrow
-                    # CUDA_VISIBLE_DEVICES, so one worker sees every GPU of the job
-                    # and may drive several (device_map, tensor parallel): intent
-                    ERROR if value > request[0] else INFO,
-                    RULE_GPUS.id,
-                    f"--{match['opt']} {value} but the job has {request[0]} GPUs per node "
-                    f"(#SBATCH {request[1].written})"
-                    + (
-                        ""
-                        if value > request[0]
-                        else ": the others idle unless a worker uses several"
-                    ),
-                    f"--{match['opt']}={request[0]} (or $SLURM_GPUS_ON_NODE)",
+            if match["opt"].startswith("num") and commands.assigned_without_launcher(number):
+                continue
+            yield from _count_finding(script, number, match["opt"], int(match["n"]), gpus, written)
+        for match in _TOTAL_PROCS.finditer(line):
+            per_node = _per_machine(commands.text(number, line), int(match["n"]))
+            if per_node is not None:
+                yield from _count_finding(
+                    script, number, match["opt"], per_node, gpus, written, match["n"]
                 )
+
+
+def _per_machine(command: str, total: int) -> int | None:
+    """accelerate's processes per machine, or None (not accelerate's, or unreadable)."""
+    if not (launcher_in(command) or "").startswith("accelerate"):
+        return None
+    machines = _MACHINES.search(command)
+    count = to_int(machines["n"]) if machines else 1
+    if not count or total % count:
+        return None
+    return total // count
+
+
+class _CommandsByLine:
+    """The top-level command each line belongs to (found by bisection, built once)."""
+
+    def __init__(self, script: Script) -> None:
+        self._script = script
+        tops = [c for c in script.commands if c.depth == 0]
+        self._commands = tops
+        self._starts = [script.line_of(c.start) for c in tops]
+        self._ends = [script.line_of(c.end) for c in tops]
+
+    def _at(self, number: int) -> Command | None:
+        index = bisect_right(self._starts, number) - 1
+        if index >= 0 and self._ends[index] >= number:
+            return self._commands[index]
+        return None
+
+    def text(self, number: int, line: str) -> str:
+        command = self._at(number)
+        return self._script.source(command) if command else line
+
+    def assigned_without_launcher(self, number: int) -> bool:
+        """Whether the line is in a plain assignment (``args=( --num_gpus 64 … )``) that
+        names no launcher: the values go to whatever program expands it."""
+        command = self._at(number)
+        if command is None or command.argv:
+            return False
+        return launcher_in(self._script.source(command)) is None
+
+
+def _count_finding(
+    script: Script,
+    number: int,
+    option: str,
+    value: int,
+    gpus: int,
+    written: str,
+    total: str = "",
+) -> Iterator[Finding]:
+    if value == gpus:
+        return
+    asked = f"--{option} {total} ({value} per node)" if total else f"--{option} {value}"
+    yield script.finding(
+        number,
+        # fewer workers than GPUs: info. torchrun does not narrow
+        # CUDA_VISIBLE_DEVICES, so one worker sees every GPU of the job
+        # and may drive several (device_map, tensor parallel): intent
+        ERROR if value > gpus else INFO,
+        RULE_GPUS.id,
+        f"{asked} but the job has {gpus} GPUs per node (#SBATCH {written})"
+        + ("" if value > gpus else ": the others idle unless a worker uses several"),
+        f"--{option}={gpus} (or $SLURM_GPUS_ON_NODE)"
+        if not total
+        else f"--{option}=$((SLURM_GPUS_ON_NODE * SLURM_NNODES))",
+    )
 
 
 RULE_TASKS = Rule(
