@@ -396,6 +396,7 @@ _SELF_WORD = re.compile(_SELF)
 # NAME=$(realpath "$0"): the script's path kept for a later dirname.
 _SELF_PATH = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?(\w+)=.*" + _SELF)
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
+_REFERENCE = re.compile(r"\$\{?(\w+)")
 # What tells where the job was submitted from, or the script's real path.
 _SUBMIT_LOOKUP = re.compile(r"SLURM_SUBMIT_DIR|scontrol\s+show\s+job")
 
@@ -434,7 +435,7 @@ def _self_directory(code: str, paths: set[str]) -> bool:
         return False
     if _SELF_WORD.search(code):
         return True
-    return any(f"${name}" in code or f"${{{name}}}" in code for name in paths)
+    return any(name in paths for name in _REFERENCE.findall(code))
 
 
 def _spool_finding(script: Script, line: int) -> Finding:
