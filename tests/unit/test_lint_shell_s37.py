@@ -166,3 +166,11 @@ def test_the_same_program_on_a_continued_line_was_meant_as_the_next_command() ->
     assert found(piped, "continued-into-command") == []
     wrapped = HEAD + "srun -n 2 \\\n    srun hostname\ntime \\\n  time ls\n"
     assert found(wrapped, "continued-into-command") == []
+
+
+def test_a_step_of_one_node_and_one_task_per_node_is_one_task() -> None:
+    head = "#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\n"
+    one = head + 'srun -N1 --ntasks-per-node=1 bash -c "run --rank $SLURM_PROCID"\n'
+    assert found(one, "srun-rank-expanded-early") == []
+    many = head + 'srun -N1 --ntasks-per-node=2 bash -c "run --rank $SLURM_PROCID"\n'
+    assert found(many, "srun-rank-expanded-early") == [(4, "error")]

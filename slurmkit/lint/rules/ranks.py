@@ -97,7 +97,11 @@ def _right_anyway(script: Script, srun: Srun, one_task_job: bool) -> frozenset[s
     if one_task_job and not srun.has("ntasks", "ntasks-per-node", "nodes"):
         return frozenset({"*"})
     nodes = srun.option("nodes")
-    if (nodes is not None and nodes.value == "1") or script.job.nodes == (1, 1):
+    one_node = (nodes is not None and nodes.value == "1") or script.job.nodes == (1, 1)
+    per_node = srun.option("ntasks-per-node")
+    if one_node and per_node is not None and per_node.value == "1" and not srun.has("ntasks"):
+        return frozenset({"*"})  # -N1 --ntasks-per-node=1: one task
+    if one_node:
         return PER_NODE
     return frozenset()
 
