@@ -174,3 +174,9 @@ def test_a_step_of_one_node_and_one_task_per_node_is_one_task() -> None:
     assert found(one, "srun-rank-expanded-early") == []
     many = head + 'srun -N1 --ntasks-per-node=2 bash -c "run --rank $SLURM_PROCID"\n'
     assert found(many, "srun-rank-expanded-early") == [(4, "error")]
+
+
+def test_a_comment_line_ends_a_continued_command() -> None:
+    # bash joins the backslash's line with the comment, which ends the command there.
+    text = HEAD + "samtools view -hbu in.bam \\\n# sort next\nsamtools sort -o out.bam -\n"
+    assert found(text, "continued-into-command") == []

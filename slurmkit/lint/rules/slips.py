@@ -71,7 +71,7 @@ def _lost_redirect(script: Script) -> Iterator[Finding]:
         before, above = code[index - 1], code[index - 2]
         if before[0] + 1 != number or before[1].rstrip().endswith("\\"):
             continue
-        if above[1].rstrip().endswith("\\"):
+        if above[0] + 1 == before[0] and above[1].rstrip().endswith("\\"):
             yield script.finding(
                 number,
                 ERROR,
@@ -154,9 +154,12 @@ def _program_again(script: Script, code: list[tuple[int, str]]) -> Iterator[Find
     at the start of a continued line was meant as the next command (a lost ``|``)."""
     first = ""  # the program of the command the current line continues, if any
     continued = False
+    last = 0
     for number, line in code:
         words = line.split(None, 1)
         word = words[0] if words else ""
+        continued = continued and number == last + 1  # a comment line between ends it
+        last = number
         if continued and word == first and first not in _RUNS_COMMANDS:
             yield script.finding(
                 number,
