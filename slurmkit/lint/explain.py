@@ -231,7 +231,8 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     "launcher-without-node-rank": (
         "with the static rendezvous (torchrun's default) each node must be given its own "
         "--node_rank; without it every node is rank 0 and the group never forms. A c10d "
-        "rendezvous numbers the nodes as they join and needs no rank.",
+        "rendezvous numbers the nodes as they join and needs no rank. accelerate launch and "
+        "detectron2-style programs (--num_machines N>1) likewise need --machine_rank.",
         "#SBATCH --nodes=2\nsrun torchrun --nnodes=2 --master_addr=$HEAD train.py",
         "srun bash -c 'torchrun --nnodes=2 --node_rank=$SLURM_NODEID ...' (single quotes), or "
         "--rdzv_backend=c10d --rdzv_endpoint=$HEAD:29500",

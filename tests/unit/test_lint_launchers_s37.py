@@ -154,3 +154,34 @@ def test_accelerate_processes_are_counted_per_machine() -> None:
 
 def test_num_processes_of_another_program_is_not_judged() -> None:
     assert mismatches(ONE_GPU + "python prep.py --num_processes 4\n") == []
+
+
+TWO = (
+    "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 2 --ntasks-per-node=1\n#SBATCH -c 8 --gpus-per-node=4\n"
+)
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "srun python tools/train_net.py --num-gpus 4 --num-machines 2 --config-file c.yaml",
+        "srun accelerate launch --num_machines $SLURM_NNODES --num_processes 8 t.py",
+    ],
+)
+def test_several_machines_without_a_machine_rank(step: str) -> None:
+    assert (5, "error", "launcher-without-node-rank") in found(TWO + step + "\n")
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "srun bash -c 'python train_net.py --num-machines 2 --machine-rank $SLURM_NODEID'",
+        "srun accelerate launch --num_machines 2 --rdzv_backend c10d t.py",
+        "srun accelerate launch --config_file multi.yaml --num_machines 2 t.py",
+        "srun -N1 python train_net.py --num-machines 2",
+        "srun python train_net.py --num-machines 1",
+        'srun python train_net.py --num-machines 2 "$@"',
+    ],
+)
+def test_machines_with_a_rank_or_a_rendezvous_or_one_node(step: str) -> None:
+    assert "launcher-without-node-rank" not in rules(TWO + step + "\n")

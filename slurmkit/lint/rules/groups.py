@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, Finding, Rule
-from slurmkit.lint.rules.launchers import srun_launcher
+from slurmkit.lint.rules.launchers import machines_without_rank, srun_launcher
 from slurmkit.lint.rules.variables import SHELL_SPECIALS
 from slurmkit.lint.script import Script, Srun
 from slurmkit.sbatch.directives import node_range, to_int
@@ -107,6 +107,7 @@ def _without_nnodes(script: Script, context: LintContext) -> Iterator[Finding]:
 
 
 def _without_node_rank(script: Script, context: LintContext) -> Iterator[Finding]:
+    yield from machines_without_rank(script, RULE_NODE_RANK.id, lambda t: _opaque(script, t))
     if _pet(script, "PET_NODE_RANK") or _pet(script, "PET_RDZV_BACKEND"):
         return
     for srun, name, nodes in _torch_steps(script):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
@@ -75,7 +75,7 @@ _PROC_ARGS = re.compile(
 )
 # accelerate's total over every machine, and its machine count (to_int reads a literal)
 _TOTAL_PROCS = re.compile(r"--(?P<opt>num_processes|num-processes)[= ]+(?P<n>\d+)\b")
-_MACHINES = re.compile(r"--(?:num_machines|num-machines)[= ]+(?P<n>[^\s\\]+)")
+_MACHINES = re.compile(r"--(?:num_machines|num-machines)[= ]+[\"']?(?P<n>[^\s\\\"']+)")
 _REMOTE = re.compile(r"(?<![\w-])(pdsh|ssh|mpirun|clush)(?![\w-])")
 # Launcher options that make the launcher start the other nodes' processes itself:
 # accelerate's multi-CPU mode runs mpirun over --mpirun_hostfile, deepspeed (and
@@ -370,6 +370,47 @@ def _one_worker(script: Script, line: int) -> bool:
         return counts == {1}
     gpus = script.job.gpus_per_node
     return gpus is not None and gpus[0] == 1
+
+
+_MACHINE_RANK = re.compile(r"--machine[-_]rank\b")
+# a c10d or etcd rendezvous numbers the machines itself; accelerate's config file may
+# hold the rank (detectron2's --config-file is the model's)
+_DYNAMIC = re.compile(r"--rdzv[-_]backend[= ]+[\"']?(?:c10d|etcd)")
+_ACCELERATE_CONFIG = re.compile(r"accelerate\s+launch\s[^;&|]*--config[-_]file\b")
+
+
+def machines_without_rank(
+    script: Script, rule_id: str, opaque: Callable[[str], bool]
+) -> Iterator[Finding]:
+    """``--num_machines N>1`` with no ``--machine_rank`` in a step on several nodes.
+
+    accelerate launch and detectron2-style programs (``train_net.py --num-machines``)
+    take the machine's rank from that option, 0 when it is missing: every node is
+    machine 0 and the group never forms. ``opaque``: words that may carry options.
+    """
+    nodes = script.job.nodes
+    if "machines" not in script.text or not nodes or nodes[0] < 2:
+        return
+    for srun in script.sruns:
+        step_nodes = srun.option("nodes")
+        if step_nodes is not None and (node_range(step_nodes.value) or (2, 2))[0] < 2:
+            continue
+        text = script.expanded_source(script.source(srun.command))
+        match = _MACHINES.search(text)
+        count = to_int(match["n"]) if match else None
+        if match is None or (count is not None and count < 2) or opaque(text):
+            continue
+        if _MACHINE_RANK.search(text) or _DYNAMIC.search(text) or _ACCELERATE_CONFIG.search(text):
+            continue
+        rank = "--machine-rank" if "num-machines" in match[0] else "--machine_rank"
+        yield script.finding(
+            srun.line,
+            ERROR,
+            rule_id,
+            f"{match[0].strip()} but no {rank}: every node takes machine rank 0 "
+            "and the group never forms (the rendezvous waits, then times out)",
+            f"{rank}=$SLURM_NODEID inside single quotes (each node's own), with one task per node",
+        )
 
 
 def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Finding]:
