@@ -180,3 +180,10 @@ def test_a_comment_line_ends_a_continued_command() -> None:
     # bash joins the backslash's line with the comment, which ends the command there.
     text = HEAD + "samtools view -hbu in.bam \\\n# sort next\nsamtools sort -o out.bam -\n"
     assert found(text, "continued-into-command") == []
+
+
+def test_sourcing_an_environment_sets_no_trap() -> None:
+    base = HEAD + "#SBATCH --signal=B:USR1@120\n"
+    for setup in ("source venv/bin/activate", ". ~/.bashrc", "source /etc/profile"):
+        text = base + setup + "\nsrun x &\nwait\n"
+        assert found(text, "signal-without-trap") == [(4, "error")], setup

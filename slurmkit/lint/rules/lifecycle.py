@@ -43,12 +43,23 @@ def _job_signal(script: Script) -> tuple[str, bool, int] | None:
     return _signal_name(rest.split("@", 1)[0]), batch, setting.line
 
 
+# Sourced files that set up an environment (a venv, conda, modules, a profile): no trap.
+_ENVIRONMENT = re.compile(
+    r"(?:^|/)(?:activate|\.?bashrc|\.?bash_profile|\.?profile|conda\.sh|setup-env\.sh"
+    r"|env\.sh|lmod\.sh|modules\.sh|\w+vars\.sh)$|^/etc/"
+)
+
+
 def _handled_elsewhere(script: Script) -> bool:
-    """A sourced file may set the trap, and an ``exec``'d program takes the shell's place
+    """A sourced helper may set the trap, and an ``exec``'d program takes the shell's place
     (its own handler gets the signal): no trap is missing from the script itself."""
     for command in script.commands:
-        first = command.words[0].text if command.words else ""
-        if first in ("source", ".") or (first == "exec" and len(command.argv) > 0):
+        words = command.words
+        first = words[0].text if words else ""
+        if first == "exec" and len(command.argv) > 0:
+            return True
+        sourced = words[1].text.strip("\"'") if first in ("source", ".") and len(words) > 1 else ""
+        if sourced and not _ENVIRONMENT.search(sourced):
             return True
     return False
 
