@@ -187,3 +187,8 @@ def test_sourcing_an_environment_sets_no_trap() -> None:
     for setup in ("source venv/bin/activate", ". ~/.bashrc", "source /etc/profile"):
         text = base + setup + "\nsrun x &\nwait\n"
         assert found(text, "signal-without-trap") == [(4, "error")], setup
+
+
+def test_silencing_with_or_true_is_no_best_effort_design() -> None:
+    body = "module load cuda || true\nrm -f old.log || true\nsrun python t.py | tee t.log\n"
+    assert found(HEAD + body, "tee-without-pipefail") == [(6, "warning")]

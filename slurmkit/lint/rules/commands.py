@@ -27,15 +27,19 @@ _TOLERATED = re.compile(r"\|\|[ \t]*(?:echo|printf|true|:)(?=[\s;)]|$)")
 _TOLERATED_AFTER = re.compile(r"[ \t]*(?:\\\n[ \t]*)*" + _TOLERATED.pattern)
 
 
+# ``cmd || echo "WARN: …"``: a failure reported and passed over (``|| true`` only silences).
+_WARNS = re.compile(r"\|\|[ \t]*(?:echo|printf)(?=[\s;)]|$)")
+
+
 def _best_effort(script: Script) -> bool:
-    """A script without ``set -e`` that tolerates failures command by command (two or more
-    ``|| echo …``/``|| true``): it goes on past a failed step by design, so a pipeline's
+    """A script without ``set -e`` that reports failures and goes on, command by command
+    (two or more ``|| echo "WARN …"``): past a failed step by design, so a pipeline's
     status hidden by tee changes nothing it does."""
     if re.search(r"(?m)^[ \t]*set[ \t]+(?:-\w*e|-o[ \t]+errexit)", script.text):
         return False
     tolerated = 0
     for _, line in script.code_lines():
-        if "||" in line and _TOLERATED.search(line):
+        if "||" in line and _WARNS.search(line):
             tolerated += 1
             if tolerated >= 2:
                 return True
