@@ -185,3 +185,15 @@ def test_several_machines_without_a_machine_rank(step: str) -> None:
 )
 def test_machines_with_a_rank_or_a_rendezvous_or_one_node(step: str) -> None:
     assert "launcher-without-node-rank" not in rules(TWO + step + "\n")
+
+
+def test_a_server_on_one_cpu_is_told_what_shares_it() -> None:
+    head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH --gpus-per-node=4\n"
+    [finding] = [
+        f
+        for f in lint_text(head + "vllm serve m --tensor-parallel-size 4\n", "t.slurm", V)
+        if f.rule == "launcher-cpus-per-task"
+    ]
+    assert "data loaders" not in finding.message
+    assert "engine" in finding.message and "gives CPUs with each GPU" in finding.message
+    assert "2 + GPUs per node" in finding.fix

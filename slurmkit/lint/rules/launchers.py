@@ -346,14 +346,25 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     line, name = (steps[0][0].line, steps[0][1]) if steps else launchers[0]
     if _one_worker(script, line):
         return
+    sharing = (
+        "server's API process, its engine and every GPU worker"
+        if launcher_kind(name) == SERVER
+        else "launcher, every worker and all their data loaders"
+    )
     yield script.finding(
         line,
         WARNING,
         RULE_CPUS.id,
-        f"no --cpus-per-task: the task running {name} gets 1 CPU, shared by the "
-        "launcher, every worker and all their data loaders",
-        "#SBATCH --cpus-per-task=N with N >= (1 + data loader workers) x GPUs per node, and "
-        "srun --cpus-per-task=$SLURM_CPUS_PER_TASK",
+        f"no --cpus-per-task: the task running {name} gets 1 CPU"
+        + (" (unless the cluster gives CPUs with each GPU)" if script.job.gpus_per_node else "")
+        + f", shared by the {sharing}",
+        (
+            "#SBATCH --cpus-per-task=N with N >= 2 + GPUs per node (the API process, the "
+            "engine, one per worker)"
+            if launcher_kind(name) == SERVER
+            else "#SBATCH --cpus-per-task=N with N >= (1 + data loader workers) x GPUs per node"
+        )
+        + ", and srun --cpus-per-task=$SLURM_CPUS_PER_TASK",
     )
 
 
