@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
-from slurmkit.lint.rules.variables import has_fallback
+from slurmkit.lint.rules.variables import COUNT_OPTIONS, has_fallback
 from slurmkit.lint.script import Script
 
 # ``[`` where a command starts, its words, then a ``]`` glued to the last one and a
@@ -330,17 +330,7 @@ _SET_BY = {
 }
 # Options that size a job. A header with none of them leaves the job's size to sbatch's
 # command line (a wrapper's ``sbatch -N4 --ntasks-per-node=8 …``): then nothing is known.
-_SIZES = (
-    "nodes",
-    "ntasks",
-    "ntasks-per-node",
-    "cpus-per-task",
-    "gpus",
-    "gpus-per-node",
-    "gpus-per-task",
-    "gres",
-    "mem-per-gpu",
-)
+_SIZES = (*COUNT_OPTIONS, "gres", "mem-per-gpu")
 # The same resource asked for another way: the submitter sized it in the header, so no
 # option on the command line will set the variable, and a test of it is no guard.
 _SIBLINGS = {

@@ -71,7 +71,7 @@ _MAY_SET_ANY = re.compile(
     re.MULTILINE,
 )
 # Counts: an empty one makes the option take the next word, or fails the launcher.
-_SRUN_COUNTS = (
+COUNT_OPTIONS = (
     "nodes",
     "ntasks",
     "ntasks-per-node",
@@ -91,7 +91,7 @@ _WHOLE = re.compile(r"[\"']?\$\{?([A-Za-z_]\w*)\}?[\"']?")
 def _counts(script: Script, command: Command, srun: Srun | None) -> Iterator[str]:
     """Variables given as a count: srun's own options, and the launcher's."""
     if srun is not None:
-        for name in _SRUN_COUNTS:
+        for name in COUNT_OPTIONS:
             option = srun.option(name)
             whole = _WHOLE.fullmatch(option.value or "") if option else None
             if whole:
