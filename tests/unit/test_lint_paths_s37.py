@@ -39,7 +39,7 @@ def test_an_array_collides_only_when_its_tasks_share_one_file(name: str, expecte
 
 def in_checkout(tmp_path: Path, where: str, text: str) -> list[tuple[int, str]]:
     """output-dir-missing for a script at ``where`` in a fresh checkout (no logs/ shipped)."""
-    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git").mkdir(exist_ok=True)
     script = tmp_path / where
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(text)
@@ -171,3 +171,25 @@ def test_a_kept_script_path_taken_apart_later_is_the_spool_too() -> None:
 )
 def test_no_spool_finding_where_the_directory_is_known(text: str) -> None:
     assert of_rule(found(text), "script-dir-in-spool") == []
+
+
+DEEP = (
+    "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=experiments/tests/run1/job_%A_%a.out\nhostname\n"
+)
+
+
+def test_a_deep_log_directory_the_checkout_does_not_ship_is_missing(tmp_path: Path) -> None:
+    assert in_checkout(tmp_path, "scoring/slurm/run_jobs.sh", DEEP) == [(3, "error")]
+
+
+def test_a_deep_log_directory_the_checkout_ships_exists(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "index").write_bytes(b"DIRC...experiments/tests/run1/.gitkeep\0")
+    assert in_checkout(tmp_path, "scoring/slurm/run_jobs.sh", DEEP) == []
+
+
+@pytest.mark.parametrize("where", ["templates/tgi.slurm", "slurm/tgi_h100.template.slurm"])
+def test_a_rendered_template_may_have_its_directory_made_by_its_renderer(
+    tmp_path: Path, where: str
+) -> None:
+    assert in_checkout(tmp_path, where, DEEP) == []

@@ -16,7 +16,10 @@ never from wherever lint happens to run (issue 32 item 3):
   top): the log directory exists when it is there on disk or the checkout ships it
   (a tracked file in it, a ``.gitkeep``) under one of them; otherwise a fresh
   checkout lacks it: error, unless the script creates it itself (then the warning
-  below). Outside a work tree: unknown;
+  below), however deep it lies (``experiments/tests/run1/``, ``slurm/logs/``: the
+  index knows the repository's layout). Outside a work tree: unknown. A template
+  the repository's code renders and submits (``templates/x.slurm``, ``x.template.slurm``)
+  may have its directory made by that code: unknown;
 - an absolute directory missing on the host where lint runs is unknown (the cluster
   is another host), never an error;
 - the script makes the directory itself (``mkdir -p logs`` after the header): too
@@ -55,9 +58,6 @@ from slurmkit.sbatch.directives import Setting
 
 _UNKNOWN = ("%", "$", "{", "`", "~", "*", "?")
 _PER_JOB = re.compile(r"%[jJAa]")
-# First names of directories that hold a run's output, which a checkout ships only on
-# purpose (a .gitkeep): logs/exp1/ is judged like logs/; slurm/logs/ is the repository's.
-_OUTPUT_ROOTS = frozenset({"logs", "outputs", "output", "out"})
 # Files that keep an otherwise empty directory in a git checkout.
 _KEEPERS = (".gitkeep", ".keep", ".gitignore")
 # The largest index read (a checkout of a monorepo has an index of tens of MB: then
@@ -121,6 +121,8 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         if made is None:
             made = _made_by_script(script)
         line = made.get(directory)
+        if isinstance(state, Missing) and not state.explicit and _rendered(script.path):
+            continue
         if isinstance(state, Missing) and (line is None or state.explicit):
             yield _missing(script, setting, state)
         elif line is not None:
@@ -173,6 +175,24 @@ def _template(path: str) -> bool:
     published script's intent. A file called a template may still log to ``logs/``.
     """
     return _PLACEHOLDER.search(path) is not None
+
+
+_TEMPLATE_DIRS = frozenset({"template", "templates"})
+_TEMPLATE_MARKS = (".template", ".tmpl", ".j2", ".jinja")
+
+
+def _rendered(path: str) -> bool:
+    """Whether the file is a template a tool renders into the script it submits.
+
+    ``templates/tgi.template.slurm`` is filled in and submitted by the repository's
+    own code, which also makes the log directory it names: whether that exists is not
+    the checkout's to say (unknown). A file merely called ``template.sbatch`` that is
+    submitted as it is stays judged.
+    """
+    parts = path.replace("\\", "/").split("/")
+    return any(part in _TEMPLATE_DIRS for part in parts[:-1]) or any(
+        mark in parts[-1] for mark in _TEMPLATE_MARKS
+    )
 
 
 # A shell variable or ``~`` that sbatch leaves as it is written (``${___}`` is a masked
@@ -300,8 +320,6 @@ def _lookup(directory: str, chdir: str | None, context: LintContext) -> bool | M
     where = posixpath.normpath(posixpath.join(chdir or "", directory))
     if where.split("/", 1)[0] == "..":
         return _climbing(where, context.script_dir, top)
-    if "/" in where and where.split("/", 1)[0] not in _OUTPUT_ROOTS:
-        return None  # slurm/logs: a path into the repository's layout, from a root not known
     for submit in _submit_candidates(context.script_dir, top):
         if os.path.isdir(posixpath.join(submit, where)) or shipped(submit, where):
             return True
@@ -312,9 +330,8 @@ def _climbing(where: str, script_dir: str, top: str) -> bool | Missing | None:
     """A log directory that climbs out of the submit directory (``../watch_folder``).
 
     It is written for a submit directory below the checkout's top, where it lands in
-    the checkout: that is judged like any directory of the checkout (the ones it
-    names at the top, or under an output root). From a directory where it leaves the
-    checkout it is another tree's: those candidates say nothing.
+    the checkout: that is judged like any directory of the checkout. From a directory
+    where it leaves the checkout it is another tree's: those candidates say nothing.
     """
     top = os.path.abspath(top)
     inside = False
@@ -323,8 +340,6 @@ def _climbing(where: str, script_dir: str, top: str) -> bool | Missing | None:
         if not target.startswith(top + os.sep):
             continue
         relative = posixpath.relpath(target, top)
-        if "/" in relative and relative.split("/", 1)[0] not in _OUTPUT_ROOTS:
-            return None
         if os.path.isdir(target) or shipped(top, relative):
             return True
         inside = True
