@@ -252,7 +252,11 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "the submit directory (--chdir, or lint --submit-dir DIR); warning where the script "
         "makes it itself (too late). Without a submit directory lint never looks where it "
         "runs: a directory the script's git checkout ships (a tracked file, a .gitkeep) "
-        "exists, anything else is unknown, and so is an absolute path missing on this host.",
+        "exists, one it does not ship is missing, outside a checkout it is unknown, and so "
+        "is an absolute path missing on this host. sbatch expands no $VAR or ~ in a "
+        "directive: --output=$HOME/logs/x or --chdir=/home/${USER}/run names a directory "
+        "literally called so (error). %x is the script's --job-name (a / in it adds a "
+        "directory); --err and --out are --error and --output.",
         "#SBATCH --output=logs/%j/out.txt",
         "mkdir -p logs before sbatch, and keep %j in the file name.",
     ),
