@@ -197,3 +197,15 @@ def test_a_server_on_one_cpu_is_told_what_shares_it() -> None:
     assert "data loaders" not in finding.message
     assert "engine" in finding.message and "gives CPUs with each GPU" in finding.message
     assert "2 + GPUs per node" in finding.fix
+
+
+def test_one_task_per_gpu_each_starting_a_worker_per_gpu() -> None:
+    head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 2\n#SBATCH -c 8 --gpus-per-node=4\n"
+    step = "srun --ntasks-per-node=$G torchrun --nproc_per_node={w} t.py\n"
+    assert (5, "error", "launcher-tasks-per-node") in found(head + step.format(w="${G}"))
+    assert "launcher-tasks-per-node" not in rules(head + step.format(w="$W"))
+    job = head + "#SBATCH --ntasks-per-node=${G}\n"
+    wrapped = "srun bash -c 'torchrun --nproc_per_node=${G} t.py'\n"
+    assert (6, "error", "launcher-tasks-per-node") in found(job + wrapped)
+    own = "srun --ntasks=$N torchrun --nproc_per_node=$G t.py\n"
+    assert "launcher-tasks-per-node" not in rules(job + own)

@@ -310,7 +310,9 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
         if launcher_kind(name) == SERVER:
             continue
         count, line, how = _tasks_per_node(script, srun)
-        if count is not None and count > 1:
+        if count is None:
+            yield from _tasks_as_workers(script, srun, name)
+        elif count > 1:
             yield script.finding(
                 line,
                 ERROR,
@@ -318,9 +320,49 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
                 f"{name} starts its own worker per GPU, but {how} runs {count} tasks on each "
                 f"node: {count} launchers per node start {count}x the workers, which collide on "
                 "GPUs and the rendezvous port",
-                "one launcher per node: --ntasks-per-node=1 (the launcher's --nproc_per_node "
-                "sets the workers per node)",
+                _ONE_PER_NODE,
             )
+
+
+_ONE_PER_NODE = (
+    "one launcher per node: --ntasks-per-node=1 (the launcher's --nproc_per_node sets the "
+    "workers per node)"
+)
+_WORKERS_TEXT = re.compile(
+    r"--(?:nproc_per_node|nproc-per-node|num_gpus|num-gpus)[= ]+[\"']?(?P<v>\$\{?\w+\}?)"
+)
+
+
+def _tasks_as_workers(script: Script, srun: Srun, name: str) -> Iterator[Finding]:
+    """Tasks per node that lint cannot count, given by the variable that also counts the
+    launcher's workers (``--ntasks-per-node=$G`` and ``--nproc_per_node=$G``): one task
+    per GPU, each starting a worker per GPU: G x G workers, unless G is 1."""
+    own = _step_counts(script, srun)
+    if "ntasks-per-node" in own:
+        value, written = own["ntasks-per-node"]
+    elif "ntasks" in own or (setting := script.job.get("ntasks-per-node")) is None:
+        return  # the step's own task count replaces the job's per-node count
+    else:
+        value, written = setting.value or "", setting.written
+    tasks = _variable(value)
+    launched = _WORKERS_TEXT.search(script.expanded_source(script.source(srun.command)))
+    if tasks is None or launched is None or _variable(launched["v"]) != tasks:
+        return
+    yield script.finding(
+        srun.line,
+        ERROR,
+        RULE_TASKS.id,
+        f"{name} starts ${tasks} workers in each task, and {written} runs "
+        f"${tasks} tasks per node: ${tasks} x ${tasks} workers per node, which collide on GPUs "
+        "and the rendezvous port (unless it is 1)",
+        _ONE_PER_NODE,
+    )
+
+
+def _variable(text: str) -> str | None:
+    """The name of a value that is one variable alone (``$G``, ``${G}``, quoted or not)."""
+    match = re.fullmatch(r"[\"']?\$\{?(\w+)\}?[\"']?", text.strip())
+    return match[1] if match else None
 
 
 def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
