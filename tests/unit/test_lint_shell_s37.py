@@ -192,3 +192,11 @@ def test_sourcing_an_environment_sets_no_trap() -> None:
 def test_silencing_with_or_true_is_no_best_effort_design() -> None:
     body = "module load cuda || true\nrm -f old.log || true\nsrun python t.py | tee t.log\n"
     assert found(HEAD + body, "tee-without-pipefail") == [(6, "warning")]
+
+
+def test_a_script_that_signals_itself_needs_no_b_flag() -> None:
+    text = HEAD + "#SBATCH --signal=USR1@120\ntrap 'scontrol requeue $SLURM_JOB_ID' USR1\n"
+    timer = text + "(sleep 3000; kill -USR1 $$) &\npython train.py &\nwait\n"
+    assert found(timer, "signal-without-trap") == []
+    other = text + "rm -f /tmp/x_$$\npython train.py &\nwait\n"
+    assert found(other, "signal-without-trap") == [(4, "error")]

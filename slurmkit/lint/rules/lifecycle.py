@@ -122,12 +122,26 @@ def _survives(script: Script, signal: str) -> bool:
     return signal == "INT" and not any(c.name == "wait" for c in script.commands)
 
 
+_SELF_SIGNAL = re.compile(
+    r"\bkill\s+-(?:s\s+)?(?:SIG)?\w+\s+\$\$|\bscancel\b[^\n]*--(?:batch|signal)"
+)
+
+
+def _signals_itself(script: Script) -> bool:
+    """``kill -USR1 $$`` or ``scancel --batch --signal=…``: the batch shell is signalled
+    by the script, whatever --signal does."""
+    text = script.text
+    return ("kill" in text or "scancel" in text) and _SELF_SIGNAL.search(text) is not None
+
+
 def _steps_only(
     script: Script, signal: str, line: int, trapped: list[tuple[str, set[str], int]]
 ) -> Iterator[Finding]:
     """A trap for a signal that ``--signal`` without ``B:`` sends to the steps alone."""
     if not trapped:
         return  # the steps' programs handle it (Lightning's requeue on USR1, …)
+    if _signals_itself(script):
+        return  # a timer of its own (sleep …; kill -USR1 $$) or scancel --batch sends it
     yield script.finding(
         line,
         ERROR,
