@@ -39,7 +39,7 @@ def test_an_array_collides_only_when_its_tasks_share_one_file(name: str, expecte
 
 def in_checkout(tmp_path: Path, where: str, text: str) -> list[tuple[int, str]]:
     """output-dir-missing for a script at ``where`` in a fresh checkout (no logs/ shipped)."""
-    (tmp_path / ".git").mkdir(exist_ok=True)
+    (tmp_path / ".git").mkdir(parents=True, exist_ok=True)
     script = tmp_path / where
     script.parent.mkdir(parents=True, exist_ok=True)
     script.write_text(text)
@@ -193,3 +193,9 @@ def test_a_rendered_template_may_have_its_directory_made_by_its_renderer(
     tmp_path: Path, where: str
 ) -> None:
     assert in_checkout(tmp_path, where, DEEP) == []
+
+
+def test_a_rendered_templates_variables_are_filled_in_by_its_renderer(tmp_path: Path) -> None:
+    text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=${LOG_ROOT}/x-%j.out\nhostname\n"
+    assert in_checkout(tmp_path, "slurm/job.tpl.sbatch", text) == []
+    assert in_checkout(tmp_path / "b", "slurm/job.sbatch", text) == [(3, "error")]

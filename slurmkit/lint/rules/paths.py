@@ -178,7 +178,7 @@ def _template(path: str) -> bool:
 
 
 _TEMPLATE_DIRS = frozenset({"template", "templates"})
-_TEMPLATE_MARKS = (".template", ".tmpl", ".j2", ".jinja")
+_TEMPLATE_MARKS = (".template", ".tmpl", ".tpl", ".j2", ".jinja")
 
 
 def _rendered(path: str) -> bool:
@@ -204,9 +204,10 @@ def _literal_variable(script: Script, path: str) -> str | None:
     """The shell word in a directive's path, which sbatch never expands; None: none.
 
     A heredoc fed to sbatch unquoted has its variables expanded by the shell that
-    writes it, so only a script file's own directives are literal.
+    writes it, and a template's (``job.template.sbatch``) by whatever renders it, so
+    only a script file's own directives are literal.
     """
-    if script.origin is not None:
+    if script.origin is not None or _rendered(script.path):
         return None
     match = _VARIABLE.search(path)
     return match.group(0).lstrip("/") if match else None
