@@ -209,3 +209,12 @@ def test_one_task_per_gpu_each_starting_a_worker_per_gpu() -> None:
     assert (6, "error", "launcher-tasks-per-node") in found(job + wrapped)
     own = "srun --ntasks=$N torchrun --nproc_per_node=$G t.py\n"
     assert "launcher-tasks-per-node" not in rules(job + own)
+
+
+def test_the_jobs_own_count_passed_to_the_step_is_the_jobs() -> None:
+    step = "srun --ntasks-per-node=$SLURM_NTASKS_PER_NODE torchrun --nproc_per_node 4 t.py\n"
+    assert (6, "error", "launcher-tasks-per-node") in found(FOUR_TASKS + step)
+    one = (
+        "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 2 --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n"
+    )
+    assert (5, "warning", "launcher-cpus-per-task") in found(one + step)

@@ -284,7 +284,19 @@ def _step_counts(script: Script, srun: Srun) -> dict[str, tuple[str, str]]:
         option = srun.option(name)
         if option is not None and option.value is not None:
             found[name] = (option.value, option.written)
-    return found
+    # the job's own count, passed on (--ntasks-per-node=$SLURM_NTASKS_PER_NODE): the job's
+    return {
+        name: (value, written)
+        for name, (value, written) in found.items()
+        if _variable(value) not in _JOBS_OWN[name]
+    }
+
+
+_JOBS_OWN = {
+    "ntasks-per-node": ("SLURM_NTASKS_PER_NODE",),
+    "ntasks": ("SLURM_NTASKS", "SLURM_NPROCS"),
+    "nodes": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
+}
 
 
 def _option_variables(srun: Srun) -> list[str]:
