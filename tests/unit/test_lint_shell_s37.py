@@ -200,3 +200,13 @@ def test_a_script_that_signals_itself_needs_no_b_flag() -> None:
     assert found(timer, "signal-without-trap") == []
     other = text + "rm -f /tmp/x_$$\npython train.py &\nwait\n"
     assert found(other, "signal-without-trap") == [(4, "error")]
+
+
+def test_in_a_best_effort_script_the_last_pipeline_is_the_jobs_status() -> None:
+    body = (
+        'ls trace*.json || echo "WARN: no traces"\n'
+        'python merge.py || echo "WARN: merge failed"\n'
+        "python profile.py | tee p.log\n"
+        'echo "done"\n'
+    )
+    assert found(HEAD + body, "tee-without-pipefail") == [(6, "warning")]

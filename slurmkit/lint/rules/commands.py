@@ -34,7 +34,7 @@ _WARNS = re.compile(r"\|\|[ \t]*(?:echo|printf)(?=[\s;)]|$)")
 def _best_effort(script: Script) -> bool:
     """A script without ``set -e`` that reports failures and goes on, command by command
     (two or more ``|| echo "WARN …"``): past a failed step by design, so a pipeline's
-    status hidden by tee changes nothing it does."""
+    status hidden by tee changes nothing it does, unless it is the last command."""
     if re.search(r"(?m)^[ \t]*set[ \t]+(?:-\w*e|-o[ \t]+errexit)", script.text):
         return False
     tolerated = 0
@@ -46,6 +46,13 @@ def _best_effort(script: Script) -> bool:
     return False
 
 
+def _last_command_start(script: Script) -> int:
+    """Where the script's last top-level command that can fail starts (its status is the
+    job's when nothing else sets it)."""
+    starts = [c.start for c in script.commands if c.depth == 0 and c.name not in _CANNOT_FAIL]
+    return max(starts, default=0)
+
+
 def _tested_by_fallback(script: Script, command: Command) -> bool:
     """``cmd | tee log || echo WARN``: the status is read and the failure tolerated."""
     return _TOLERATED_AFTER.match(script.text, command.end) is not None
@@ -53,12 +60,14 @@ def _tested_by_fallback(script: Script, command: Command) -> bool:
 
 def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
     start = script.pipefail_from()
-    if "tee" not in script.text or _best_effort(script):
+    if "tee" not in script.text:
         return
+    # in a best-effort script only the last command's status is the job's
+    judged_from = _last_command_start(script) if _best_effort(script) else 0
     for command in script.commands:
         if command.name != "tee" or not command.after_pipe or command.pipeline is None:
             continue
-        if start is not None and start < command.start:
+        if (start is not None and start < command.start) or command.end < judged_from:
             continue
         position = command.pipeline[1]
         upstream = [
