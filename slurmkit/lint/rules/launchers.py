@@ -143,13 +143,13 @@ def launcher_lines(script: Script) -> list[tuple[int, str]]:
 
 def _launcher_lines(script: Script) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
-    if _may_launch(script.text):
-        hidden = script.hidden_lines  # job scripts fed to sbatch: linted as their own
-        lines = script.lines
-        for number in script.lines_matching(_MAY_LAUNCH):
-            if number in hidden:
-                continue
-            name = launcher_in(lines[number - 1])
+    candidates = script.lines_matching(_MAY_LAUNCH) if _may_launch(script.text) else []
+    if candidates:
+        # code only: a comment after code (``python t.py  # or torchrun …``) runs nothing;
+        # hidden lines (job scripts fed to sbatch) are linted as their own
+        code = dict(script.code_lines(heredocs=True))
+        for number in candidates:
+            name = launcher_in(code.get(number, ""))
             if name:
                 found.append((number, re.sub(r"\s+", " ", name)))
     for command, word in helper_commands(script):
