@@ -57,7 +57,8 @@ def test_a_trainer_in_the_batch_step_of_two_nodes_but_not_a_server() -> None:
         (6, "warning", "launcher-outside-srun")
     ]
     # the head of a Ray cluster srun started: vLLM reaches the other nodes through Ray
-    ray = 'srun -N1 -n1 -c 8 -w "$h" ray start --head --block &\nsleep 10\n'
+    head = 'h=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n'
+    ray = head + 'srun -N1 -n1 -c 8 -w "$h" ray start --head --block &\nsleep 10\n'
     assert found(cpus + ray + "vllm serve m --pipeline-parallel-size 2\n") == []
 
 
