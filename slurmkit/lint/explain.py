@@ -332,7 +332,9 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     ),
     "option-as-command": (
         "a line of options whose previous line lost its trailing backslash: the command "
-        "ran without them, and bash then runs --option as a program (command not found).",
+        "ran without them, and bash then runs --option as a program (command not found). "
+        "A line of only '> log 2>&1 &' after it redirects nothing: the command above ran in "
+        "the foreground.",
         "srun python train.py \\\n    --lr 0.1\n    --epochs 3",
         "end every continued line with a backslash.",
     ),
@@ -356,7 +358,8 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     "continued-into-command": (
         "a trailing backslash on the last option line joins the next line to the command: "
         "echo done becomes two more arguments of python train.py, which fails on them, and "
-        "the echo never runs.",
+        "the echo never runs. So does the same program at the start of the continued line "
+        "(samtools view … \\ then samtools sort …: a lost |).",
         "python train.py \\\n    --epochs 3 \\\necho done",
         "no backslash at the end of a command's last line.",
     ),

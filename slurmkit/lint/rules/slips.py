@@ -5,7 +5,10 @@
 - ``--lr 0.1`` alone on a line: the line before lost its trailing backslash, so the
   options never reach their command and bash runs ``--lr`` as a program.
 - ``--epochs 3 \\`` and then ``echo done``: the backslash makes the next command more
-  arguments of the one above (it fails on them, and the next command never runs).
+  arguments of the one above (it fails on them, and the next command never runs); so
+  does ``samtools view … \\`` before ``samtools sort …`` (a ``|`` was lost). A line of
+  nothing but ``> log 2>&1 &`` after a continued command lost the backslash before it.
+- ``NAME = value``: blanks around ``=`` run a command NAME; NAME stays unset.
 - an array that starts at 0 picking line ``$SLURM_ARRAY_TASK_ID`` of a file with
   ``sed -n "${SLURM_ARRAY_TASK_ID}p"``: lines count from 1, so task 0 gets nothing
   (sed refuses address 0) and the last line is never run.
@@ -425,13 +428,13 @@ RULE_BRACKET = Rule(
 RULE_OPTION_COMMAND = Rule(
     "option-as-command",
     ERROR,
-    "a line starting with --option: the line before lost its backslash",
+    "a line starting with --option (or only '> log 2>&1 &'): the line before lost its backslash",
     _option_as_command,
 )
 RULE_CONTINUED_INTO = Rule(
     "continued-into-command",
     ERROR,
-    "an option line ending in a backslash before a new command: the command became arguments",
+    "a backslash before a new command (or the same program again): it became arguments",
     _continued_into,
 )
 RULE_ASSIGNMENT_SPACES = Rule(
