@@ -6,6 +6,8 @@ Each case is a small synthetic script: the defect class, not one published file.
 from __future__ import annotations
 
 from slurmkit.lint import LintContext, lint_text
+from slurmkit.lint.explain import EXPLAIN
+from slurmkit.lint.rules import RULE_IDS
 from slurmkit.slurm.records import SlurmVersion
 
 SIZED = "#!/bin/bash\n#SBATCH --nodes=1\n#SBATCH --gres=gpu:2\n#SBATCH --time=10\n"
@@ -210,3 +212,8 @@ def test_in_a_best_effort_script_the_last_pipeline_is_the_jobs_status() -> None:
         'echo "done"\n'
     )
     assert found(HEAD + body, "tee-without-pipefail") == [(6, "warning")]
+
+
+def test_the_new_kinds_are_rules_with_explanations() -> None:
+    for rule in ("assignment-with-spaces", "unset-variable-option"):
+        assert rule in RULE_IDS and all(EXPLAIN[rule]), rule
