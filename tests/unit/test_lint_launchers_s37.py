@@ -226,3 +226,23 @@ def test_a_launcher_in_a_comment_after_code_runs_nothing() -> None:
     assert (4, "warning", "launcher-cpus-per-task") in found(
         head + "torchrun --nproc_per_node 4 train.py  # four workers\n"
     )
+
+
+def test_one_worker_read_from_the_whole_command() -> None:
+    head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH --gpus-per-node=4\n"
+    launch = "torchrun --standalone \\\n  --nproc_per_node {n} \\\n  train.py\n"
+    assert "launcher-cpus-per-task" not in rules(head + launch.format(n=1))
+    assert "launcher-cpus-per-task" in rules(head + launch.format(n=4))
+
+
+def test_the_batch_step_of_several_tasks_has_their_cpus() -> None:
+    head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH --gpus-per-node=4\n#SBATCH --ntasks-per-node=4\n"
+    assert "launcher-cpus-per-task" not in rules(head + "torchrun --nproc_per_node 4 t.py\n")
+
+
+def test_workers_beyond_the_gpus_are_the_mismatch_alone() -> None:
+    launch = "accelerate launch --num_processes 4 train.py\n"
+    one_gpu = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH --gres=gpu:1\n"
+    assert rules(one_gpu + launch) & {"launcher-cpus-per-task", "gpus-per-node-mismatch"} == {
+        "gpus-per-node-mismatch"
+    }

@@ -397,6 +397,8 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
         return
     if steps and _tasks_per_node(script, steps[0][0])[0] != 1:
         return  # several tasks per node (launcher-tasks-per-node) or a count lint cannot read
+    if not steps and (job.get("ntasks-per-node") or job.get("ntasks")) and job.tasks_per_node != 1:
+        return  # the batch step has every CPU of the job's tasks on its node: not 1
     line, name = (steps[0][0].line, steps[0][1]) if steps else launchers[0]
     if _one_worker(script, line):
         return
@@ -428,13 +430,21 @@ def _one_worker(script: Script, line: int) -> bool:
     The rule is about the launcher's workers and their loaders sharing the task's one
     CPU; with one worker per node (``--nproc_per_node 1``, or no count and one GPU per
     node: torchrun's default is 1) there is nothing to share that a plain training
-    without --cpus-per-task would not share too, and lint does not flag that.
+    without --cpus-per-task would not share too, and lint does not flag that. The count
+    is read from the whole command (continued lines, the variables it expands).
     """
-    counts = {int(m["n"]) for m in _PROC_ARGS.finditer(script.lines[line - 1])}
-    if counts:
-        return counts == {1}
+    command = _CommandsByLine(script).text(line, script.lines[line - 1])
+    text = script.expanded_source(command, depth=1)
+    counts = {int(m["n"]) for m in _PROC_ARGS.finditer(text)}
+    for match in _TOTAL_PROCS.finditer(text):
+        per_machine = _per_machine(text, int(match["n"]))
+        if per_machine is not None:
+            counts.add(per_machine)
     gpus = script.job.gpus_per_node
-    return gpus is not None and gpus[0] == 1
+    if gpus is not None:
+        # workers beyond the GPUs are gpus-per-node-mismatch's finding, not this one's
+        counts = {min(count, gpus[0]) for count in counts} or {gpus[0]}
+    return counts == {1}
 
 
 _MACHINE_RANK = re.compile(r"--machine[-_]rank\b")
