@@ -433,7 +433,7 @@ def _one_worker(script: Script, line: int) -> bool:
     without --cpus-per-task would not share too, and lint does not flag that. The count
     is read from the whole command (continued lines, the variables it expands).
     """
-    command = _CommandsByLine(script).text(line, script.lines[line - 1])
+    command = _commands_by_line(script).text(line, script.lines[line - 1])
     text = script.expanded_source(command, depth=1)
     counts = {int(m["n"]) for m in _PROC_ARGS.finditer(text)}
     for match in _TOTAL_PROCS.finditer(text):
@@ -599,7 +599,7 @@ def _counts_mismatch(script: Script, gpus: int, written: str) -> Iterator[Findin
     array) is read only where a launcher runs. accelerate's ``--num_processes`` counts
     every machine's workers: per node it is divided by ``--num_machines`` (1 unless given).
     """
-    commands = _CommandsByLine(script)
+    commands = _commands_by_line(script)
     for number, line in script.code_lines(heredocs=True):
         for match in _PROC_ARGS.finditer(line):
             if match["opt"].startswith("num") and commands.assigned_without_launcher(number):
@@ -622,6 +622,14 @@ def _per_machine(command: str, total: int) -> int | None:
     if not count or total % count:
         return None
     return total // count
+
+
+def _commands_by_line(script: Script) -> _CommandsByLine:
+    memo = script.memo
+    if "commands_by_line" not in memo:
+        memo["commands_by_line"] = _CommandsByLine(script)
+    found: _CommandsByLine = memo["commands_by_line"]
+    return found
 
 
 class _CommandsByLine:
