@@ -161,3 +161,21 @@ def test_an_sbatch_command_shown_in_a_comment_is_no_directive(comment: str) -> N
 def test_a_wrong_case_directive_after_a_command_is_still_ignored() -> None:
     text = header("-n 1") + "#sbatch --mem=4G\n"
     assert of_rule(text, "sbatch-directive-ignored") == [(5, "warning")]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        'ARGS="--cpus-per-task=16 -n 2"\nsrun $ARGS python train.py',
+        'ARGS="-c 16"\nsrun ${ARGS} python train.py',
+        'ARGS=(-c 16 -n 2)\nsrun "${ARGS[@]}" python train.py',
+        "srun $SRUN_OPTS python train.py",
+    ],
+)
+def test_cpus_per_task_given_to_srun_through_a_variable_reaches_it(step: str) -> None:
+    assert of_rule(job(step), "srun-cpus-per-task") == []
+
+
+@pytest.mark.parametrize("step", ['ARGS="-n 2"\nsrun $ARGS python train.py', "srun $EXE in"])
+def test_a_variable_without_cpus_per_task_leaves_srun_without_it(step: str) -> None:
+    assert of_rule(job(step), "srun-cpus-per-task") == [(3 + step.count("\n") + 1, "error")]

@@ -165,13 +165,36 @@ def other_job(srun: Srun) -> bool:
     return not any(ref in raw or ref in option.value for ref in _OWN_JOB)
 
 
+_CPUS_WORD = re.compile(r"(?:^|[\s(\"'])(?:-c\s*[\d$]|--cpus-per-(?:task|gpu)\b)")
+_NAMES = re.compile(r"\$\{?([A-Za-z_]\w*)")
+_OPTIONS_NAME = re.compile(r"OPT|ARG|FLAG|PARAM", re.I)
+
+
+def cpus_in_variable(srun: Srun) -> bool:
+    """srun's options come from a variable that sets -c, or from one this script never sets.
+
+    ``srun $SRUN_ARGS python ...``: the words are options srun reads after expansion.
+    A value set here is read; an options variable set outside the script may hold -c.
+    """
+    for word in srun.program:
+        if word.literal or not word.raw.lstrip("\"'").startswith("$"):
+            return False
+        for name in word.expands or _NAMES.findall(word.raw):
+            binding = srun.shell.get(name)
+            if binding is None and _OPTIONS_NAME.search(name):
+                return True
+            if binding is not None and binding.value and _CPUS_WORD.search(binding.value.text):
+                return True
+    return False
+
+
 def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     job_cpus = script.job.cpus_per_task
     setting = script.job.get("cpus-per-task")
     for srun in script.sruns:
         if srun.has("cpus-per-task", "cpus-per-gpu") or srun.has("overlap") or other_job(srun):
             continue
-        if one_cpu_helper(srun) or one_thread_per_task(srun):
+        if one_cpu_helper(srun) or one_thread_per_task(srun) or cpus_in_variable(srun):
             continue
         env = srun.env.get(SRUN_ENV)
         if env is None and context.may_not_inherit and job_cpus and job_cpus > 1:
