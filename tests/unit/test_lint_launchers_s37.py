@@ -246,3 +246,8 @@ def test_workers_beyond_the_gpus_are_the_mismatch_alone() -> None:
     assert rules(one_gpu + launch) & {"launcher-cpus-per-task", "gpus-per-node-mismatch"} == {
         "gpus-per-node-mismatch"
     }
+
+
+def test_accelerate_machines_from_its_config_are_unknown_on_several_nodes() -> None:
+    step = "srun accelerate launch --config_file multi.yaml --num_processes 16 t.py\n"
+    assert mismatches(EIGHT + step) == []

@@ -437,7 +437,7 @@ def _one_worker(script: Script, line: int) -> bool:
     text = script.expanded_source(command, depth=1)
     counts = {int(m["n"]) for m in _PROC_ARGS.finditer(text)}
     for match in _TOTAL_PROCS.finditer(text):
-        per_machine = _per_machine(text, int(match["n"]))
+        per_machine = _per_machine(script, text, int(match["n"]))
         if per_machine is not None:
             counts.add(per_machine)
     gpus = script.job.gpus_per_node
@@ -606,19 +606,24 @@ def _counts_mismatch(script: Script, gpus: int, written: str) -> Iterator[Findin
                 continue
             yield from _count_finding(script, number, match["opt"], int(match["n"]), gpus, written)
         for match in _TOTAL_PROCS.finditer(line):
-            per_node = _per_machine(commands.text(number, line), int(match["n"]))
+            per_node = _per_machine(script, commands.text(number, line), int(match["n"]))
             if per_node is not None:
                 yield from _count_finding(
                     script, number, match["opt"], per_node, gpus, written, match["n"]
                 )
 
 
-def _per_machine(command: str, total: int) -> int | None:
-    """accelerate's processes per machine, or None (not accelerate's, or unreadable)."""
+def _per_machine(script: Script, command: str, total: int) -> int | None:
+    """accelerate's processes per machine, or None (not accelerate's, or unreadable).
+
+    Without ``--num_machines`` the count comes from accelerate's config file (the
+    default one too): known only for a one-node job.
+    """
     if not (launcher_in(command) or "").startswith("accelerate"):
         return None
     machines = _MACHINES.search(command)
-    count = to_int(machines["n"]) if machines else 1
+    one_node = script.job.nodes == (1, 1) or (script.job.nodes is None and not script.sruns)
+    count = to_int(machines["n"]) if machines else (1 if one_node else None)
     if not count or total % count:
         return None
     return total // count
