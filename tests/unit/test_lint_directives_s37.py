@@ -56,7 +56,14 @@ def test_external_is_an_option_from_26_05_only() -> None:
 
 @pytest.mark.parametrize(
     "option",
-    ["-N ${NODES}", "-N$NODES", "--gpus-per-node=${GPUS}", "--ntasks-per-node ${N}", "-c $CPUS"],
+    [
+        "-N ${NODES}",
+        "-N$NODES",
+        "--gpus-per-node=${GPUS}",
+        "--ntasks-per-node ${N}",
+        "-c $CPUS",
+        "--ntasks=$((NODES * 4))",
+    ],
 )
 def test_a_shell_variable_as_a_count_is_refused(option: str) -> None:
     assert of_rule(header(option), "sbatch-unknown-option") == [(3, "error")]

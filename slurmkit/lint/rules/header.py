@@ -178,7 +178,7 @@ _COUNTS = frozenset(
     }
 )
 _SHORT_NAMES = {"c": "cpus-per-task", "n": "ntasks", "N": "nodes", "G": "gpus"}
-_SHELL_VARIABLE = re.compile(r"\$\{?[A-Za-z]")
+_SHELL_VARIABLE = re.compile(r"\$(?:\{?[A-Za-z]|\()")
 _SHELL_BRACES = re.compile(r"\$\{[A-Za-z]\w*\}")
 
 
