@@ -97,7 +97,8 @@ def _lint_text(text: str, path: str, context: LintContext | None) -> list[Findin
     if context.shellcheck:
         from slurmkit.lint import shellcheck
 
-        findings.extend(shellcheck.findings(mask_templates(text), path))
+        theirs = shellcheck.findings(mask_templates(text), path)
+        findings.extend(shellcheck.without_twins(theirs, findings))
     findings.extend(
         Finding(
             path,

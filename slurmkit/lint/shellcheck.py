@@ -29,6 +29,19 @@ RULE = "shellcheck"
 TIMEOUT_SECONDS = 30.0
 # lint's own rules cover these: missing shebang, CR line ends.
 _OURS = frozenset({2148, 1017, 1082})
+# ShellCheck codes that say what one of lint's rules says, when both name the same line:
+# one defect, said once, in lint's words (with its --explain).
+TWINS: dict[str, str] = {
+    f"{RULE}/SC2283": "assignment-with-spaces",  # Remove spaces around = to assign
+    f"{RULE}/SC2290": "assignment-with-spaces",  # the same after export/local
+    f"{RULE}/SC1020": "test-bracket-unclosed",  # You need a space before the ]
+}
+
+
+def without_twins(theirs: list[Finding], ours: list[Finding]) -> list[Finding]:
+    """ShellCheck's findings, less those a lint finding on the same line already says."""
+    said = {(f.line, f.rule) for f in ours}
+    return [f for f in theirs if (f.line, TWINS.get(f.rule)) not in said]
 
 
 def find() -> str | None:

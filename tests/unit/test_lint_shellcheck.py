@@ -79,6 +79,25 @@ def _real_runner():  # type: ignore[no-untyped-def]
     return _proc._run_subprocess
 
 
+def test_a_defect_lint_names_itself_is_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ShellCheck's SC2283 on lint's own assignment-with-spaces line is dropped; on another
+    line (lint silent there) it stays."""
+    script = '#!/bin/bash\n#SBATCH -t 5\nFOO = bar\necho "$FOO"\n'
+    twins = [
+        {"line": 3, "level": "error", "code": 2283, "message": "Remove spaces around ="},
+        {"line": 4, "level": "error", "code": 2283, "message": "Remove spaces around ="},
+    ]
+    fake(tmp_path, f"echo '{json.dumps({'comments': twins})}'\n")
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    on = LintContext(SlurmVersion.parse("24.11"), shellcheck=True)
+    found = {(f.line, f.rule) for f in lint_text(script, "t", on)}
+    assert (3, "assignment-with-spaces") in found
+    assert (3, "shellcheck/SC2283") not in found
+    assert (4, "shellcheck/SC2283") in found
+
+
 @pytest.mark.skipif(shellcheck.find() is None, reason="ShellCheck is not installed")
 def test_the_real_shellcheck_reads_a_batch_script() -> None:
     found = shellcheck.findings(
