@@ -251,3 +251,10 @@ def test_workers_beyond_the_gpus_are_the_mismatch_alone() -> None:
 def test_accelerate_machines_from_its_config_are_unknown_on_several_nodes() -> None:
     step = "srun accelerate launch --config_file multi.yaml --num_processes 16 t.py\n"
     assert mismatches(EIGHT + step) == []
+
+
+def test_a_whole_step_of_one_task_has_every_cpu_of_the_jobs_tasks() -> None:
+    """srun --ntasks-per-node=1 without --exact in a job of 8 tasks per node: 8 CPUs."""
+    head = "#!/bin/bash\n#SBATCH -t 10 -N 2\n#SBATCH --gpus-per-node=8 --ntasks-per-node=8\n"
+    step = "srun --ntasks-per-node=1 torchrun --nnodes 2 --nproc_per_node 8 t.py\n"
+    assert "launcher-cpus-per-task" not in rules(head + step)

@@ -395,10 +395,12 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
         return
     if any(s.has("cpus-per-task", "cpus-per-gpu") for s, _ in steps):
         return
+    if (job.get("ntasks-per-node") or job.get("ntasks")) and job.tasks_per_node != 1:
+        # the job holds a CPU per task on each node, and the batch step and a whole step
+        # get them all: not 1 (or a count lint cannot read)
+        return
     if steps and _tasks_per_node(script, steps[0][0])[0] != 1:
         return  # several tasks per node (launcher-tasks-per-node) or a count lint cannot read
-    if not steps and (job.get("ntasks-per-node") or job.get("ntasks")) and job.tasks_per_node != 1:
-        return  # the batch step has every CPU of the job's tasks on its node: not 1
     line, name = (steps[0][0].line, steps[0][1]) if steps else launchers[0]
     if _one_worker(script, line):
         return
