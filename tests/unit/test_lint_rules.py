@@ -85,7 +85,8 @@ def test_unexported_srun_cpus_per_task_is_named_in_the_error() -> None:
 
 
 def test_relying_on_srun_cpus_per_task_alone_warns_from_23_11() -> None:
-    text = CPT + "export SRUN_CPUS_PER_TASK=48\nsrun b\n"
+    # 8, not the job's 48: srun from 23.11 takes the job's 48 (its own value is lost)
+    text = CPT + "export SRUN_CPUS_PER_TASK=8\nsrun b\n"
     assert found(text, "23.02.7") == []
     assert found(text, "23.11.0") == [(6, "warning", "srun-cpus-per-task")]
     assert found(text, "24.11.5") == [(6, "warning", "srun-cpus-per-task")]
