@@ -42,6 +42,7 @@ def test_a_launcher_named_but_not_run(line: str) -> None:
     ("line", "name"),
     [
         ("srun ./venv/bin/torchrun \\", "torchrun"),
+        ('srun "$VENV/bin/torchrun" --nproc_per_node 8 t.py', "torchrun"),
         ("$HOME/.local/bin/deepspeed --num_gpus 8 train.py", "deepspeed"),
         ("module load cuda; torchrun --nproc_per_node 8 t.py", "torchrun"),
         ('LAUNCHER="deepspeed --num_gpus 8"', "deepspeed"),

@@ -103,7 +103,7 @@ _NAMES_ONLY = re.compile(
 # What a path-named program (./venv/bin/torchrun) needs after it to be run: an argument
 # (a launcher runs nothing without one) or a continued line. Without, the path is data:
 # TORCH_EXTENSIONS_DIR=$PWD/deepspeed, cd "$WORK/torchrun".
-_ARGUMENT = re.compile(r"\s+(?:\\$|[^\s#>|&;)\"'`])")
+_ARGUMENT = re.compile(r"[\"']?\s+(?:\\$|[^\s#>|&;)`])")
 
 
 def launcher_in(text: str) -> str | None:
