@@ -259,3 +259,14 @@ def test_a_whole_step_of_one_task_has_every_cpu_of_the_jobs_tasks() -> None:
     head = "#!/bin/bash\n#SBATCH -t 10 -N 2\n#SBATCH --gpus-per-node=8 --ntasks-per-node=8\n"
     step = "srun --ntasks-per-node=1 torchrun --nnodes 2 --nproc_per_node 8 t.py\n"
     assert "launcher-cpus-per-task" not in rules(head + step)
+
+
+@pytest.mark.parametrize(
+    "guard", ['[ "$SLURM_LOCALID" -eq 0 ]', "[[ $SLURM_LOCALID == 0 ]]", "(( SLURM_LOCALID == 0 ))"]
+)
+def test_a_launcher_started_by_the_first_task_of_each_node_only(guard: str) -> None:
+    head = "#!/bin/bash\n#SBATCH -t 10 -N 2 --ntasks-per-node=8 --gpus-per-node=8 -c 8\n"
+    body = f"if {guard}; then torchrun --nnodes 2 --node_rank $SLURM_NODEID t.py; fi"
+    assert "launcher-tasks-per-node" not in rules(head + f"srun bash -c '{body}'\n")
+    unguarded = "srun bash -c 'torchrun --nnodes 2 --node_rank $SLURM_NODEID t.py'\n"
+    assert "launcher-tasks-per-node" in rules(head + unguarded)

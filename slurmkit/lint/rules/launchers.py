@@ -319,7 +319,7 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
     """Only launchers srun starts: in the batch step (or via pdsh) a launcher runs once."""
     steps = [(s, srun_launcher(script, s)) for s in script.sruns]
     for srun, name in [(s, name) for s, name in steps if name]:
-        if launcher_kind(name) == SERVER:
+        if launcher_kind(name) == SERVER or _first_task_only(script, srun):
             continue
         count, line, how = _tasks_per_node(script, srun)
         if count is None:
@@ -334,6 +334,18 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
                 "GPUs and the rendezvous port",
                 _ONE_PER_NODE,
             )
+
+
+# a test that lets one task per node start it: [ "$SLURM_LOCALID" -eq 0 ], (( SLURM_LOCALID == 0 ))
+_LOCAL_FIRST = re.compile(r"SLURM_LOCALID\}?[\"']?\s*(?:-eq|==?)\s*[\"']?0(?!\d)")
+
+
+def _first_task_only(script: Script, srun: Srun) -> bool:
+    """Whether the step starts its launcher from the first task of each node only."""
+    if "SLURM_LOCALID" not in script.text:
+        return False
+    text = script.expanded_source(script.source(srun.command))
+    return _LOCAL_FIRST.search(text) is not None
 
 
 _ONE_PER_NODE = (
