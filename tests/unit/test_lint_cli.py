@@ -66,7 +66,8 @@ def test_without_slurm_the_rules_of_every_version_apply(run_cli, sinfo, tmp_path
     relying = write(
         tmp_path,
         "env.slurm",
-        CLEAN.replace("srun -c 4 hostname", "export SRUN_CPUS_PER_TASK=4\nsrun python t.py"),
+        # 2, not the job's 4: from 23.11 srun takes the job's 4 and this value is lost
+        CLEAN.replace("srun -c 4 hostname", "export SRUN_CPUS_PER_TASK=2\nsrun python t.py"),
     )
     result = run_cli("lint", relying, exit_code=0)  # the 23.11+ warning only
     assert "warning: this srun relies on SRUN_CPUS_PER_TASK alone" in result.stdout
