@@ -96,14 +96,17 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     ),
     "gpus-per-node-mismatch": (
         "the launcher starts more workers than the job has GPUs per node (error), or fewer "
-        "(warning). GPUS_PER_NODE with no GPU request at all is info: clusters that do not "
+        "(info). accelerate's --num_processes counts every machine: per node it is divided "
+        "by --num_machines. GPUS_PER_NODE with no GPU request at all is info: clusters that do not "
         "manage GPUs as GRES give every job all GPUs (none of these was right on the corpus).",
         "#SBATCH --gres=gpu:4\nGPUS_PER_NODE=8",
         "derive it: GPUS_PER_NODE=$SLURM_GPUS_ON_NODE",
     ),
     "launcher-cpus-per-task": (
         "with no --cpus-per-task anywhere the task running a launcher gets 1 CPU, shared "
-        "by the launcher, every worker and their data loaders.",
+        "by the launcher, every worker and their data loaders. Not said where the job holds "
+        "more CPUs per node (--exclusive, --mincpus, several tasks per node): the batch step "
+        "and an srun step without --exact get every CPU the job has on the node.",
         "#SBATCH --gres=gpu:8\ntorchrun --nproc_per_node=8 train.py",
         "#SBATCH --cpus-per-task=N (and srun -c on 22.05-23.02).",
     ),
