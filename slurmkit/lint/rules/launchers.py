@@ -734,7 +734,7 @@ RULE_NODES = Rule(
 RULE_GPUS = Rule(
     "gpus-per-node-mismatch",
     ERROR,
-    "GPUS_PER_NODE / --nproc_per_node differ from the GPUs requested per node",
+    "GPUS_PER_NODE, --nproc_per_node, accelerate's processes per machine: not the GPUs per node",
     _gpus_mismatch,
 )
 RULE_HELPER = Rule(
