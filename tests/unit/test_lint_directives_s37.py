@@ -186,3 +186,9 @@ def test_cpus_per_task_given_to_srun_through_a_variable_reaches_it(step: str) ->
 @pytest.mark.parametrize("step", ['ARGS="-n 2"\nsrun $ARGS python train.py', "srun $EXE in"])
 def test_a_variable_without_cpus_per_task_leaves_srun_without_it(step: str) -> None:
     assert of_rule(job(step), "srun-cpus-per-task") == [(3 + step.count("\n") + 1, "error")]
+
+
+def test_a_variable_in_a_heredoc_job_may_be_expanded_by_the_shell_that_feeds_it() -> None:
+    job_script = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH -N ${N}\nhostname\n"
+    text = f"#!/bin/bash\nN=4\nsbatch <<EOF\n{job_script}EOF\n"
+    assert of_rule(text, "sbatch-unknown-option") == []

@@ -197,6 +197,8 @@ def _unknown(script: Script, context: LintContext) -> Iterator[Finding]:
         words = _words(directive.text)
         if words and words[0] in _COMPONENT and len(words) == 1:
             continue
+        if script.origin is not None and any(_SHELL_VARIABLE.search(w) for w in words):
+            continue  # a heredoc's: the shell feeding it to sbatch may expand them
         problem = _first_problem(words, table)
         if problem is not None:
             yield _unknown_finding(script, directive.line, directive.text, problem, context)
