@@ -192,3 +192,10 @@ def test_a_variable_in_a_heredoc_job_may_be_expanded_by_the_shell_that_feeds_it(
     job_script = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH -N ${N}\nhostname\n"
     text = f"#!/bin/bash\nN=4\nsbatch <<EOF\n{job_script}EOF\n"
     assert of_rule(text, "sbatch-unknown-option") == []
+
+
+@pytest.mark.parametrize("path", ["job.sbatch.template", "submit.tmpl", "run.slurm.j2"])
+def test_a_variable_in_a_template_file_is_filled_in_before_sbatch(path: str) -> None:
+    text = header("-N ${NODES}")
+    assert [f.rule for f in lint_text(text, path, V22) if f.rule == "sbatch-unknown-option"] == []
+    assert of_rule(text, "sbatch-unknown-option") == [(3, "error")]

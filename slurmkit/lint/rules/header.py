@@ -189,6 +189,18 @@ def spank_plugin(name: str) -> str | None:
     return SPANK_PLUGINS.get(name)
 
 
+_TEMPLATE_NAME = re.compile(r"templ|tmpl|\.j2$|\.jinja|\.in$|\.tpl$", re.I)
+
+
+def _filled_in_first(script: Script) -> bool:
+    """Its variables may be filled in before sbatch reads it.
+
+    A heredoc's by the shell that feeds it to sbatch; a template file's (named so) by
+    whatever renders it (envsubst, string.Template).
+    """
+    return script.origin is not None or bool(_TEMPLATE_NAME.search(script.path))
+
+
 def _unknown(script: Script, context: LintContext) -> Iterator[Finding]:
     table = long_options(context.version)
     for directive in script.directives:
@@ -197,8 +209,8 @@ def _unknown(script: Script, context: LintContext) -> Iterator[Finding]:
         words = _words(directive.text)
         if words and words[0] in _COMPONENT and len(words) == 1:
             continue
-        if script.origin is not None and any(_SHELL_VARIABLE.search(w) for w in words):
-            continue  # a heredoc's: the shell feeding it to sbatch may expand them
+        if _filled_in_first(script) and any(_SHELL_VARIABLE.search(w) for w in words):
+            continue  # expanded before sbatch reads it: unknown
         problem = _first_problem(words, table)
         if problem is not None:
             yield _unknown_finding(script, directive.line, directive.text, problem, context)
