@@ -109,6 +109,7 @@ def job(*body: str, cpus: int = 16) -> str:
         "srun bash -c 'rm -rf /tmp/cache_* || true; echo \"$(hostname): wiped\"'",
         "srun -lu bash -c 'echo $(hostname) $(nvidia-smi | grep -o \"|[0-9]*MiB\")'",
         'srun bash -c "apt update && apt-get install -y infiniband-diags"',
+        "srun bash -c 'ulimit -a; lscpu; nproc'",
         "srun julia --project=. run.jl",
         "export OMP_NUM_THREADS=1\nsrun -n 8 ./warpx inputs",
     ],

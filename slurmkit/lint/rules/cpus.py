@@ -64,6 +64,14 @@ ONE_CPU = frozenset(
         "export",
         "module",
         "ml",
+        "ulimit",
+        "lscpu",
+        "nproc",
+        "uptime",
+        "groups",
+        "rocm-smi",
+        "ibstat",
+        "ibv_devinfo",
     }
 )
 
