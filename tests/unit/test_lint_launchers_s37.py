@@ -270,3 +270,13 @@ def test_a_launcher_started_by_the_first_task_of_each_node_only(guard: str) -> N
     assert "launcher-tasks-per-node" not in rules(head + f"srun bash -c '{body}'\n")
     unguarded = "srun bash -c 'torchrun --nnodes 2 --node_rank $SLURM_NODEID t.py'\n"
     assert "launcher-tasks-per-node" in rules(head + unguarded)
+
+
+def test_tasks_that_each_start_one_worker_are_the_launchers_nodes() -> None:
+    head = "#!/bin/bash\n#SBATCH -t 10 -N 2 --ntasks-per-node=4 --gpus-per-node=4 -c 8\n"
+    step = (
+        "srun bash -c 'CUDA_VISIBLE_DEVICES=$SLURM_LOCALID torchrun --nnodes $SLURM_NTASKS "
+        "--node_rank $SLURM_PROCID --nproc_per_node {n} t.py'\n"
+    )
+    assert "launcher-tasks-per-node" not in rules(head + step.format(n=1))
+    assert "launcher-tasks-per-node" in rules(head + step.format(n=4))

@@ -319,7 +319,7 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
     """Only launchers srun starts: in the batch step (or via pdsh) a launcher runs once."""
     steps = [(s, srun_launcher(script, s)) for s in script.sruns]
     for srun, name in [(s, name) for s, name in steps if name]:
-        if launcher_kind(name) == SERVER or _first_task_only(script, srun):
+        if launcher_kind(name) == SERVER or _no_extra_workers(script, srun):
             continue
         count, line, how = _tasks_per_node(script, srun)
         if count is None:
@@ -340,12 +340,14 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
 _LOCAL_FIRST = re.compile(r"SLURM_LOCALID\}?[\"']?\s*(?:-eq|==?)\s*[\"']?0(?!\d)")
 
 
-def _first_task_only(script: Script, srun: Srun) -> bool:
-    """Whether the step starts its launcher from the first task of each node only."""
-    if "SLURM_LOCALID" not in script.text:
-        return False
+def _no_extra_workers(script: Script, srun: Srun) -> bool:
+    """Whether the step starts its launcher from the first task of each node only, or
+    each task's launcher starts one worker (``--nproc_per_node 1``: the tasks are the
+    launcher's nodes, one worker per GPU in all)."""
     text = script.expanded_source(script.source(srun.command))
-    return _LOCAL_FIRST.search(text) is not None
+    if {int(m["n"]) for m in _PROC_ARGS.finditer(text)} == {1}:
+        return True
+    return "SLURM_LOCALID" in script.text and _LOCAL_FIRST.search(text) is not None
 
 
 _ONE_PER_NODE = (
