@@ -200,3 +200,10 @@ def test_a_variable_in_a_template_file_is_filled_in_before_sbatch(path: str) -> 
     text = header("-N ${NODES}")
     assert [f.rule for f in lint_text(text, path, V22) if f.rule == "sbatch-unknown-option"] == []
     assert of_rule(text, "sbatch-unknown-option") == [(3, "error")]
+
+
+def test_the_fix_names_the_long_option_with_two_dashes() -> None:
+    (finding,) = [
+        f for f in lint_text(header("-partition=gpu"), "t.slurm", V22) if f.rule.endswith("option")
+    ]
+    assert "--partition=gpu" in finding.fix

@@ -234,8 +234,17 @@ def _unknown_finding(
         RULE_UNKNOWN.id,
         f"{text.strip()!r}: {what} {context.on_versions('on Slurm 22.05 to 26.05')}: sbatch "
         "refuses the whole script and nothing is queued",
-        "fix the option (sbatch --help lists them) or remove the line",
+        _fix(what),
     )
+
+
+def _fix(what: str) -> str:
+    """The fix for the refused word ``what`` describes."""
+    if "never expands" in what:
+        return 'write the number itself, or pass it when submitting: sbatch -N "$NODES" job.sh'
+    if "one dash" in what:
+        return f"write the long option with two dashes: -{what.split()[0]}"
+    return "fix the option (sbatch --help lists them) or remove the line"
 
 
 def _first_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] | None:
@@ -298,7 +307,7 @@ def _refused_value(written: str, option: str, value: str) -> str | None:
     if option in _COUNTS and _SHELL_VARIABLE.search(value):
         return (
             f"{written} {value}: sbatch never expands shell variables in a directive, so "
-            "the option gets this very text, no number, and sbatch refuses it"
+            "the option gets this very text, which is no number,"
         )
     return None
 
