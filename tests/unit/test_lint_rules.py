@@ -109,7 +109,7 @@ def test_srun_inside_command_substitution_is_checked() -> None:
     "line",
     [
         "n=$(srun hostname | wc -l)",  # this test once expected an error here (issue 21)
-        'head_ip=$(srun -N1 -n1 -w "$head" hostname --ip-address)',
+        'head_ip=$(srun -N1 -n1 -w "$HEAD_NODE" hostname --ip-address)',
         "srun /bin/hostname",
         "srun --ntasks-per-node=1 nvidia-smi -L",
     ],

@@ -155,8 +155,8 @@ def test_srun_of_a_program(step: str) -> None:
 RAY_JOB = (
     "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n"
     "#SBATCH -c 8 --gpus-per-node=4\n"
-    'srun -N1 -n1 -w "$head" ray start --head --block &\n'
-    'srun -N1 -n1 -x "$head" ray start --address "$head:6379" --block &\n'
+    'srun -N1 -n1 -w "$HEAD_NODE" ray start --head --block &\n'
+    'srun -N1 -n1 -x "$HEAD_NODE" ray start --address "$HEAD_NODE:6379" --block &\n'
     "sleep 30\n"
 )
 
@@ -171,7 +171,7 @@ def test_a_ray_driver_on_every_node() -> None:
 @pytest.mark.parametrize(
     "driver",
     [
-        'srun --nodes=1 --ntasks=1 -w "$head" python main.py',
+        'srun --nodes=1 --ntasks=1 -w "$HEAD_NODE" python main.py',
         "srun -n 1 python3 -m verl.trainer.main_ppo",
         "python main.py",
         "srun bash -c 'nvidia-smi'",

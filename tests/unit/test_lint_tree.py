@@ -247,9 +247,9 @@ def test_steps_that_ask_only_for_what_they_need_do_not_block(second: str) -> Non
     ("first", "second"),
     [
         ("srun python train.py &", "srun -c 1 nvidia-smi"),
-        ('srun -w "$head" ray start --head &', "srun -c 1 python client.py"),
-        ('srun -w "$head" ray start --head &', 'srun -w "$head" -c 1 python client.py'),
-        ('srun --exclude "$head" worker &', 'srun --exclude "$head" -c 1 other'),
+        ('srun -w "$HEAD_NODE" ray start --head &', "srun -c 1 python client.py"),
+        ('srun -w "$HEAD_NODE" ray start --head &', 'srun -w "$HEAD_NODE" -c 1 python client.py'),
+        ('srun --exclude "$HEAD_NODE" worker &', 'srun --exclude "$HEAD_NODE" -c 1 other'),
     ],
 )
 def test_steps_that_may_share_nodes_still_block(first: str, second: str) -> None:
