@@ -113,6 +113,9 @@ BELOW_90 = {
     # `#sbatch --dependency ...`, `#sbatch --cpus-per-task`: lowercase, commented out on purpose
     "sbatch-directive-ignored",
     "gpus-per-node-mismatch",  # its errors are right; the wrong ones are info already
+    # SPANK plugin options (Shifter --image, pyxis --container-*, CSCS --environment) are
+    # info, unlabelled: real on their sites; its errors are all right
+    "sbatch-unknown-option",
 }
 
 
