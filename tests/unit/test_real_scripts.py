@@ -2,11 +2,11 @@
 
 The corpus was split once, by repository, into a development part (rules are tuned on it)
 and a test part (then ``holdout/``). That test part was scored once and is development
-data since (``spent-holdout/``), as is the second test part (``spent-holdout2/``); the
-fresh test part is ``holdout3/``, filled by others later. These tests keep the first split
-as recorded, the new one disjoint and large enough, the labels well-formed, and the harness
-on the CLI's own code path; they never require a score, and none of them lints the test
-part.
+data since (``spent-holdout/``), as are the second and third (``spent-holdout2/``,
+``spent-holdout3/``); the fresh test part is ``holdout4/``, filled by others later. These
+tests keep the first split as recorded, the new one disjoint and large enough, the labels
+well-formed, and the harness on the CLI's own code path; they never require a score, and
+none of them lints the test part.
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from benchmarks import score_lint_corpus
 from benchmarks.score_lint_corpus import (
     CORPUS,
     DEVELOPMENT,
-    HOLDOUT3,
+    HOLDOUT4,
     NOT_SCRIPTS,
     ROOT,
     SPENT,
     SPENT2,
+    SPENT3,
     lint_as_cli,
     lint_corpus,
     score,
@@ -37,9 +38,9 @@ from benchmarks.score_lint_corpus import (
 from slurmkit.lint.rules import RULE_IDS
 
 SEED = 3202
-NO_HOLDOUT3 = pytest.mark.skipif(
-    not (HOLDOUT3 / "SOURCES.tsv").is_file(),
-    reason="holdout3/ (the fresh test part) is not collected yet",
+NO_HOLDOUT4 = pytest.mark.skipif(
+    not (HOLDOUT4 / "SOURCES.tsv").is_file(),
+    reason="holdout4/ (the fresh test part) is not collected yet",
 )
 # Defect kinds that issue 32 names and lint may not have yet, and kinds the labelling
 # met that no rule covers; with the rule ids they are every kind a label may have.
@@ -115,8 +116,8 @@ def test_the_spent_holdout_says_it_is_development_data() -> None:
 
 
 def test_the_development_part_is_every_spent_subset() -> None:
-    assert score_lint_corpus.PARTS["dev"] == (CORPUS, SPENT, SPENT2)
-    assert score_lint_corpus.PARTS["test"] == (HOLDOUT3,)
+    assert score_lint_corpus.PARTS["dev"] == (CORPUS, SPENT, SPENT2, SPENT3)
+    assert score_lint_corpus.PARTS["test"] == (HOLDOUT4,)
 
 
 def test_the_spent_subsets_share_no_repository() -> None:
@@ -127,30 +128,33 @@ def test_the_spent_subsets_share_no_repository() -> None:
         seen |= repos
 
 
-def test_the_second_spent_holdout_says_it_is_development_data() -> None:
-    text = (SPENT2 / "README.md").read_text()
+@pytest.mark.parametrize(
+    ("directory", "score"), [(SPENT2, "85% (91/107)"), (SPENT3, "89% (118/133)")]
+)
+def test_each_spent_holdout_says_it_is_development_data(directory: Path, score: str) -> None:
+    text = (directory / "README.md").read_text()
     assert "development data" in text
-    assert "85% (91/107)" in text
+    assert score in text
 
 
-@NO_HOLDOUT3
-def test_holdout3_repositories_are_in_no_other_part() -> None:
-    fresh = {r["repository"] for r in _rows(HOLDOUT3 / "SOURCES.tsv")}
+@NO_HOLDOUT4
+def test_holdout4_repositories_are_in_no_other_part() -> None:
+    fresh = {r["repository"] for r in _rows(HOLDOUT4 / "SOURCES.tsv")}
     used = {r["repository"] for d in DEVELOPMENT for r in _rows(d / "SOURCES.tsv")}
     assert fresh and not fresh & used
 
 
-@NO_HOLDOUT3
-def test_holdout3_holds_at_least_30_percent() -> None:
-    test = len(_scripts(HOLDOUT3))
+@NO_HOLDOUT4
+def test_holdout4_holds_at_least_30_percent() -> None:
+    test = len(_scripts(HOLDOUT4))
     dev = sum(len(_scripts(d)) for d in DEVELOPMENT)
     assert test / (test + dev) >= 0.3
 
 
 @pytest.mark.parametrize(
     "directory",
-    [CORPUS, SPENT, SPENT2, pytest.param(HOLDOUT3, marks=NO_HOLDOUT3)],
-    ids=["dev", "spent", "spent2", "holdout3"],
+    [CORPUS, SPENT, SPENT2, SPENT3, pytest.param(HOLDOUT4, marks=NO_HOLDOUT4)],
+    ids=["dev", "spent", "spent2", "spent3", "holdout4"],
 )
 def test_every_new_script_is_labelled(directory: Path) -> None:
     """Labels name scripts of their part, lines inside them, and a known kind."""
