@@ -29,6 +29,7 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.rules.variables import COUNT_OPTIONS, has_fallback
 from slurmkit.lint.script import Script
+from slurmkit.slurm.records import SlurmVersion
 
 # ``[`` where a command starts, its words, then a ``]`` glued to the last one and a
 # command's end after it (a test is short: the bounded middle keeps a line of a
@@ -342,6 +343,14 @@ _SIBLINGS = {
 }
 
 
+# Variables older Slurm never sets, whatever the job asks for (env.c and job_mgr.c of
+# slurm-23-02-0-1 set them; slurm-22-05-11-1 has neither).
+_SET_FROM = {
+    "SLURM_JOB_END_TIME": SlurmVersion(23, 2, 0),
+    "SLURM_JOB_START_TIME": SlurmVersion(23, 2, 0),
+}
+
+
 def _sized_in_header(script: Script) -> bool:
     read = any(d.ignored is None for d in script.directives)
     return read and any(script.job.get(option) is not None for option in _SIZES)
@@ -358,6 +367,7 @@ def _asked_otherwise(script: Script, name: str) -> bool:
 
 
 def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
+    yield from _too_new(script, context)
     if not _sized_in_header(script):
         return  # the job's size comes from sbatch's command line: unknown
     wanted = {
@@ -392,6 +402,36 @@ def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
             f"--{_SET_BY[name]}, which the job does not ask for",
             f"#SBATCH --{_SET_BY[name]}=…, or ${{{name}:-default}}",
         )
+
+
+def _too_new(script: Script, context: LintContext) -> Iterator[Finding]:
+    """A variable this Slurm does not set yet is empty for every job: arithmetic on
+    ``$SLURM_JOB_END_TIME`` at 22.05 yields a negative time left."""
+    version = context.version
+    wanted = {
+        name
+        for name, since in _SET_FROM.items()
+        if name in script.text and (version is None or version < since)
+    }
+    if not wanted:
+        return
+    wanted -= {b.name for b in script.bindings} | _tested(script)
+    reported: set[str] = set()
+    for command in script.commands:
+        for word in command.words:
+            for name in sorted((word.expands & wanted) - reported):
+                if has_fallback(name, word.raw):
+                    continue
+                reported.add(name)
+                since = _SET_FROM[name]
+                yield script.finding(
+                    script.line_of(word.start),
+                    WARNING,
+                    RULE_UNSET.id,
+                    f"${name} is empty before Slurm {since.major}.{since.minor:02d}, which "
+                    f"first sets it (linted for {context.version_text})",
+                    f"${{{name}:-fallback}}, or compute the time from the job's --time",
+                )
 
 
 def _first_use(script: Script, name: str, used: int) -> int:
