@@ -255,6 +255,8 @@ def _first_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] |
     """
     if any(mark in _SHELL_BRACES.sub("", word) for word in words for mark in _PLACEHOLDER):
         return None  # a template or a placeholder for the reader to fill in: unknown
+    if any(_bracket_placeholder(word) for word in words):
+        return None
     plugin: tuple[str, str] | None = None
     index = 0
     while index < len(words):
@@ -282,6 +284,15 @@ def _first_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] |
             return None  # the dash rule's, or a template's word in place of an option
         return ERROR, f"{word!r} is no option (sbatch: Invalid directive found in batch script)"
     return plugin
+
+
+def _bracket_placeholder(word: str) -> bool:
+    """Part of a bracketed placeholder of several words (--account=[budget code]).
+
+    The reader is to replace it before submitting, as the README's template policy says;
+    a hostlist (node[01-04]) always closes its bracket within the word.
+    """
+    return word.count("[") != word.count("]")
 
 
 def _long(word: str, following: str, table: frozenset[str]) -> int | tuple[str, str]:
