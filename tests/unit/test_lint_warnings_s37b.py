@@ -38,3 +38,28 @@ def test_job_end_time_is_set_from_23_02() -> None:
 def test_job_end_time_with_a_fallback_is_fine_at_22_05() -> None:
     text = END_TIME.replace("${SLURM_JOB_END_TIME}", "${SLURM_JOB_END_TIME:-0}")
     assert "slurm-variable-unset" not in rules(text, OLD)
+
+
+STORED = (
+    "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"
+    'export CMD="torchrun \\\n    --nnodes \\$SLURM_NNODES --nproc-per-node 8 train.py"\n'
+    "export CACHE=/scratch/cache\n"
+)
+
+
+def test_a_launcher_stored_in_a_variable_runs_where_it_is_expanded() -> None:
+    text = STORED + 'srun --container-image=img:1 --container-mounts=a:b bash -c "$CMD" > log\n'
+    lines = {(line, rule) for line, _, rule in found(text)}
+    assert (8, "launcher-cpus-per-task") in lines  # the step's one CPU, said at the srun
+    assert not {(5, "launcher-cpus-per-task"), (5, "launcher-outside-srun")} & lines
+
+
+def test_a_stored_launcher_that_no_batch_command_runs_is_not_judged_there() -> None:
+    # the srun that runs it is unread (here: after a line bash itself refuses)
+    text = STORED + 'export DATA=<data_dir>\nsrun -l \\\n  bash -c "$CMD"\n'
+    assert not {"launcher-outside-srun", "launcher-cpus-per-task"} & rules(text)
+
+
+def test_a_stored_launcher_run_by_the_batch_step_is_still_outside_srun() -> None:
+    assert (5, "warning", "launcher-outside-srun") in found(STORED + 'bash -c "$CMD"\n')
+    assert (5, "warning", "launcher-outside-srun") in found(STORED + "$CMD\n")

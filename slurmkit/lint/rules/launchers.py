@@ -148,8 +148,11 @@ def _launcher_lines(script: Script) -> list[tuple[int, str]]:
         # code only: a comment after code (``python t.py  # or torchrun …``) runs nothing;
         # hidden lines (job scripts fed to sbatch) are linted as their own
         code = dict(script.code_lines(heredocs=True))
+        by_line = _commands_by_line(script)
         for number in candidates:
             name = launcher_in(code.get(number, ""))
+            if name and by_line.stored_not_run(number):
+                continue
             if name:
                 found.append((number, re.sub(r"\s+", " ", name)))
     for command, word in helper_commands(script):
@@ -645,6 +648,10 @@ def _per_machine(script: Script, command: str, total: int) -> int | None:
     return total // count
 
 
+# Builtins that store their arguments' values (``export CMD="torchrun …"``).
+_DECLARES = frozenset({"export", "declare", "typeset", "readonly", "local"})
+
+
 def _commands_by_line(script: Script) -> _CommandsByLine:
     memo = script.memo
     if "commands_by_line" not in memo:
@@ -662,6 +669,7 @@ class _CommandsByLine:
         self._commands = tops
         self._starts = [script.line_of(c.start) for c in tops]
         self._ends = [script.line_of(c.end) for c in tops]
+        self._run: frozenset[str] | None = None
 
     def _at(self, number: int) -> Command | None:
         index = bisect_right(self._starts, number) - 1
@@ -672,6 +680,37 @@ class _CommandsByLine:
     def text(self, number: int, line: str) -> str:
         command = self._at(number)
         return self._script.source(command) if command else line
+
+    def stored_not_run(self, number: int) -> bool:
+        """Whether the line is in a value stored in a variable (``CMD="torchrun …"``,
+        ``export CMD=…``) that no batch-step command runs as a program: the launcher
+        starts where the variable is expanded (an srun step reads it there), not here."""
+        command = self._at(number)
+        if command is None:
+            return False
+        argv = command.argv
+        if argv and argv[0].text not in _DECLARES:
+            return False
+        words = argv[1:] if argv else command.words
+        names = {m[1] for w in words if (m := re.match(r"(\w+)\+?=", w.text))}
+        return bool(names) and not names & self._run_names()
+
+    def _run_names(self) -> frozenset[str]:
+        """Variables a batch-step command runs: ``$CMD …``, ``eval "$CMD"``, ``bash -c
+        "$CMD"`` (srun's are its step's, read by srun_launcher). Found once."""
+        if self._run is None:
+            found: set[str] = set()
+            for command in self._script.commands:
+                argv = command.argv
+                if not argv or argv[0].text == "srun":
+                    continue
+                found |= argv[0].expands
+                program = argv[0].text.rsplit("/", 1)[-1]
+                if program == "eval" or program in SHELLS:
+                    for word in argv[1:]:
+                        found |= word.expands
+            self._run = frozenset(found)
+        return self._run
 
     def assigned_without_launcher(self, number: int) -> bool:
         """Whether the line is in a plain assignment (``args=( --num_gpus 64 … )``) that
