@@ -72,6 +72,13 @@ ONE_CPU = frozenset(
         "rocm-smi",
         "ibstat",
         "ibv_devinfo",
+        "rsync",
+        "scp",
+        "sync",
+        "chown",
+        "kill",
+        "pkill",
+        "which",
     }
 )
 
@@ -153,13 +160,15 @@ def one_thread_per_task(srun: Srun) -> bool:
     """OMP_NUM_THREADS=1 for a compiled program: the author asked for one thread per task.
 
     --cpus-per-task then only spaces the tasks out (one rank per GPU, say); an
-    interpreter or launcher still starts workers that want the CPUs.
+    interpreter or launcher still starts workers that want the CPUs. A shell or container
+    anywhere in the words runs the real program, also after options srun takes from a
+    variable (srun $SRUN_ARGS bash -c "$RUN").
     """
     threads = srun.env.get("OMP_NUM_THREADS")
     if threads is None or threads.value is None or threads.value.text.strip() != "1":
         return False
     words = step_program(srun)
-    if not words or _base(words[0].text) in _SHELLS | _WRAPPERS:
+    if not words or any(w.literal and _base(w.text) in _SHELLS | _WRAPPERS for w in words):
         return False  # runs something else, which the string or image names
     return not any(_INTERPRETERS.search(word.text) for word in words)
 
