@@ -63,3 +63,30 @@ def test_a_stored_launcher_that_no_batch_command_runs_is_not_judged_there() -> N
 def test_a_stored_launcher_run_by_the_batch_step_is_still_outside_srun() -> None:
     assert (5, "warning", "launcher-outside-srun") in found(STORED + 'bash -c "$CMD"\n')
     assert (5, "warning", "launcher-outside-srun") in found(STORED + "$CMD\n")
+
+
+TRIALS = (
+    "#!/bin/bash\n#SBATCH -N 2\n#SBATCH -t 60\nset -eux\n"
+    "(srun all_reduce_perf -b 8 -e 128M) |& tee nccl.log\n"
+    'for trial in $(seq 1 "$NEXP"); do\n'
+    "    (srun python train.py) |& tee run_${trial}.log\n"
+    "    python check_log.py run_${trial}.log || true\n"
+    "done\n"
+)
+
+
+def test_a_loop_of_runs_with_a_log_each_goes_on_past_a_failed_run() -> None:
+    assert "tee-without-pipefail" not in rules(TRIALS)
+
+
+def test_a_pipeline_after_the_loop_of_runs_is_still_judged() -> None:
+    text = TRIALS + "srun python summarize.py | tee summary.log\nrm -f run_*.tmp\n"
+    assert (10, "warning", "tee-without-pipefail") in found(text)
+
+
+def test_the_last_command_of_the_job_is_judged_in_a_loop_too() -> None:
+    text = (
+        "#!/bin/bash\n#SBATCH -t 60\nset -e\n"
+        "for stage in 1 2; do\n    srun python train.py --stage $stage | tee log_$stage\ndone\n"
+    )
+    assert (5, "warning", "tee-without-pipefail") in found(text)

@@ -53,6 +53,20 @@ def _last_command_start(script: Script) -> int:
     return max(starts, default=0)
 
 
+_FOR_VARIABLE = re.compile(r"(?m)(?:^|[;&|({]|\bdo|\bthen|\belse)[ \t]*for[ \t]+(\w+)[ \t]+in\b")
+
+
+def _per_iteration_log(script: Script, command: Command, last_start: int) -> bool:
+    """``for i in $(seq $NEXP); do run | tee log_$i; check log_$i || true; done``: each
+    iteration is one run with its own log (trials, seeds). Under set -e, pipefail would
+    end the remaining runs at the first failure, and the pipeline's status is not the
+    job's (a later command's is): carrying on is the loop's design, not a lost status."""
+    if command.end >= last_start:
+        return False
+    names = {m[1] for m in _FOR_VARIABLE.finditer(script.text)}
+    return any(word.expands & names for word in command.argv[1:])
+
+
 def _tested_by_fallback(script: Script, command: Command) -> bool:
     """``cmd | tee log || echo WARN``: the status is read and the failure tolerated."""
     return _TOLERATED_AFTER.match(script.text, command.end) is not None
@@ -63,22 +77,23 @@ def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
     if "tee" not in script.text:
         return
     # in a best-effort script only the last command's status is the job's
-    judged_from = _last_command_start(script) if _best_effort(script) else 0
+    last_start = _last_command_start(script)
+    judged_from = last_start if _best_effort(script) else 0
+    hiding: list[Command] = []
     for command in script.commands:
         if command.name != "tee" or not command.after_pipe or command.pipeline is None:
             continue
         if (start is not None and start < command.start) or command.end < judged_from:
             continue
-        position = command.pipeline[1]
-        upstream = [
-            c
-            for c in script.parsed.pipeline_members(command)
-            if c.pipeline is not None and c.pipeline[1] < position
-        ]
-        if upstream and all(c.name in _CANNOT_FAIL for c in upstream):
-            continue  # `echo … | tee`: nothing whose failure the status would hide
-        if _tested_by_fallback(script, command):
+        if _per_iteration_log(script, command, last_start):
+            # a loop of runs that goes on past a failed one: the job's status reports no
+            # run, so neither does a pipeline before the loop (a prelude's NCCL test)
+            hiding = []
+            judged_from = command.end
             continue
+        if not _cannot_fail_upstream(script, command) and not _tested_by_fallback(script, command):
+            hiding.append(command)
+    for command in hiding:
         yield script.finding(
             script.line_of(command.start),
             WARNING,
@@ -88,6 +103,19 @@ def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
             "retries, arrays and dependencies never learn of the failure",
             "set -eo pipefail near the top of the script",
         )
+
+
+def _cannot_fail_upstream(script: Script, command: Command) -> bool:
+    """`echo … | tee`: nothing whose failure the status would hide."""
+    if command.pipeline is None:
+        return False
+    position = command.pipeline[1]
+    upstream = [
+        c
+        for c in script.parsed.pipeline_members(command)
+        if c.pipeline is not None and c.pipeline[1] < position
+    ]
+    return bool(upstream) and all(c.name in _CANNOT_FAIL for c in upstream)
 
 
 def _terminal(script: Script, context: LintContext) -> Iterator[Finding]:
