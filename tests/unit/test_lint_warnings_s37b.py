@@ -90,3 +90,17 @@ def test_the_last_command_of_the_job_is_judged_in_a_loop_too() -> None:
         "for stage in 1 2; do\n    srun python train.py --stage $stage | tee log_$stage\ndone\n"
     )
     assert (5, "warning", "tee-without-pipefail") in found(text)
+
+
+FROM_ENV = (
+    "#!/bin/bash\n#SBATCH --ntasks-per-node=1\n#SBATCH --nodes={nodes}\n#SBATCH --gpus-per-task=8\n"
+    "srun torchrun --nproc_per_node=$NUM_TRAINERS --nnodes=$NUM_NODES train.py\n"
+)
+
+
+def test_a_script_whose_directives_name_shell_variables_takes_them_from_the_submitter() -> None:
+    assert "variable-never-set" not in rules(FROM_ENV.format(nodes="$NUM_NODES"))
+
+
+def test_counts_nobody_sets_are_still_found_in_a_script_with_literal_directives() -> None:
+    assert (5, "warning", "variable-never-set") in found(FROM_ENV.format(nodes="2"))

@@ -85,6 +85,9 @@ _LAUNCHER_COUNTS = re.compile(
     r"|num[-_]nodes|tensor[-_]parallel[-_]size|pipeline[-_]parallel[-_]size|world[-_]size"
     r"|node[-_]rank|machine[-_]rank)[= ][\"']?\$\{?(?P<name>[A-Za-z_]\w*)\}?(?=[\"'\s]|$)"
 )
+# ``#SBATCH --nodes=$NUM_NODES``: the author expects the submitting shell's variables
+# (sbatch-unknown-option says the directive itself is refused).
+_ENV_INPUT = re.compile(r"\$\{?[A-Z_][A-Z0-9_]*")
 _WHOLE = re.compile(r"[\"']?\$\{?([A-Za-z_]\w*)\}?[\"']?")
 
 
@@ -118,6 +121,8 @@ def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
         return  # a job script fed by a heredoc: the outer shell may expand them first
     if not any(d.ignored is None for d in script.directives):
         return  # a fragment or a sourced file: its caller may set anything
+    if any(_ENV_INPUT.search(d.text) for d in script.directives if d.ignored is None):
+        return  # configured from the submitting shell: its directives name its variables
     assigned = {b.name for b in script.bindings}
     reported: set[str] = set()
     sruns = {id(s.command): s for s in script.sruns}
