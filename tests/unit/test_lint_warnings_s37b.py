@@ -104,3 +104,19 @@ def test_a_script_whose_directives_name_shell_variables_takes_them_from_the_subm
 
 def test_counts_nobody_sets_are_still_found_in_a_script_with_literal_directives() -> None:
     assert (5, "warning", "variable-never-set") in found(FROM_ENV.format(nodes="2"))
+
+
+def _server_job(gres: str) -> str:
+    return (
+        f"#!/bin/bash\n#SBATCH -t 60\n#SBATCH --cpus-per-task=16\n#SBATCH --gres={gres}\n"
+        "vllm serve my/model --tensor-parallel-size 4\n"
+    )
+
+
+def test_a_gres_to_fill_in_or_naming_a_gpu_model_or_share_may_ask_for_gpus() -> None:
+    for gres in ("[4 A100 80g]", "<gpus>", "a100:4", "shard:2", "mps:50"):
+        assert "gpu-program-without-gpus" not in rules(_server_job(gres)), gres
+
+
+def test_a_gres_of_no_gpu_is_still_no_gpu() -> None:
+    assert (5, "warning", "gpu-program-without-gpus") in found(_server_job("nvme:1"))

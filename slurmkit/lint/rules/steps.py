@@ -161,13 +161,25 @@ def _gpu_program(script: Script, command: Command) -> str | None:
     return None
 
 
+# A --gres to fill in (``[4 A100 80g]``, ``<gres>``), named after a GPU model, or a share
+# of a GPU (shard, mps: Slurm gives the job a GPU for them): GPUs may be asked for.
+_GRES_MAYBE_GPU = re.compile(
+    r"gpu|shard|mps|[\[<{]|\$|(?<![a-z])(?:[ahlvtp]\d{2,3}|mi\d{2,3}|rtx|gh200|gb200)",
+    re.IGNORECASE,
+)
+
+
+def _may_be_gpus(gres: str) -> bool:
+    return not gres.strip() or _GRES_MAYBE_GPU.search(gres) is not None
+
+
 def _gpus_asked(script: Script) -> bool:
     job = script.job
     for name in _GPU_REQUEST:
         setting = job.get(name)
         if setting is None:
             continue
-        if name != "gres" or "gpu" in (setting.value or ""):
+        if name != "gres" or _may_be_gpus(setting.value or ""):
             return True
     return any(job.get(n) for n in ("tres-per-task", "constraint") if "gpu" in (job.value(n) or ""))
 
