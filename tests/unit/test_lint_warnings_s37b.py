@@ -120,3 +120,22 @@ def test_a_gres_to_fill_in_or_naming_a_gpu_model_or_share_may_ask_for_gpus() -> 
 
 def test_a_gres_of_no_gpu_is_still_no_gpu() -> None:
     assert (5, "warning", "gpu-program-without-gpus") in found(_server_job("nvme:1"))
+
+
+NEXTFLOW = (
+    "#!/bin/bash\n#SBATCH -t 7-\n#SBATCH -c 8\necho start\n"
+    "nextflow run nf-core/sarek -profile singularity {bg}\n"
+)
+
+
+def test_a_program_that_detaches_itself_is_killed_when_the_script_ends() -> None:
+    assert (5, "error", "background-never-waited") in found(NEXTFLOW.format(bg="-bg"))
+    assert (5, "error", "background-never-waited") in found(
+        NEXTFLOW.format(bg="-bg") + 'echo "done"\nwait\n'
+    )
+
+
+def test_the_same_program_in_the_foreground_or_kept_alive_is_fine() -> None:
+    assert "background-never-waited" not in rules(NEXTFLOW.format(bg=""))
+    kept = NEXTFLOW.format(bg="-bg") + "sleep 6d\n"
+    assert "background-never-waited" not in rules(kept)

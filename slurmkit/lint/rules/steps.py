@@ -54,6 +54,8 @@ _QUICK = frozenset(
     }
 )
 _KEEPS = frozenset({"wait", "kill", "pkill", "scancel"})
+_WAIT = _QUICK | {"wait"}
+_DETACHES = re.compile(r"(?<![\w-])(?:-bg|screen|tmux)(?![\w-])")
 
 
 def _top(script: Script) -> list[Command]:
@@ -63,15 +65,31 @@ def _top(script: Script) -> list[Command]:
 def _started_in_background(script: Script, command: Command) -> str | None:
     """What a background command starts that must outlive the moment: a step or server."""
     if not command.background:
-        return None
+        return _backgrounds_itself(command)
     if command.name == "srun":
         return "srun step"
     name = launcher_in(script.source(command))
     return name
 
 
+def _backgrounds_itself(command: Command) -> str | None:
+    """A program that detaches its work and returns at once: ``nextflow … -bg`` (its
+    launcher reads -bg anywhere), ``screen -dm``, ``tmux new-session -d``. The work
+    lives in the job's cgroup, which Slurm cleans when the script ends."""
+    argv = [w.text for w in command.argv]
+    program = argv[0].rsplit("/", 1)[-1] if argv else ""
+    options = argv[1:]
+    if program == "nextflow" and "-bg" in options:
+        return "nextflow -bg run"
+    if program == "screen" and any(re.fullmatch(r"-\w*d\w*m\w*|-\w*m\w*d\w*", o) for o in options):
+        return "detached screen session"
+    if program == "tmux" and options[:1] in (["new"], ["new-session"]) and "-d" in options:
+        return "detached tmux session"
+    return None
+
+
 def _never_waited(script: Script, context: LintContext) -> Iterator[Finding]:
-    if "&" not in script.text:
+    if "&" not in script.text and not _DETACHES.search(script.text):
         return
     commands = _top(script)
     for index, command in enumerate(commands):
@@ -79,18 +97,30 @@ def _never_waited(script: Script, context: LintContext) -> Iterator[Finding]:
         if what is None:
             continue
         later = commands[index + 1 :]
-        if any(c.name in _KEEPS or (not c.background and c.name not in _QUICK) for c in later):
+        # a program that detached itself left no child: wait returns at once
+        keeps, quick = (_KEEPS, _QUICK) if command.background else (_KEEPS - {"wait"}, _WAIT)
+        if any(c.name in keeps or (not c.background and c.name not in quick) for c in later):
             return  # something waits, kills, or keeps the script running
-        line = script.line_of(command.start)
+        message, fix = _unwaited_text(what, command.background)
         yield script.finding(
-            line,
-            ERROR,
-            RULE_NEVER_WAITED.id,
+            script.line_of(command.start), ERROR, RULE_NEVER_WAITED.id, message, fix
+        )
+        return
+
+
+def _unwaited_text(what: str, with_ampersand: bool) -> tuple[str, str]:
+    if with_ampersand:
+        return (
             f"the {what} started here with & is never waited for: the script ends right "
             "after, and Slurm ends the job and kills it with the script",
             "end the script with wait (or run the last step in the foreground)",
         )
-        return
+    return (
+        f"the {what} started here detaches and returns at once, and no shell wait can "
+        "wait for it: the script ends right after, and Slurm ends the job and kills it "
+        "with the script",
+        "run it in the foreground (drop -bg / -d)",
+    )
 
 
 def _gpus_of(text: str | None) -> int | None:
