@@ -139,3 +139,20 @@ def test_the_same_program_in_the_foreground_or_kept_alive_is_fine() -> None:
     assert "background-never-waited" not in rules(NEXTFLOW.format(bg=""))
     kept = NEXTFLOW.format(bg="-bg") + "sleep 6d\n"
     assert "background-never-waited" not in rules(kept)
+
+
+def _by_task(array: str, names: str) -> str:
+    return (
+        f"#!/bin/bash\n#SBATCH -t 60\n#SBATCH --array={array}\n"
+        f"NAMES=(\n    {names}\n)\n"
+        "python make.py --task_name=${NAMES[$SLURM_ARRAY_TASK_ID]}\n"
+    )
+
+
+def test_an_array_range_past_the_last_element_gives_empty_values() -> None:
+    assert (7, "warning", "unset-variable-option") in found(_by_task("0-3%2", "a b c"))
+
+
+def test_an_array_range_within_the_list_is_fine() -> None:
+    for array, names in (("0-2", "a b c"), ("1-3", "x a b c"), ("0-2:2", 'a "b c" d # e f')):
+        assert "unset-variable-option" not in rules(_by_task(array, names)), array

@@ -16,6 +16,7 @@ options unreadable to the other rules (:mod:`slurmkit.lint.rules.groups`).
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
@@ -216,6 +217,7 @@ def _option_lines(script: Script, names: set[str]) -> dict[str, int]:
 def _unset_option(script: Script, context: LintContext) -> Iterator[Finding]:
     if "$" not in script.text or script.origin is not None:
         return  # a heredoc's job script: the outer shell may fill it in first
+    yield from _past_the_array(script)
     if not any(d.ignored is None for d in script.directives) or _sets_unknown_names(script.text):
         return  # a fragment, or a script that may set any name
     names = _lowercase_candidates(script)
@@ -236,6 +238,60 @@ def _unset_option(script: Script, context: LintContext) -> Iterator[Finding]:
             f"{shown} set nowhere in the script (lower-case: not from Slurm or a module): "
             "empty here, so the option loses its value or the test always goes one way",
             f"assign {sorted(found)[0]}=… before this line (or check its spelling)",
+        )
+
+
+# ``NAMES=( a b c )`` written out word by word: its length is known.
+_LITERAL_ARRAY = re.compile(r"(?m)^[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)=\(([^()$`*?\[{]*)\)")
+_BY_TASK = r"\$\{{{name}\[\$?\{{?SLURM_ARRAY_TASK_ID\}}?\]\}}"
+_ARRAY_PART = re.compile(r"(\d+)(?:-(\d+)(?::(\d+))?)?")
+
+
+def _last_task(spec: str) -> int | None:
+    """The highest task id of ``--array`` (``0-39%4``, ``1,3,5-9:2``); None: not literal."""
+    last = None
+    for part in spec.split("%", 1)[0].split(","):
+        match = _ARRAY_PART.fullmatch(part.strip())
+        if match is None:
+            return None
+        first, end, step = int(match[1]), match[2], int(match[3] or 1)
+        top = first if end is None else first + (int(end) - first) // max(step, 1) * step
+        last = top if last is None else max(last, top)
+    return last
+
+
+def _past_the_array(script: Script) -> Iterator[Finding]:
+    """``${NAMES[$SLURM_ARRAY_TASK_ID]}`` with --array going past the last element: the
+    last tasks get an empty value (a list one short of the range)."""
+    spec = script.job.value("array")
+    if not spec or "SLURM_ARRAY_TASK_ID]" not in script.text:
+        return
+    last = _last_task(spec)
+    if last is None:
+        return
+    arrays: dict[str, int] = {}
+    for match in _LITERAL_ARRAY.finditer(script.text):
+        name = match[1]
+        try:
+            words = shlex.split(match[2], comments=True)
+        except ValueError:
+            words = None
+        # assigned twice, or quotes lint cannot split: unknown
+        arrays[name] = -1 if name in arrays or words is None else len(words)
+    for name, size in arrays.items():
+        if size < 0 or last < size or re.search(rf"\b{name}\+=|\b{name}\[\w*\]=", script.text):
+            continue
+        use = re.search(_BY_TASK.format(name=name), script.text)
+        if use is None:
+            continue
+        yield script.finding(
+            script.text.count("\n", 0, use.start()) + 1,
+            WARNING,
+            RULE_UNSET_OPTION.id,
+            f"--array={spec} runs task {last}, but {name} holds {size} elements (0 to "
+            f"{size - 1}): ${{{name}[$SLURM_ARRAY_TASK_ID]}} is empty in the last "
+            f"{last - size + 1} task(s)",
+            f"--array=0-{size - 1}, or add the missing element(s) to {name}",
         )
 
 
