@@ -124,7 +124,9 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "when the batch script ends, Slurm ends the job and kills every step still "
         "running. A step or server started with & and followed only by quick commands "
         "(echo, rm, exit) runs for a moment and is killed: the job ends COMPLETED having "
-        "done nothing. Anything that keeps the script running (wait, a foreground step, "
+        "done nothing. So is a program that detaches itself (nextflow -bg, screen -dm, "
+        "tmux new -d), which no wait can wait for. Anything that keeps the script running "
+        "(wait after &, a foreground step, "
         "sleep, a polling loop) or kills it on purpose keeps this quiet.",
         'srun vllm serve "$MODEL" &\necho "server started"',
         "wait at the end of the script, or start the last step in the foreground.",
@@ -382,8 +384,11 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     "slurm-variable-unset": (
         "Slurm sets $SLURM_GPUS_PER_TASK, $SLURM_CPUS_PER_TASK, $SLURM_ARRAY_TASK_ID and "
         "the like only when the job asks for the option beside them: without it the value "
-        "is empty, and the option or count it fills is missing. Quiet where the script sets "
-        "it, tests it, or gives a default (${VAR:-1}), and where the header sets nothing.",
+        "is empty, and the option or count it fills is missing. Quiet "
+        "where the script sets "
+        "it, tests it, or gives a default (${VAR:-1}), and where the header sets nothing. "
+        "$SLURM_JOB_END_TIME and $SLURM_JOB_START_TIME are empty for every job before "
+        "Slurm 23.02, which first sets them (a default keeps it quiet).",
         "srun python t.py --gpus $SLURM_GPUS_PER_TASK   (no --gpus-per-task)",
         "#SBATCH --gpus-per-task=N, or ${SLURM_GPUS_PER_TASK:-1}.",
     ),
