@@ -10,7 +10,10 @@ import pytest
 from tests.fakes import FakeSlurm
 
 SAMPLES = Path(__file__).parent / "lint_samples"
-BAD = str(SAMPLES / "test-nodes.slurm")  # srun without -c: an error on 22.05 only
+BAD = str(SAMPLES / "test-nodes.slurm")  # srun without -c: a finding on 22.05 only
+# The same step held to 1 CPU per task (--exact), so an error at 22.05-23.02 on any cluster.
+BAD_TEXT = (SAMPLES / "test-nodes.slurm").read_text()
+BOUND_TEXT = BAD_TEXT.replace("srun --jobid", "srun --exact --jobid")
 CLEAN = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -c 4\nsrun -c 4 hostname\n"
 WARN_ONLY = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --array=1-2\n#SBATCH --output=out.log\nhostname\n"
 
@@ -34,10 +37,15 @@ def write(tmp_path: Path, name: str, text: str) -> str:
     return str(path)
 
 
-def test_errors_exit_1_with_file_line_severity_rule_and_fix(run_cli, sinfo) -> None:
-    result = run_cli("lint", BAD, exit_code=1)
+@pytest.fixture
+def bound(tmp_path: Path) -> str:
+    return write(tmp_path, "bound.slurm", BOUND_TEXT)
+
+
+def test_errors_exit_1_with_file_line_severity_rule_and_fix(run_cli, sinfo, bound) -> None:
+    result = run_cli("lint", bound, exit_code=1)
     first, fix = result.stdout.splitlines()
-    assert first.startswith(f"{BAD}:12: error: srun does not inherit #SBATCH --cpus-per-task=96")
+    assert first.startswith(f"{bound}:12: error: srun does not inherit #SBATCH --cpus-per-task=96")
     assert first.endswith("[srun-cpus-per-task]")
     assert fix.startswith("    fix: srun --cpus-per-task=$SLURM_CPUS_PER_TASK")
     assert "1 error, 0 warnings in 1 script (Slurm 22.05.8, from sinfo)" in result.stderr
@@ -51,15 +59,15 @@ def test_version_from_sinfo_decides(run_cli, sinfo) -> None:
     assert "0 errors, 0 warnings" in result.stderr and "24.11.5" in result.stderr
 
 
-def test_slurm_version_option_wins_and_asks_nobody(run_cli, sinfo) -> None:
-    run_cli("lint", "--slurm-version", "24.11", BAD, exit_code=0)
-    run_cli("lint", "--slurm-version", "23.02.7", BAD, exit_code=1)
+def test_slurm_version_option_wins_and_asks_nobody(run_cli, sinfo, bound) -> None:
+    run_cli("lint", "--slurm-version", "24.11", bound, exit_code=0)
+    run_cli("lint", "--slurm-version", "23.02.7", bound, exit_code=1)
     assert sinfo.calls == []
 
 
-def test_without_slurm_the_rules_of_every_version_apply(run_cli, sinfo, tmp_path) -> None:
+def test_without_slurm_the_rules_of_every_version_apply(run_cli, sinfo, tmp_path, bound) -> None:
     sinfo_version(sinfo, None)
-    result = run_cli("lint", BAD, exit_code=1)
+    result = run_cli("lint", bound, exit_code=1)
     assert "cannot read the Slurm version" in result.stderr
     assert "every version from 22.05 on" in result.stderr
     assert "on Slurm 22.05 to 23.02" in result.stdout
@@ -94,16 +102,16 @@ def test_explain_prints_why_example_fix_and_precision(run_cli, sinfo) -> None:
     run_cli("lint", "--explain", "no-such-rule", exit_code=2)
 
 
-def test_json_output(run_cli, sinfo, tmp_path) -> None:
+def test_json_output(run_cli, sinfo, tmp_path, bound) -> None:
     clean = write(tmp_path, "clean.slurm", CLEAN)
-    result = run_cli("lint", "--json", BAD, clean, exit_code=1)
+    result = run_cli("lint", "--json", bound, clean, exit_code=1)
     data = json.loads(result.stdout)
     assert data["slurm_version"] == "22.05.8" and data["version_source"] == "sinfo"
-    assert data["scripts"] == [BAD, clean]
+    assert data["scripts"] == [bound, clean]
     assert (data["errors"], data["warnings"]) == (1, 0)
     (finding,) = data["findings"]
     assert finding == {
-        "file": BAD,
+        "file": bound,
         "line": 12,
         "severity": "error",
         "rule": "srun-cpus-per-task",
@@ -115,8 +123,10 @@ def test_json_output(run_cli, sinfo, tmp_path) -> None:
 
 
 def test_stdin(run_cli, sinfo) -> None:
-    result = run_cli("lint", "-", input=(SAMPLES / "test-nodes.slurm").read_text(), exit_code=1)
+    result = run_cli("lint", "-", input=BOUND_TEXT, exit_code=1)
     assert result.stdout.startswith("-:12: error:")
+    plain = run_cli("lint", "-", input=BAD_TEXT, exit_code=0)  # depends on the cluster
+    assert plain.stdout.startswith("-:12: warning:")
 
 
 @pytest.mark.parametrize(

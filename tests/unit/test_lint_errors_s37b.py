@@ -58,7 +58,7 @@ def test_a_shell_after_options_from_a_variable_runs_the_real_program() -> None:
         'RUN="torchrun --nproc_per_node 4 train.py"',
         'srun $SRUN_ARGS --jobid $SLURM_JOBID bash -c "$RUN"',
     )
-    assert of_rule(text, "srun-cpus-per-task") == [(7, "error")]
+    assert of_rule(text, "srun-cpus-per-task") == [(7, "warning")]
     assert of_rule(text, "srun-cpus-per-task", V24) == []
 
 

@@ -41,12 +41,12 @@ CPT = HEAD + "#SBATCH --cpus-per-task=48\n"
     ("version", "expected"),
     [
         ("21.08.8", []),
-        ("22.05.0", [(5, "error", "srun-cpus-per-task")]),
-        ("22.05.8", [(5, "error", "srun-cpus-per-task")]),
-        ("23.02.7", [(5, "error", "srun-cpus-per-task")]),
+        ("22.05.0", [(5, "warning", "srun-cpus-per-task")]),
+        ("22.05.8", [(5, "warning", "srun-cpus-per-task")]),
+        ("23.02.7", [(5, "warning", "srun-cpus-per-task")]),
         ("23.11.0", []),
         ("24.11.5", []),
-        (None, [(5, "error", "srun-cpus-per-task")]),
+        (None, [(5, "warning", "srun-cpus-per-task")]),
     ],
 )
 def test_plain_srun_by_version(version: str | None, expected: list) -> None:
@@ -70,7 +70,7 @@ def test_explicit_cpus_satisfy_22_05(line: str) -> None:
 
 def test_exported_srun_cpus_per_task_counts_from_where_it_is_exported() -> None:
     text = CPT + "srun a\nexport SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK\nsrun b\n"
-    assert found(text, "22.05.8") == [(5, "error", "srun-cpus-per-task")]
+    assert found(text, "22.05.8") == [(5, "warning", "srun-cpus-per-task")]
     text = CPT + "SRUN_CPUS_PER_TASK=48\nexport SRUN_CPUS_PER_TASK\nsrun b\n"
     assert found(text, "23.02.7") == []
     text = CPT + "set -a\nSRUN_CPUS_PER_TASK=48\nsrun b\n"
@@ -101,7 +101,7 @@ def test_no_finding_without_cpus_to_lose_or_for_other_jobs_and_overlap() -> None
 
 def test_srun_inside_command_substitution_is_checked() -> None:
     assert found(CPT + "n=$(srun python count.py | wc -l)\n") == [
-        (5, "error", "srun-cpus-per-task")
+        (5, "warning", "srun-cpus-per-task")
     ]
 
 
@@ -338,7 +338,7 @@ def test_dos_line_breaks_are_one_finding_not_one_per_continued_line() -> None:
     crlf = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH -c 8\nsrun python t.py\n".replace("\n", "\r\n")
     assert found(crlf, "22.05") == [
         (1, "error", "dos-line-breaks"),
-        (4, "error", "srun-cpus-per-task"),
+        (4, "warning", "srun-cpus-per-task"),
     ]
 
 
@@ -409,18 +409,18 @@ def test_step_beside_a_background_step() -> None:
 
 def test_disable_on_the_line_above_or_the_same_line() -> None:
     base = CPT + "srun a\n"
-    assert found(base) == [(5, "error", "srun-cpus-per-task")]
+    assert found(base) == [(5, "warning", "srun-cpus-per-task")]
     above = CPT + "# slurmkit-lint: disable=srun-cpus-per-task\nsrun a\n"
     assert found(above) == []
     same = CPT + "srun a  # slurmkit-lint: disable=srun-cpus-per-task\n"
     assert found(same) == []
     two_above = CPT + "# slurmkit-lint: disable=srun-cpus-per-task\n\nsrun a\n"
-    assert found(two_above) == [(7, "error", "srun-cpus-per-task")]
+    assert found(two_above) == [(7, "warning", "srun-cpus-per-task")]
 
 
 def test_disable_other_rule_all_and_file() -> None:
     assert found(CPT + "srun a  # slurmkit-lint: disable=missing-time\n") == [
-        (5, "error", "srun-cpus-per-task")
+        (5, "warning", "srun-cpus-per-task")
     ]
     assert found(CPT + "srun a  # slurmkit-lint: disable=all\n") == []
     assert found(CPT + "srun a\nsrun b\n# slurmkit-lint: disable-file=srun-cpus-per-task\n") == []
@@ -432,7 +432,7 @@ def test_disable_other_rule_all_and_file() -> None:
 
 def test_disable_with_a_typo_is_reported() -> None:
     assert found(CPT + "srun a  # slurmkit-lint: disable=srun-cpu-per-task\n") == [
-        (5, "error", "srun-cpus-per-task"),
+        (5, "warning", "srun-cpus-per-task"),
         (5, "warning", "unknown-rule"),
     ]
 
@@ -449,4 +449,4 @@ def test_an_srun_without_a_command_starts_no_step() -> None:
     """`time srun` alone: srun exits at option parsing ("No command given to execute.",
     src/srun/opt.c) before any step exists, so no step rule speaks of its CPUs."""
     text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH -c 8\ntime srun\nsrun python t.py\n"
-    assert found(text, "22.05") == [(5, "error", "srun-cpus-per-task")]
+    assert found(text, "22.05") == [(5, "warning", "srun-cpus-per-task")]

@@ -23,16 +23,16 @@ ON_22_05 = {
     "cpus-per-task-before.slurm": [
         (1, "error", "missing-shebang"),
         (1, "info", "missing-time"),
-        (4, "error", "srun-cpus-per-task"),
+        (4, "warning", "srun-cpus-per-task"),
     ],
     "sigusr1.slurm": [(1, "error", "missing-shebang")],
-    "dcmi-1n.slurm": [(2, "info", "missing-time"), (12, "error", "srun-cpus-per-task")],
-    "test-nodes.slurm": [(12, "error", "srun-cpus-per-task")],
+    "dcmi-1n.slurm": [(2, "info", "missing-time"), (12, "warning", "srun-cpus-per-task")],
+    "test-nodes.slurm": [(12, "warning", "srun-cpus-per-task")],
     "test-nodes-nccl.slurm": [
         (15, "error", "gpus-per-node-mismatch"),
-        (59, "error", "srun-cpus-per-task"),
+        (59, "warning", "srun-cpus-per-task"),
     ],
-    "test-nodes-torch-distributed.slurm": [(14, "error", "srun-cpus-per-task")],
+    "test-nodes-torch-distributed.slurm": [(14, "warning", "srun-cpus-per-task")],
     # --gres=gpu:0 without --overlap: blocks behind the training on 20.11+ (seen on 22.05.8)
     "pyspy-monitor.sh": [(1, "info", "srun-without-overlap")],
 }
@@ -81,7 +81,11 @@ def test_the_cpus_template_is_clean_only_thanks_to_its_disable_comments() -> Non
     stripped = "\n".join(line for line in text.splitlines() if "slurmkit-lint" not in line)
     on_22 = lint_text(stripped, "t", LintContext(SlurmVersion(22, 5, 8)))
     on_24 = lint_text(stripped, "t", LintContext(SlurmVersion(24, 11, 5)))
-    assert [(f.severity, f.rule) for f in on_22] == [("error", "srun-cpus-per-task")] * 2
+    # the plain srun depends on the cluster's binding; the --exact one binds each task
+    assert [(f.severity, f.rule) for f in on_22] == [
+        ("warning", "srun-cpus-per-task"),
+        ("error", "srun-cpus-per-task"),
+    ]
     # SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK is the job's own value: from 23.11 srun
     # ignores it but takes the job's --cpus-per-task, so nothing is lost.
     assert on_24 == []

@@ -214,12 +214,17 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
         if one_cpu_helper(srun) or one_thread_per_task(srun) or cpus_in_variable(srun):
             continue
         env = srun.env.get(SRUN_ENV)
+        binding = task_binding(script, srun)
         if env is None and context.may_not_inherit and job_cpus and job_cpus > 1:
+            if binding == UNBOUND:
+                continue
             yield script.finding(
                 srun.line,
-                ERROR,
+                ERROR if binding == BOUND else WARNING,
                 RULE_SRUN.id,
-                _not_inherited(script, srun, job_cpus, setting.line if setting else 0, context),
+                _not_inherited(
+                    script, srun, job_cpus, setting.line if setting else 0, context, binding
+                ),
                 f"{FIX}, or export {SRUN_ENV}=$SLURM_CPUS_PER_TASK before srun "
                 f"(read only by {NO_INHERIT_RANGE})",
             )
@@ -234,6 +239,59 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
                 "--cpus-per-task instead, so a different value here is silently lost",
                 f"pass the CPUs to srun itself: {FIX}",
             )
+
+
+BOUND, UNBOUND, DEPENDS = "bound", "unbound", "depends"
+# srun options (and the variables srun reads them from) that give the step only what it asks
+# for (--exact) or set a bind unit that task/affinity holds each task to (srun's opt.c).
+_EXACT_SRUN, _EXACT_ENV = ("exact", "exclusive"), ("SLURM_EXACT", "SLURM_EXCLUSIVE")
+_UNIT_SRUN = ("hint", "ntasks-per-core", "ntasks-per-socket", "threads-per-core")
+_UNIT_ENV = ("SLURM_HINT", "SLURM_NTASKS_PER_CORE", "SLURM_THREADS_PER_CORE")
+# sbatch exports the job's --ntasks-per-core as SLURM_NTASKS_PER_CORE, which srun reads.
+_UNIT_JOB = ("ntasks-per-core",)
+# --cpu-bind words that only say how verbose it is, and those that turn binding off.
+_BIND_VERBOSITY = frozenset({"verbose", "v", "quiet", "q"})
+_BIND_OFF = frozenset({"none", "no"})
+
+
+def task_binding(script: Script, srun: Srun) -> str:
+    """Is each task of this step held to the 1 CPU srun asks for on 22.05 to 23.02?
+
+    Without --exact the step is whole (SSF_WHOLE) and holds every CPU of the job on the
+    node. task/affinity then binds a task to its 1 CPU only under a bind unit: one set
+    here is certain (BOUND); --cpu-bind=none keeps the step's whole mask (UNBOUND);
+    otherwise the site's TaskPluginParam autobind or CpuBind decides (DEPENDS), and even
+    one task per node is bound on such a site.
+    """
+    if srun.has(*_EXACT_SRUN) or any(name in srun.env for name in _EXACT_ENV):
+        return BOUND
+    bind = _cpu_bind(srun)
+    if bind != DEPENDS:
+        return bind
+    if srun.has(*_UNIT_SRUN) or any(name in srun.env for name in _UNIT_ENV):
+        return BOUND
+    return BOUND if any(script.job.get(name) is not None for name in _UNIT_JOB) else DEPENDS
+
+
+def _cpu_bind(srun: Srun) -> str:
+    """What --cpu-bind (or SLURM_CPU_BIND, which srun reads when the option is absent) says.
+
+    A value from a variable or one that only sets verbosity leaves it to the site.
+    """
+    option = srun.option("cpu-bind", "cpu_bind")  # the old spelling still works
+    env = srun.env.get("SLURM_CPU_BIND")
+    if option is not None:
+        value = option.value
+    elif env is not None and env.value is not None and env.value.literal:
+        value = env.value.text
+    else:
+        return BOUND if env is not None and env.value is not None else DEPENDS
+    if value is None or "$" in value:
+        return DEPENDS
+    words = {w for w in value.strip().strip("\"'").lower().split(",") if w}
+    if words & _BIND_OFF:
+        return UNBOUND
+    return BOUND if words - _BIND_VERBOSITY else DEPENDS
 
 
 def _the_jobs(env: Binding, job_cpus: int | None) -> bool:
@@ -251,13 +309,19 @@ def _the_jobs(env: Binding, job_cpus: int | None) -> bool:
 
 
 def _not_inherited(
-    script: Script, srun: Srun, job_cpus: int, line: int, context: LintContext
+    script: Script, srun: Srun, job_cpus: int, line: int, context: LintContext, binding: str
 ) -> str:
     where = f" (line {script.shown(line)})" if line else ""
+    effect = (
+        "each task of this step is bound to 1 CPU and its threads and data loaders crawl"
+        if binding == BOUND
+        else "it depends on the cluster's binding: on clusters that bind tasks "
+        "(TaskPluginParam autobind, CpuBind, --exact steps) each task gets 1 CPU; "
+        "`slurmkit cpus check` measures yours"
+    )
     message = (
         f"srun does not inherit #SBATCH --cpus-per-task={job_cpus}{where} "
-        f"{context.on_versions(f'on Slurm {NO_INHERIT_RANGE}')}: each task of this step gets "
-        "1 CPU and its data loaders crawl"
+        f"{context.on_versions(f'on Slurm {NO_INHERIT_RANGE}')}: {effect}"
     )
     unexported = srun.shell.get(SRUN_ENV)
     if unexported is not None:
@@ -309,8 +373,10 @@ def _literal_int(binding: Binding) -> int | None:
 RULE_SRUN = Rule(
     "srun-cpus-per-task",
     ERROR,
-    "--cpus-per-task does not reach srun (22.05-23.02: error without srun -c or "
-    "SRUN_CPUS_PER_TASK; 23.11+: warning when relying on SRUN_CPUS_PER_TASK alone)",
+    "--cpus-per-task does not reach srun (22.05-23.02 without srun -c or "
+    "SRUN_CPUS_PER_TASK: error when the step binds each task, such as --exact, "
+    "--cpu-bind=cores or SLURM_CPU_BIND, else warning; 23.11+: warning when relying on "
+    "SRUN_CPUS_PER_TASK alone)",
     _srun_cpus,
 )
 RULE_SLURM_ENV = Rule(
