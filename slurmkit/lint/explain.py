@@ -69,9 +69,13 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH --array=0-9%1 to run them one after another.",
     ),
     "srun-cpus-per-task": (
-        "on Slurm 22.05-23.02 srun does not read SLURM_CPUS_PER_TASK: each task of a step "
-        "gets 1 CPU however many the job asked for, and data loaders or OpenMP threads "
-        "crawl on it.",
+        "on Slurm 22.05-23.02 srun does not read SLURM_CPUS_PER_TASK and asks for 1 CPU "
+        "per task. Error when the step binds each task (srun --exact, --cpu-bind=cores, "
+        "--hint, --ntasks-per-core, or SLURM_CPU_BIND exported): each task gets 1 CPU however "
+        "many the job asked for, and data loaders or OpenMP threads crawl on it. Warning "
+        "otherwise: a plain srun holds all of the job's CPUs and its tasks keep them unless "
+        "the cluster binds tasks (TaskPluginParam autobind, CpuBind); `slurmkit cpus check` "
+        "measures yours. --cpu-bind=none keeps them: no finding.",
         "#SBATCH --cpus-per-task=16\nsrun python train.py",
         "srun --cpus-per-task=$SLURM_CPUS_PER_TASK …, or export "
         "SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK before the srun.",

@@ -67,7 +67,16 @@ def test_a_job_with_ntasks_per_core_binds_its_steps() -> None:
 
 
 @pytest.mark.parametrize(
-    "step", ["srun python train.py", "srun -n1 python train.py", "srun --cpu-bind=verbose a"]
+    "step",
+    [
+        "srun python train.py",
+        "srun -n1 python train.py",
+        "srun --cpu-bind=verbose a",
+        # a socket unit widens each task to the step's CPUs on its socket (_expand_masks)
+        "srun --cpu-bind=sockets python train.py",
+        "srun --ntasks-per-socket=1 python train.py",
+        "srun --cpu-bind=mask_cpu:0xff python train.py",
+    ],
 )
 def test_a_plain_step_depends_on_the_site_so_it_is_a_warning(step: str) -> None:
     findings = [f for f in lint_text(job(step), "t.slurm", V22) if f.rule == RULE]

@@ -243,15 +243,18 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
 
 BOUND, UNBOUND, DEPENDS = "bound", "unbound", "depends"
 # srun options (and the variables srun reads them from) that give the step only what it asks
-# for (--exact) or set a bind unit that task/affinity holds each task to (srun's opt.c).
+# for (--exact) or bind each task to a core or thread (srun's opt.c, proc_args.c). Socket
+# units (--ntasks-per-socket, --cpu-bind=sockets or ldoms) widen a task to the step's CPUs
+# on its socket, which may be all of them: not certain.
 _EXACT_SRUN, _EXACT_ENV = ("exact", "exclusive"), ("SLURM_EXACT", "SLURM_EXCLUSIVE")
-_UNIT_SRUN = ("hint", "ntasks-per-core", "ntasks-per-socket", "threads-per-core")
+_UNIT_SRUN = ("hint", "ntasks-per-core", "threads-per-core")
 _UNIT_ENV = ("SLURM_HINT", "SLURM_NTASKS_PER_CORE", "SLURM_THREADS_PER_CORE")
 # sbatch exports the job's --ntasks-per-core as SLURM_NTASKS_PER_CORE, which srun reads.
 _UNIT_JOB = ("ntasks-per-core",)
-# --cpu-bind words that only say how verbose it is, and those that turn binding off.
-_BIND_VERBOSITY = frozenset({"verbose", "v", "quiet", "q"})
+# --cpu-bind words that turn binding off, and those that hold a task to one core or thread
+# (rank and map_cpu:LIST name one CPU per task). mask_cpu gives what its masks say.
 _BIND_OFF = frozenset({"none", "no"})
+_BIND_ONE = frozenset({"cores", "threads", "rank", "map_cpu"})
 
 
 def task_binding(script: Script, srun: Srun) -> str:
@@ -276,7 +279,7 @@ def task_binding(script: Script, srun: Srun) -> str:
 def _cpu_bind(srun: Srun) -> str:
     """What --cpu-bind (or SLURM_CPU_BIND, which srun reads when the option is absent) says.
 
-    A value from a variable or one that only sets verbosity leaves it to the site.
+    A value from a variable, a socket unit or verbosity alone leaves it to the site.
     """
     option = srun.option("cpu-bind", "cpu_bind")  # the old spelling still works
     env = srun.env.get("SLURM_CPU_BIND")
@@ -288,10 +291,10 @@ def _cpu_bind(srun: Srun) -> str:
         return BOUND if env is not None and env.value is not None else DEPENDS
     if value is None or "$" in value:
         return DEPENDS
-    words = {w for w in value.strip().strip("\"'").lower().split(",") if w}
+    words = {w.split(":")[0] for w in value.strip().strip("\"'").lower().split(",")}
     if words & _BIND_OFF:
         return UNBOUND
-    return BOUND if words - _BIND_VERBOSITY else DEPENDS
+    return BOUND if words & _BIND_ONE else DEPENDS
 
 
 def _the_jobs(env: Binding, job_cpus: int | None) -> bool:
@@ -313,7 +316,8 @@ def _not_inherited(
 ) -> str:
     where = f" (line {script.shown(line)})" if line else ""
     effect = (
-        "each task of this step is bound to 1 CPU and its threads and data loaders crawl"
+        "each task of this step is bound to 1 CPU (a core or a thread) and its threads and "
+        "data loaders crawl"
         if binding == BOUND
         else "it depends on the cluster's binding: on clusters that bind tasks "
         "(TaskPluginParam autobind, CpuBind, --exact steps) each task gets 1 CPU; "
