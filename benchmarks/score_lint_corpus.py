@@ -279,6 +279,27 @@ def _repositories(directories: tuple[Path, ...]) -> set[str]:
     return repos
 
 
+SMALLEST_TEST_SHARE = 0.3  # of all scripts (issue 32 item 1)
+
+
+def _too_small(test: tuple[Path, ...], dev: tuple[Path, ...]) -> str:
+    """Why the test part may not be scored yet: it is under 30% of the corpus.
+
+    A test part is scored once and is spent from then on, so scoring one that is too small
+    to count would waste it: it is topped up with fresh repositories first.
+    """
+    size = sum(len(scripts(d)) for d in test)
+    whole = size + sum(len(scripts(d)) for d in dev)
+    if size >= SMALLEST_TEST_SHARE * whole:
+        return ""
+    need = -(-(SMALLEST_TEST_SHARE * whole - size) // (1 - SMALLEST_TEST_SHARE))
+    return (
+        f"{size} of {whole} scripts ({100 * size / whole:.0f}%), under the "
+        f"{SMALLEST_TEST_SHARE:.0%} it must hold: add at least {int(need)} scripts from new "
+        "repositories before scoring it (a scored part is spent)"
+    )
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=sorted(PARTS), required=True)
@@ -299,6 +320,9 @@ def main(argv: list[str]) -> int:
             where = directory.relative_to(ROOT)
             print(f"score_lint_corpus: part {args.part}: {where}/ {state}", file=sys.stderr)
             return 2
+    if args.part == "test" and (short := _too_small(directories, PARTS["dev"])):
+        print(f"score_lint_corpus: part test: {short}", file=sys.stderr)
+        return 2
     count = sum(len(scripts(d)) for d in directories)
     subsets = " + ".join(f"{_subset(d)} {len(scripts(d))}" for d in directories)
     print(
