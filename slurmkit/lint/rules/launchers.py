@@ -321,8 +321,9 @@ def _job_nodes(script: Script) -> int:
 def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
     """Only launchers srun starts: in the batch step (or via pdsh) a launcher runs once."""
     steps = [(s, srun_launcher(script, s)) for s in script.sruns]
+    local_first = "SLURM_LOCALID" in script.text  # once: the script may be 40,000 lines
     for srun, name in [(s, name) for s, name in steps if name]:
-        if launcher_kind(name) == SERVER or _no_extra_workers(script, srun):
+        if launcher_kind(name) == SERVER or _no_extra_workers(script, srun, local_first):
             continue
         count, line, how = _tasks_per_node(script, srun)
         if count is None:
@@ -343,14 +344,15 @@ def _launcher_tasks(script: Script, context: LintContext) -> Iterator[Finding]:
 _LOCAL_FIRST = re.compile(r"SLURM_LOCALID\}?[\"']?\s*(?:-eq|==?)\s*[\"']?0(?!\d)")
 
 
-def _no_extra_workers(script: Script, srun: Srun) -> bool:
+def _no_extra_workers(script: Script, srun: Srun, local_first: bool) -> bool:
     """Whether the step starts its launcher from the first task of each node only, or
     each task's launcher starts one worker (``--nproc_per_node 1``: the tasks are the
-    launcher's nodes, one worker per GPU in all)."""
+    launcher's nodes, one worker per GPU in all). ``local_first``: the script names
+    SLURM_LOCALID at all."""
     text = script.expanded_source(script.source(srun.command))
     if {int(m["n"]) for m in _PROC_ARGS.finditer(text)} == {1}:
         return True
-    return "SLURM_LOCALID" in script.text and _LOCAL_FIRST.search(text) is not None
+    return local_first and _LOCAL_FIRST.search(text) is not None
 
 
 _ONE_PER_NODE = (
