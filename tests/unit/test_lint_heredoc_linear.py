@@ -7,10 +7,14 @@ Counted, not timed: the size of every text that lint parses.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 import pytest
 
 import slurmkit.lint.script as script_module
 from slurmkit.lint import LintContext, SlurmVersion, lint_text
+from slurmkit.lint.rules import commands
 
 CONTEXT = LintContext(SlurmVersion(22, 5, 0), "option")
 
@@ -71,3 +75,27 @@ def test_a_heredoc_inside_a_heredoc_is_numbered_in_the_file() -> None:
     assert [f.line for f in found] == [12]
     assert "(line 11)" in found[0].message
     assert found[0].message.endswith("(in the job script that line 8 feeds to sbatch, its line 4)")
+
+
+class _CountingPattern:
+    """A compiled pattern that counts its whole-text scans."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern, self.scans = pattern, 0
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        self.scans += 1
+        return self.pattern.finditer(text)
+
+
+def test_the_loop_variables_are_read_once_not_once_per_tee(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tee-without-pipefail once read every ``for`` variable of the whole text for each tee
+    (40,000 pipelines: quadratic); the script's loops are read once per script."""
+    counting = _CountingPattern(commands._FOR_VARIABLE)
+    monkeypatch.setattr(commands, "_FOR_VARIABLE", counting)
+    pipes = "".join(f"srun python t.py --seed {i} | tee log{i}\n" for i in range(200))
+    found = lint_text("#!/bin/bash\n#SBATCH -t 10\n" + pipes + "echo done\n", "t", CONTEXT)
+    assert sum(f.rule == "tee-without-pipefail" for f in found) == 200
+    assert counting.scans == 1

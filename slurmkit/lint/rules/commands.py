@@ -56,15 +56,15 @@ def _last_command_start(script: Script) -> int:
 _FOR_VARIABLE = re.compile(r"(?m)(?:^|[;&|({]|\bdo|\bthen|\belse)[ \t]*for[ \t]+(\w+)[ \t]+in\b")
 
 
-def _per_iteration_log(script: Script, command: Command, last_start: int) -> bool:
+def _per_iteration_log(command: Command, last_start: int, loop_names: set[str]) -> bool:
     """``for i in $(seq $NEXP); do run | tee log_$i; check log_$i || true; done``: each
     iteration is one run with its own log (trials, seeds). Under set -e, pipefail would
     end the remaining runs at the first failure, and the pipeline's status is not the
-    job's (a later command's is): carrying on is the loop's design, not a lost status."""
+    job's (a later command's is): carrying on is the loop's design, not a lost status.
+    ``loop_names``: the script's ``for`` variables, read once (not once per tee)."""
     if command.end >= last_start:
         return False
-    names = {m[1] for m in _FOR_VARIABLE.finditer(script.text)}
-    return any(word.expands & names for word in command.argv[1:])
+    return any(word.expands & loop_names for word in command.argv[1:])
 
 
 def _tested_by_fallback(script: Script, command: Command) -> bool:
@@ -80,12 +80,13 @@ def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
     last_start = _last_command_start(script)
     judged_from = last_start if _best_effort(script) else 0
     hiding: list[Command] = []
+    loop_names = {m[1] for m in _FOR_VARIABLE.finditer(script.text)}
     for command in script.commands:
         if command.name != "tee" or not command.after_pipe or command.pipeline is None:
             continue
         if (start is not None and start < command.start) or command.end < judged_from:
             continue
-        if _per_iteration_log(script, command, last_start):
+        if _per_iteration_log(command, last_start, loop_names):
             # a loop of runs that goes on past a failed one: the job's status reports no
             # run, so neither does a pipeline before the loop (a prelude's NCCL test)
             hiding = []
