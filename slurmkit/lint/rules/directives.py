@@ -87,7 +87,7 @@ def _commented_command(directive: Directive) -> bool:
     The magic word is not #SBATCH, and the line holds shell redirections, pipes or a
     word that is no option (the script to submit): a command, not a directive.
     """
-    if directive.text.startswith(MAGIC) or directive.text.lstrip().startswith(MAGIC):
+    if directive.text.lstrip().startswith(MAGIC):
         return False
     rest = directive.text.lstrip()[len(MAGIC) :]
     return bool(_SHELL_OPERATOR.search(rest)) or _names_a_script(rest)

@@ -24,7 +24,7 @@ from slurmkit.lint.sbatch_table import (
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import mask_templates
 from slurmkit.sbatch.directives import MAGIC, sbatch_words
-from slurmkit.sbatch.options import LONG_FLAGS
+from slurmkit.sbatch.options import LONG_FLAGS, SHORT
 from slurmkit.slurm.records import SlurmVersion
 
 # Dashes that look like "-" but are other characters (word processors, web pages).
@@ -177,7 +177,6 @@ _COUNTS = frozenset(
         "gpus-per-socket",
     }
 )
-_SHORT_NAMES = {"c": "cpus-per-task", "n": "ntasks", "N": "nodes", "G": "gpus"}
 _SHELL_VARIABLE = re.compile(r"\$(?:\{?[A-Za-z]|\()")
 _SHELL_BRACES = re.compile(r"\$\{[A-Za-z]\w*\}")
 
@@ -299,8 +298,9 @@ def _long(word: str, following: str, table: frozenset[str]) -> int | tuple[str, 
     """Words ``--word`` takes (1 or 2), or (severity, complaint) as getopt reads it."""
     name, has_value, value = word.partition("=")
     matches = match_long(name, table)
-    if not matches and spank_plugin(name):
-        return INFO, f"--{name} is an option of the {spank_plugin(name)} SPANK plugin"
+    plugin = None if matches else spank_plugin(name)
+    if plugin:
+        return INFO, f"--{name} is an option of the {plugin} SPANK plugin"
     if not matches:
         return ERROR, f"--{name} is not an sbatch option"
     if len(matches) > 1:
@@ -334,7 +334,7 @@ def _short(word: str, following: str, table: frozenset[str]) -> int | str:
     for position, letter in enumerate(word[1:], start=1):
         if letter in SHORT_WITH_VALUE:
             glued = word[position + 1 :]
-            option = _SHORT_NAMES.get(letter, "")
+            option = SHORT.get(letter, "")
             refused = _refused_value(f"-{letter}", option, glued or following)
             if refused:
                 return refused
