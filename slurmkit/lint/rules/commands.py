@@ -22,13 +22,11 @@ _ONLY = ("nodelist",)
 _EXCEPT = ("exclude",)
 
 
-# ``cmd || echo "WARN: …"``: the script turns this failure into a message on purpose.
-_TOLERATED = re.compile(r"\|\|[ \t]*(?:echo|printf|true|:)(?=[\s;)]|$)")
-_TOLERATED_AFTER = re.compile(r"[ \t]*(?:\\\n[ \t]*)*" + _TOLERATED.pattern)
-
-
 # ``cmd || echo "WARN: …"``: a failure reported and passed over (``|| true`` only silences).
 _WARNS = re.compile(r"\|\|[ \t]*(?:echo|printf)(?=[\s;)]|$)")
+# Right after a command (over continued lines), ``|| echo …``/``|| true``: the script
+# turns this failure into a message, or passes over it, on purpose.
+_TOLERATED_AFTER = re.compile(r"[ \t]*(?:\\\n[ \t]*)*\|\|[ \t]*(?:echo|printf|true|:)(?=[\s;)]|$)")
 
 
 def _best_effort(script: Script) -> bool:

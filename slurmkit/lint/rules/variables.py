@@ -285,7 +285,7 @@ def _past_the_array(script: Script) -> Iterator[Finding]:
         if use is None:
             continue
         yield script.finding(
-            script.text.count("\n", 0, use.start()) + 1,
+            script.line_of(use.start()),
             WARNING,
             RULE_UNSET_OPTION.id,
             f"--array={spec} runs task {last}, but {name} holds {size} elements (0 to "
