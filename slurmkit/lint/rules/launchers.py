@@ -70,9 +70,8 @@ NODE_VARIABLES = ("NNODES", "NUM_NODES", "N_NODES", "NNODE")
 _NODE_ARGS = re.compile(
     r"--(?P<opt>nnodes|num_nodes|num-nodes|num_machines|num-machines)[= ]+(?P<n>\d+(?::\d+)?)\b"
 )
-_PROC_ARGS = re.compile(
-    r"--(?P<opt>nproc_per_node|nproc-per-node|num_gpus|num-gpus)[= ]+(?P<n>\d+)\b"
-)
+_WORKER_OPTIONS = r"nproc_per_node|nproc-per-node|num_gpus|num-gpus"
+_PROC_ARGS = re.compile(rf"--(?P<opt>{_WORKER_OPTIONS})[= ]+(?P<n>\d+)\b")
 # accelerate's total over every machine, and its machine count (to_int reads a literal)
 _TOTAL_PROCS = re.compile(r"--(?P<opt>num_processes|num-processes)[= ]+(?P<n>\d+)\b")
 _MACHINES = re.compile(r"--(?:num_machines|num-machines)[= ]+[\"']?(?P<n>[^\s\\\"']+)")
@@ -359,9 +358,7 @@ _ONE_PER_NODE = (
     "one launcher per node: --ntasks-per-node=1 (the launcher's --nproc_per_node sets the "
     "workers per node)"
 )
-_WORKERS_TEXT = re.compile(
-    r"--(?:nproc_per_node|nproc-per-node|num_gpus|num-gpus)[= ]+[\"']?(?P<v>\$\{?\w+\}?)"
-)
+_WORKERS_TEXT = re.compile(rf"--(?:{_WORKER_OPTIONS})[= ]+[\"']?(?P<v>\$\{{?\w+\}}?)")
 
 
 def _tasks_as_workers(script: Script, srun: Srun, name: str) -> Iterator[Finding]:
