@@ -93,6 +93,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
 # (data loaders, ranks) whatever it says, and shells and containers may run them.
 _WRAPPERS = frozenset({"singularity", "apptainer", "shifter", "podman", "docker", "enroot"})
 _INTERPRETERS = re.compile(r"python|torchrun|accelerate|deepspeed|ray|julia|Rscript|java")
+_RUNS_ANOTHER = _SHELLS | _WRAPPERS
 
 
 def _base(word: str) -> str:
@@ -168,7 +169,7 @@ def one_thread_per_task(srun: Srun) -> bool:
     if threads is None or threads.value is None or threads.value.text.strip() != "1":
         return False
     words = step_program(srun)
-    if not words or any(w.literal and _base(w.text) in _SHELLS | _WRAPPERS for w in words):
+    if not words or any(w.literal and _base(w.text) in _RUNS_ANOTHER for w in words):
         return False  # runs something else, which the string or image names
     return not any(_INTERPRETERS.search(word.text) for word in words)
 
@@ -214,8 +215,8 @@ def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
         if one_cpu_helper(srun) or one_thread_per_task(srun) or cpus_in_variable(srun):
             continue
         env = srun.env.get(SRUN_ENV)
-        binding = task_binding(script, srun)
         if env is None and context.may_not_inherit and job_cpus and job_cpus > 1:
+            binding = task_binding(script, srun)
             if binding == UNBOUND:
                 continue
             yield script.finding(
