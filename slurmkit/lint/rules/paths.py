@@ -96,9 +96,10 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     chdir = _setting(script, "chdir", table)
     if chdir is not None and chdir.value and _template(chdir.value):
         return
-    if chdir is not None and chdir.value and _literal_variable(script, chdir.value):
+    word = _literal_variable(script, chdir.value) if chdir is not None and chdir.value else None
+    if chdir is not None and word:
         if not logs or any(not posixpath.isabs(s.value or "") for s in logs):
-            yield _literal_chdir(script, chdir)
+            yield _literal_chdir(script, chdir, word)
         return
     made: dict[str, int] | None = None
     for setting in logs:
@@ -110,8 +111,9 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         if _template(directory):
             continue
-        if _literal_variable(script, directory):
-            yield _literal_log_dir(script, setting, directory)
+        word = _literal_variable(script, directory)
+        if word:
+            yield _literal_log_dir(script, setting, directory, word)
             continue
         if not _known(directory):
             continue
@@ -213,8 +215,7 @@ def _literal_variable(script: Script, path: str) -> str | None:
     return match.group(0).lstrip("/") if match else None
 
 
-def _literal_log_dir(script: Script, setting: Setting, directory: str) -> Finding:
-    word = _literal_variable(script, directory)
+def _literal_log_dir(script: Script, setting: Setting, directory: str, word: str) -> Finding:
     return script.finding(
         setting.line,
         ERROR,
@@ -227,8 +228,7 @@ def _literal_log_dir(script: Script, setting: Setting, directory: str) -> Findin
     )
 
 
-def _literal_chdir(script: Script, setting: Setting) -> Finding:
-    word = _literal_variable(script, setting.value or "")
+def _literal_chdir(script: Script, setting: Setting, word: str) -> Finding:
     return script.finding(
         setting.line,
         ERROR,
