@@ -189,7 +189,8 @@ def read_directives(
     ``mask``: applied to a directive's text before it is split, so that a template tag
     (``{{ log_dir }}``) is one unknown word, not words split at its blanks (lint passes
     its ``mask_templates``: it reads templates; sbatch never sees a tag). The options
-    of an ignored line are not read: nothing uses them.
+    of an ignored line are not read here, since sbatch never reads them; lint's
+    ``sbatch-directive-ignored`` parses one itself, raw, to compare it with the header.
     """
     found: list[Directive] = []
     header = True
