@@ -28,6 +28,8 @@ _C_LOOP = re.compile(
     r"^for\s*\(\(\s*\w+\s*=\s*(\d+)\s*;\s*\w+\s*<\s*\$?\{?(SLURM_NNODES|SLURM_JOB_NUM_NODES)"
     r"\}?\s*;[^)]*\)\)\s*;?\s*(?:do)?\s*$"
 )
+# The first words that open, divide or close what dead_lines judges.
+_KEYWORDS = frozenset({"if", "elif", "else", "fi", "fi;", "for", "while", "until", "done", "done;"})
 _COMPARE = {
     "-eq": lambda a, b: a == b,
     "==": lambda a, b: a == b,
@@ -63,8 +65,10 @@ def dead_lines(script: Script) -> set[int]:
     # (kind, [(branch keyword line, verdict)], ...): an if's branches, or a loop.
     stack: list[tuple[str, list[tuple[int, bool | None]]]] = []
     for number, raw in lines:
-        line = raw.strip()
-        first = line.split(None, 1)[0] if line else ""
+        words = raw.split(None, 1)  # the same first word as the stripped line's
+        if not words or words[0] not in _KEYWORDS:
+            continue  # most lines: judged without stripping them
+        first, line = words[0], raw.strip()
         if first in ("if", "elif"):
             verdict = _verdict(line, known)
             if first == "if":

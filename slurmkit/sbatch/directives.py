@@ -195,6 +195,8 @@ def read_directives(
     found: list[Directive] = []
     header = True
     for number, line in enumerate(lines, start=1):
+        if not header and "#" not in line:
+            continue  # after the header only a #SBATCH-looking line counts
         stripped = line.lstrip()
         looks = stripped[: len(MAGIC)].upper() == MAGIC
         if not header and looks and comments is not None and number not in comments:
