@@ -24,9 +24,12 @@ INDENTED = "indented"
 WRONG_CASE = "wrong-case"
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)
 class Directive:
-    """One ``#SBATCH`` line; ``ignored`` says why sbatch does not read it (None: it does)."""
+    """One ``#SBATCH`` line; ``ignored`` says why sbatch does not read it (None: it does).
+
+    Read-only by convention, not frozen (as :class:`~slurmkit.sbatch.options.Option`).
+    """
 
     line: int
     text: str
