@@ -65,17 +65,31 @@ def _harmless(script: Script, srun: Srun, text: str, value: str, via: str) -> bo
       ``--master_addr``, ``--main_process_ip``, ipengine's ``--location``, a
       ``--dist-url``, or a variable named like ``MASTER_ADDR`` or ``DISPATCHER_SERVER``):
       the first node, where the batch step started the peer, is the one meant.
+    - The same through a variable, judged where the step uses it: ``MAIN=$(hostname)``
+      then ``srun python x.py --init_method tcp://$MAIN:3456`` names the first node.
     Any other use of the value (``RANK=$SLURM_PROCID``) still counts.
     """
+    if via and _harmless_uses(script, srun, script.source(srun.command), value, _ref(via)):
+        return True
     if value.startswith("$("):
         if via and _ADDRESS_NAME.search(via):
             return True
-        uses = re.findall("(" + _ROLE + "|" + _ADDRESS + ")?" + _HOSTNAME, text)
-        return bool(uses) and all(uses)
-    name = re.escape(value[1:])
-    uses = re.findall(
-        "(" + _ROLE + ")?(" + _NODE_RANK + r")?\$(?:\{" + name + r"\}|" + name + r"\b)", text
-    )
+        return _harmless_uses(script, srun, text, value, _HOSTNAME)
+    return _harmless_uses(script, srun, text, value, _ref(value[1:]))
+
+
+def _ref(name: str) -> str:
+    """A pattern for ``$name`` or ``${name}``."""
+    name = re.escape(name)
+    return r"\$(?:\{" + name + r"\}|" + name + r"\b)"
+
+
+def _harmless_uses(script: Script, srun: Srun, text: str, value: str, ref: str) -> bool:
+    """Whether every use of ``ref`` in ``text`` is one where the first node's value is meant."""
+    if value.startswith("$("):
+        hosts = re.findall("(" + _ROLE + "|" + _ADDRESS + ")?" + ref, text)
+        return bool(hosts) and all(hosts)
+    uses = re.findall("(" + _ROLE + ")?(" + _NODE_RANK + ")?" + ref, text)
     if not uses or any(not role and not rank for role, rank in uses):
         return False
     if any(rank for _, rank in uses):
