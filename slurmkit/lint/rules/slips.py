@@ -366,14 +366,32 @@ def _asked_otherwise(script: Script, name: str) -> bool:
     return False
 
 
+# Commands whose words are only shown: an empty value there loses nothing.
+_MESSAGES = frozenset({"echo", "printf"})
+# A usage comment: ``# sbatch --cpus-per-task 32 slurm/run.slurm``.
+_USAGE = re.compile(r"(?m)^[ \t]*#+[^\n]*?\bsbatch\b(?P<rest>[^\n]*)")
+
+
+def _given_on_command_line(script: Script) -> set[str]:
+    """Options the script's own usage comment passes to sbatch: the author gives them
+    there, so the header need not (``# sbatch --cpus-per-task 32 run.slurm "$@"``)."""
+    if "sbatch" not in script.text:
+        return set()
+    given: set[str] = set()
+    for match in _USAGE.finditer(script.text):
+        given.update(re.findall(r"--([a-z][\w-]*)", match["rest"]))
+    return given
+
+
 def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
     yield from _too_new(script, context)
     if not _sized_in_header(script):
         return  # the job's size comes from sbatch's command line: unknown
+    usage = _given_on_command_line(script)
     wanted = {
         name
         for name, option in _SET_BY.items()
-        if script.job.get(option) is None and name in script.text
+        if script.job.get(option) is None and option not in usage and name in script.text
     }
     if not wanted:
         return
@@ -382,6 +400,8 @@ def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
     guarded = {name for name in tested if not _asked_otherwise(script, name)}
     used: dict[str, int] = {}
     for command in script.commands:
+        if command.name in _MESSAGES:
+            continue  # only printed: an empty value loses nothing
         for word in command.words:
             for name in sorted((word.expands & wanted) - assigned - guarded - used.keys()):
                 if not has_fallback(name, word.raw):  # ${VAR:-default} is handled
@@ -441,7 +461,7 @@ def _first_use(script: Script, name: str, used: int) -> int:
     for number, line in script.code_lines():
         if number >= used:
             break
-        if name in line and bare.search(line):
+        if name in line and bare.search(line) and line.split(None, 1)[0] not in _MESSAGES:
             return number
     return used
 

@@ -1,0 +1,33 @@
+"""Variable rules fixed from the spent fourth hold-out (issue 32): what an empty value
+really costs, and where the script says the value comes from."""
+
+from __future__ import annotations
+
+from slurmkit.lint import LintContext, SlurmVersion, lint_text
+
+V = LintContext(SlurmVersion.parse("24.11.5"))
+HEAD = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 1\n"
+
+
+def rules(text: str) -> set[tuple[int, str]]:
+    return {(f.line, f.rule) for f in lint_text(text, "t.slurm", V)}
+
+
+def test_an_unset_slurm_variable_only_printed_loses_nothing() -> None:
+    text = HEAD + 'echo "using ${SLURM_CPUS_PER_TASK} CPUs"\nsrun hostname\n'
+    assert "slurm-variable-unset" not in {rule for _, rule in rules(text)}
+
+
+def test_an_unset_slurm_variable_used_after_a_message_is_found_at_the_use() -> None:
+    text = HEAD + 'echo "cpus: $SLURM_CPUS_PER_TASK"\npython t.py -j $SLURM_CPUS_PER_TASK\n'
+    assert (5, "slurm-variable-unset") in rules(text)
+    assert (4, "slurm-variable-unset") not in rules(text)
+
+
+def test_a_usage_comment_giving_the_option_to_sbatch() -> None:
+    usage = "# usage: sbatch --account X --cpus-per-task 32 t.slurm --db d\n"
+    step = 'python t.py --workers "$SLURM_CPUS_PER_TASK" "$@"\n'
+    assert "slurm-variable-unset" not in {rule for _, rule in rules(HEAD + usage + step)}
+    # a disabled directive is no usage: the option is not given anywhere
+    off = "##SBATCH --cpus-per-task=64\n"
+    assert (5, "slurm-variable-unset") in rules(HEAD + off + step)
