@@ -138,9 +138,15 @@ def _helpers_only(command_string: str) -> bool:
     return bool(names) and all(name in ONE_CPU or name in ("exit", ":") for name in names)
 
 
+# Asked only for its version or usage, any program prints a line and exits.
+_QUERY = frozenset({"--version", "-version", "--help", "-help", "-V"})
+
+
 def one_cpu_helper(srun: Srun) -> bool:
     """The step runs a program that needs one CPU (named plainly, path or not)."""
     words = step_program(srun)
+    if len(words) == 2 and words[1].literal and words[1].text in _QUERY:
+        return True  # srun -n 1 ${BIN} --version: whatever $BIN is
     if not words or not words[0].literal:
         return False
     string = _shell_string(words)
