@@ -31,3 +31,21 @@ def test_a_usage_comment_giving_the_option_to_sbatch() -> None:
     # a disabled directive is no usage: the option is not given anywhere
     off = "##SBATCH --cpus-per-task=64\n"
     assert (5, "slurm-variable-unset") in rules(HEAD + off + step)
+
+
+def test_a_comment_line_ends_a_continued_command() -> None:
+    text = (
+        HEAD
+        + "srun singularity exec --nv \\\n"
+        + "  -B /data:/data \\\n"
+        + "  # bind other directories as needed\n"
+        + '  "$IMAGE" bash -lc "python t.py"\n'
+    )
+    assert (7, "option-as-command") in rules(text)
+
+
+def test_a_comment_after_a_pipe_or_a_new_command_is_no_break() -> None:
+    piped = HEAD + "cat in.txt | \\\n  # keep sorted\n  sort -u\n"
+    new = HEAD + "srun a.sh \\\n  -x 1 \\\n# next step\nsrun b.sh\n"
+    for text in (piped, new):
+        assert "option-as-command" not in {rule for _, rule in rules(text)}

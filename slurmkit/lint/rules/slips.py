@@ -87,9 +87,50 @@ def _lost_redirect(script: Script) -> Iterator[Finding]:
             )
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _after_comment(script: Script) -> Iterator[Finding]:
+    """``-B a:b \\``, ``# bind more here``, ``"$IMAGE" bash -lc …``: the comment line
+    ends the continued command (bash drops the joined ``# …`` up to the line end), so the
+    indented line after it, meant as more arguments, runs as a command of its own."""
+    starts = {script.line_of(command.start) for command in script.commands}
+    first = 0  # the line where the continued command began
+    last, above = 0, ""
+    for number, line in script.code_lines():
+        stripped = line.strip()
+        gap = range(last + 1, number)
+        if (
+            above.endswith("\\")
+            and not above[:-1].rstrip().endswith(_JOINS)  # `a | \\`: a comment may follow
+            and gap
+            and all(script.lines[n - 1].lstrip().startswith("#") for n in gap)
+            and (above[:-1][-1:].isspace() or script.lines[gap[0] - 1][:1].isspace())
+            and number in starts
+            and stripped
+            and not stripped.startswith("-")  # a --option line: found as a command
+            and _indent(line) > _indent(script.lines[first - 1])
+        ):
+            yield script.finding(
+                number,
+                ERROR,
+                RULE_OPTION_COMMAND.id,
+                f"the comment line {script.shown(gap[0])} ends the continued command above "
+                f"it, so bash runs {stripped.split(None, 1)[0]!r} as a command of its own: "
+                "this line never reaches the command it continues",
+                "move the comment above the command, or end the command on the line before it",
+            )
+        if not (last and last + 1 == number and above.endswith("\\")):
+            first = number
+        last, above = number, line.rstrip()
+
+
 def _option_as_command(script: Script, context: LintContext) -> Iterator[Finding]:
     if "&" in script.text:
         yield from _lost_redirect(script)
+    if "\\\n" in script.text:
+        yield from _after_comment(script)
     if _OPTION_LINE.search(script.text) is None:
         return  # no line starts with an option: nothing to look up
     for command in script.commands:
