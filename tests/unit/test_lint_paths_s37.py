@@ -199,3 +199,31 @@ def test_a_rendered_templates_variables_are_filled_in_by_its_renderer(tmp_path: 
     text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=${LOG_ROOT}/x-%j.out\nhostname\n"
     assert in_checkout(tmp_path, "slurm/job.tpl.sbatch", text) == []
     assert in_checkout(tmp_path / "b", "slurm/job.sbatch", text) == [(3, "error")]
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["assets/slurm_header_biowulf.sh", "pkg/assets/job.sh", "slurm/slurm_headers/a100.slurm"],
+)
+def test_a_file_the_code_builds_the_job_from_is_not_submitted_where_it_lies(
+    tmp_path: Path, where: str
+) -> None:
+    # package data (copied into a run directory the tool prepares) and headers
+    # (prepended to generated bodies): the log directory is that code's to make
+    assert in_checkout(tmp_path, where, DEEP) == []
+    assert in_checkout(tmp_path / "b", "slurm/train.sh", DEEP) == [(3, "error")]
+
+
+@pytest.mark.parametrize(
+    "directive", ["--output=/nonexistent/cdm/logs/x_%j.out", "--chdir=/nonexistent/cdm"]
+)
+def test_an_absolute_log_directory_the_script_makes_is_unknown_here(directive: str) -> None:
+    # another host's persistent directory: the script's mkdir says the author keeps it
+    log = "" if directive.startswith("--output") else "#SBATCH --output=logs/x_%j.out\n"
+    text = (
+        f"#!/bin/bash\n#SBATCH -t 5\n#SBATCH {directive}\n{log}"
+        "mkdir -p /nonexistent/cdm/logs logs\nhostname\n"
+    )
+    assert of_rule(found(text), "output-dir-missing") == []
+    relative = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=logs/x_%j.out\nmkdir -p logs\n"
+    assert of_rule(found(relative), "output-dir-missing") == [(3, "warning")]

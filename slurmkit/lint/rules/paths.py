@@ -17,11 +17,12 @@ never from wherever lint happens to run (issue 32 item 3):
   (a tracked file in it, a ``.gitkeep``) under one of them; otherwise a fresh
   checkout lacks it: error, unless the script creates it itself (then the warning
   below), however deep it lies (``experiments/tests/run1/``, ``slurm/logs/``: the
-  index knows the repository's layout). Outside a work tree: unknown. A template
-  the repository's code renders and submits (``templates/x.slurm``, ``x.template.slurm``)
-  may have its directory made by that code: unknown;
+  index knows the repository's layout). Outside a work tree: unknown. A file the
+  repository's code builds the job from (a template, ``templates/x.slurm``,
+  ``x.template.slurm``; package data under ``assets/``; a header such as
+  ``slurm_header_x.sh``) is submitted from a directory that code prepares: unknown;
 - an absolute directory missing on the host where lint runs is unknown (the cluster
-  is another host), never an error;
+  is another host), never an error, even where the script makes it later;
 - the script makes the directory itself (``mkdir -p logs`` after the header): too
   late for the file Slurm has already failed to open (warning: it may exist from
   an earlier run).
@@ -123,7 +124,9 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         if made is None:
             made = _made_by_script(script)
         line = made.get(directory)
-        if isinstance(state, Missing) and not state.explicit and _rendered(script.path):
+        if isinstance(state, Missing) and not state.explicit and _assembled(script.path):
+            continue
+        if state is None and _elsewhere(directory, None if chdir is None else chdir.value):
             continue
         if isinstance(state, Missing) and (line is None or state.explicit):
             yield _missing(script, setting, state)
@@ -181,6 +184,10 @@ def _template(path: str) -> bool:
 
 _TEMPLATE_DIRS = frozenset({"template", "templates"})
 _TEMPLATE_MARKS = (".template", ".tmpl", ".tpl", ".j2", ".jinja")
+# Package data a tool copies or fills in (assets/), and a header another file is
+# appended to (slurm_header_x.sh, slurm_headers/): never submitted where it lies.
+_DATA_DIRS = frozenset({"assets"})
+_HEADER = re.compile(r"(?:^|[^a-z])headers?(?:[^a-z]|$)")
 
 
 def _rendered(path: str) -> bool:
@@ -195,6 +202,32 @@ def _rendered(path: str) -> bool:
     return any(part in _TEMPLATE_DIRS for part in parts[:-1]) or any(
         mark in parts[-1] for mark in _TEMPLATE_MARKS
     )
+
+
+def _assembled(path: str) -> bool:
+    """Whether the repository's code builds the submitted script from this file.
+
+    A rendered template, a file under ``assets/`` (package data the tool copies into
+    its run directory, which it also prepares: ``tool init`` makes ``log/``) or a
+    header prepended to generated job bodies is submitted from a directory that code
+    makes, not from the checkout: whether its log directory exists is unknown here.
+    """
+    parts = path.replace("\\", "/").lower().split("/")
+    return (
+        _rendered(path)
+        or any(part in _DATA_DIRS for part in parts[:-1])
+        or any(_HEADER.search(part) for part in parts)
+    )
+
+
+def _elsewhere(directory: str, chdir: str | None) -> bool:
+    """Whether the log directory is an absolute path (its own, or by ``--chdir``).
+
+    An absolute directory missing here is another host's, in one account's persistent
+    storage: the script's own ``mkdir`` of it (too late for the first job) says the
+    author keeps it, not that it is missing where the job runs. Unknown, not a warning.
+    """
+    return posixpath.isabs(directory) or (chdir is not None and posixpath.isabs(chdir))
 
 
 # A shell variable or ``~`` that sbatch leaves as it is written (``${___}`` is a masked
