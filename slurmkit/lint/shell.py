@@ -19,6 +19,9 @@ Two things are done around the grammar:
 * tree-sitter-bash 0.25 joins a line of assignments only (``A=1 B=2``) with the
   next line's command. A command whose words are separated by an unescaped
   newline is split back into the commands bash sees.
+* tree-sitter-bash 0.25 ends a heredoc at a line that only starts with its
+  delimiter (``EOFINNER`` ends ``<<EOF``; bash needs the whole line). Such a line's
+  first letter is blanked and the text read again, so the body goes on as in bash.
 
 Offsets are character offsets into the original text (tree-sitter's byte offsets
 are converted), so ``text[start:end]`` is the source of a word or command.
@@ -137,7 +140,52 @@ def parse(text: str) -> Parsed:
     masked = mask_templates(text)
     data = masked.encode("utf-8", "surrogatepass")
     tree = _parser().parse(data)
+    for _ in range(_REREADS):
+        longer = _longer_than_delimiter(data, tree.root_node)
+        if not longer:
+            break
+        data = _blank_first(data, longer)
+        masked = data.decode("utf-8", "surrogatepass")
+        tree = _parser().parse(data)
     return _Reader(text, masked, data).read(tree.root_node)
+
+
+# Bounded: each reading fixes the heredocs the grammar closed too early; one inside
+# another's body shows only in the next reading.
+_REREADS = 4
+_HEREDOC_WORD = re.compile(rb"<<-?[ \t]*['\"\\]?([A-Za-z_]\w*)")
+
+
+def _longer_than_delimiter(data: bytes, root: Any) -> list[int]:
+    """Starts of lines where the grammar ended a heredoc that bash does not end.
+
+    Bash ends a heredoc only at a line equal to its delimiter (``EOF)`` inside ``$(``
+    too); the grammar ends it at a line that starts with it (``EOFINNER``, ``EOF x``).
+    Only lines that start with some heredoc's delimiter are looked up in the tree.
+    """
+    if b"<<" not in data:
+        return []
+    delimiters = {m[1] for m in _HEREDOC_WORD.finditer(data)}
+    if not delimiters:
+        return []
+    pattern = b"|".join(re.escape(d) for d in sorted(delimiters, key=len, reverse=True))
+    found = []
+    for match in re.finditer(rb"(?m)^\t*(?:" + pattern + rb")(?=[^\n\r)])", data):
+        start = match.end(0) - len(match.group(0).lstrip(b"\t"))
+        node = root.descendant_for_byte_range(start, start + 1)
+        if node is not None and node.type == "heredoc_end" and node.start_byte == start:
+            after = data[node.end_byte : node.end_byte + 1]
+            if after not in (b"", b"\n", b"\r", b")"):
+                found.append(start)
+    return found
+
+
+def _blank_first(data: bytes, starts: list[int]) -> bytes:
+    """The first letter of each line blanked: same length, no longer a delimiter."""
+    changed = bytearray(data)
+    for start in starts:
+        changed[start] = 0x20
+    return bytes(changed)
 
 
 class _Offsets:
