@@ -49,3 +49,20 @@ def test_a_comment_after_a_pipe_or_a_new_command_is_no_break() -> None:
     new = HEAD + "srun a.sh \\\n  -x 1 \\\n# next step\nsrun b.sh\n"
     for text in (piped, new):
         assert "option-as-command" not in {rule for _, rule in rules(text)}
+
+
+def test_a_count_misspelt_beside_the_name_the_script_sets() -> None:
+    # a sourced file or a module no longer hides it: the script set the other name
+    body = "source ~/.bashrc\nmodule load x\nGPUS_PER_NODE=8\nNUM=$((NUM_GPUS_PER_NODE*SLURM_NNODES))\n"
+    assert (7, "variable-never-set") in rules(HEAD + body)
+    files = "FILES=(in/*)\nfor i in $(seq $SLURM_ARRAY_TASK_ID 4 $NUM_FILES); do echo $i; done\n"
+    assert (5, "variable-never-set") in rules(HEAD + files)
+
+
+def test_a_count_set_another_way_or_unrelated_is_not_judged() -> None:
+    for body in (
+        "FILES=(in/*)\nread NUM_FILES < n.txt\nseq 1 $NUM_FILES\n",
+        "FILES=(in/*)\nseq 1 ${NUM_FILES:=4}\n",
+        "source env.sh\nGPUS=8\nN=$((NODES_TOTAL*GPUS))\n",  # no near miss: env.sh may set it
+    ):
+        assert "variable-never-set" not in {rule for _, rule in rules(HEAD + body)}

@@ -116,15 +116,16 @@ def is_known(name: str) -> bool:
 
 
 def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
-    if "$" not in script.text or _MAY_SET_ANY.search(script.text):
-        return
-    if script.origin is not None:
+    if "$" not in script.text or script.origin is not None:
         return  # a job script fed by a heredoc: the outer shell may expand them first
     if not any(d.ignored is None for d in script.directives):
         return  # a fragment or a sourced file: its caller may set anything
     if any(_ENV_INPUT.search(d.text) for d in script.directives if d.ignored is None):
         return  # configured from the submitting shell: its directives name its variables
     assigned = {b.name for b in script.bindings}
+    yield from _misspelt_counts(script, assigned)
+    if _MAY_SET_ANY.search(script.text):
+        return
     reported: set[str] = set()
     sruns = {id(s.command): s for s in script.sruns}
     for command in script.commands:
@@ -145,6 +146,101 @@ def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
                 "(or takes the next word as its value)",
                 f"set {name}=… in the script, or ${{{name}:?set {name} before sbatch}}",
             )
+
+
+# ``$(( … ))`` on one line: its names are counts (an unset one is 0 there).
+_ARITHMETIC = re.compile(r"\$\(\(([^()\n]*(?:\([^()\n]*\)[^()\n]*)*)\)\)")
+_OPERAND = re.compile(r"(?<![\w#])\$?\{?([A-Za-z_]\w*)")
+
+
+def _count_uses(script: Script) -> dict[str, int]:
+    """The first line using each name as a count: ``$((A * B))``, ``seq $FIRST $STEP $LAST``."""
+    found: dict[str, int] = {}
+    for number, line in script.code_lines():
+        if "$((" in line:
+            for body in _ARITHMETIC.findall(line):
+                for name in _OPERAND.findall(body):
+                    found.setdefault(name, number)
+    for command in script.commands:
+        if command.name == "seq":
+            for word in command.argv[1:]:
+                whole = _WHOLE.fullmatch(word.raw)
+                if whole:
+                    found.setdefault(whole.group(1), script.line_of(word.start))
+    return found
+
+
+def _shorter_forms(assigned: set[str]) -> dict[tuple[str, ...], str]:
+    """Every name's leading and trailing runs of whole ``_`` parts, to the name."""
+    forms: dict[tuple[str, ...], str] = {}
+    for other in sorted(assigned):
+        parts = tuple(other.split("_"))
+        for cut in range(1, len(parts)):
+            forms.setdefault(parts[:cut], other)
+            forms.setdefault(parts[cut:], other)
+    return forms
+
+
+def _near_miss(name: str, assigned: set[str], forms: dict[tuple[str, ...], str]) -> str | None:
+    """An assigned name that this one extends or shortens by whole ``_`` parts
+    (``NUM_GPUS_PER_NODE`` beside ``GPUS_PER_NODE``, ``NUM_FILES`` beside ``FILES``):
+    the evidence that it was meant to be set here, not by a sourced file."""
+    parts = tuple(name.split("_"))
+    for cut in range(1, len(parts)):
+        for shorter in ("_".join(parts[:cut]), "_".join(parts[cut:])):
+            if len(shorter) >= 4 and shorter in assigned:
+                return shorter
+    longer = forms.get(parts)
+    return longer if longer is not None and len(name) >= 4 else None
+
+
+# Ways to set a name that the bindings do not record: ``NAME[0]=``, ``read NAME``,
+# ``for NAME in``, ``printf -v NAME``, ``${NAME:=x}``; ``(( NAME == 3 ))`` is kept too.
+_SET_OTHERWISE = re.compile(
+    r"(?<![$\w{])([A-Za-z_]\w*)(?:\[[^]\n]*\])?\s*\+?="
+    r"|\b(?:read|for|export|declare|local|typeset|readonly|getopts|mapfile|printf\s+-v)\b"
+    r"([^\n;|&]*)"
+    r"|\$\{([A-Za-z_]\w*):?[-=+?]"
+)
+_BARE = re.compile(r"(?<![$\w{])[A-Za-z_]\w*")
+
+
+def _set_otherwise(text: str) -> set[str]:
+    """Names set or defaulted where the bindings do not say so, in one pass."""
+    found: set[str] = set()
+    for match in _SET_OTHERWISE.finditer(text):
+        if match[2] is not None:
+            found.update(_BARE.findall(match[2]))
+        else:
+            found.add(match[1] if match[1] is not None else match[3])
+    return found
+
+
+def _misspelt_counts(script: Script, assigned: set[str]) -> Iterator[Finding]:
+    """A count in arithmetic or ``seq`` that nothing sets, beside a name the script does
+    set that differs by whole words: a sourced file or a module is no excuse then."""
+    if "$((" not in script.text and "seq" not in script.text:
+        return
+    uses = {
+        name: line
+        for name, line in _count_uses(script).items()
+        if name not in assigned and name.isupper() and not is_known(name)
+    }
+    if not uses:
+        return
+    forms = _shorter_forms(assigned)
+    missed = {name: other for name in uses if (other := _near_miss(name, assigned, forms))}
+    if missed:
+        missed = {n: o for n, o in missed.items() if n not in _set_otherwise(script.text)}
+    for name, other in sorted(missed.items(), key=lambda item: uses[item[0]]):
+        yield script.finding(
+            uses[name],
+            WARNING,
+            RULE_NEVER_SET.id,
+            f"${name} is a count here, but neither the script nor Slurm sets it (the script "
+            f"sets {other}): it is empty (0 in arithmetic), so the count is wrong",
+            f"set {name}=… before this line, or use {other}",
+        )
 
 
 # Sourcing a virtual environment or conda sets PATH and its own variables, never a
