@@ -150,11 +150,14 @@ def lint_corpus(directory: Path, names: list[str], version: str) -> list[dict[st
     with tempfile.TemporaryDirectory(prefix="slurmkit-corpus-") as tmp:
         root = Path(tmp)
         placed: dict[str, str] = {}
+        commits: dict[Path, str] = {}
         for name in names:
-            placed[_place(root, directory / name, rows[name])] = name
+            placed[_place(root, directory / name, rows[name], commits)] = name
         for ship in ships:
             slug = _slug(ship["repository"])
             for top in [*root.glob(slug), *root.glob(slug + "@*")]:
+                if commits[top] != ship["commit"]:
+                    continue  # shipped at another commit than this tree's scripts
                 (top / ship["directory"]).mkdir(parents=True, exist_ok=True)
                 (top / ship["directory"] / ".gitkeep").touch()
         findings = lint_as_cli(root, sorted(placed), version)
@@ -172,13 +175,17 @@ def _slug(repository: str) -> str:
     return repository.replace("/", "+")
 
 
-def _place(root: Path, source: Path, row: dict[str, str]) -> str:
-    """Copy one script to its repository path; a path taken (two commits) gets a new tree."""
+def _place(root: Path, source: Path, row: dict[str, str], commits: dict[Path, str]) -> str:
+    """Copy one script to its repository path, in a tree of its commit (``commits``).
+
+    A path taken, or a tree of another commit (a directory shipped at one commit may
+    be missing at another), gets a new tree.
+    """
     number = 0
     while True:
         top = root / (_slug(row["repository"]) + (f"@{number}" if number else ""))
         target = top / row["path"]
-        if not target.exists():
+        if commits.setdefault(top, row["commit"]) == row["commit"] and not target.exists():
             break
         number += 1
     (top / ".git").mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.score_lint_corpus import lint_corpus
 from slurmkit.lint import LintContext, lint_path, lint_text
 from slurmkit.slurm.records import SlurmVersion
 
@@ -227,3 +228,20 @@ def test_an_absolute_log_directory_the_script_makes_is_unknown_here(directive: s
     assert of_rule(found(text), "output-dir-missing") == []
     relative = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=logs/x_%j.out\nmkdir -p logs\n"
     assert of_rule(found(relative), "output-dir-missing") == [(3, "warning")]
+
+
+def test_the_corpus_ships_a_directory_only_at_the_commit_that_has_it(tmp_path: Path) -> None:
+    # logs/ came in a later commit: the script copied at the earlier one lacks it
+    head = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH -o logs/%j.out\nhostname\n"
+    (tmp_path / "a--old.sh").write_text(head)
+    (tmp_path / "a--new.sh").write_text(head)
+    (tmp_path / "SOURCES.tsv").write_text(
+        "file\trepository\tpath\tcommit\tlicence\tlabels\n"
+        "a--old.sh\to/a\told.sh\t1\tMIT\tLABELS.json\n"
+        "a--new.sh\to/a\tnew.sh\t2\tMIT\tLABELS.json\n"
+    )
+    (tmp_path / "SHIPS.tsv").write_text(
+        "repository\tdirectory\tcommit\tevidence\no/a\tlogs\t2\tgit ls-tree\n"
+    )
+    findings = lint_corpus(tmp_path, ["a--new.sh", "a--old.sh"], "24.11")
+    assert {str(f["file"]) for f in findings if f["rule"] == "output-dir-missing"} == {"a--old.sh"}
