@@ -53,7 +53,10 @@ def test_a_comment_after_a_pipe_or_a_new_command_is_no_break() -> None:
 
 def test_a_count_misspelt_beside_the_name_the_script_sets() -> None:
     # a sourced file or a module no longer hides it: the script set the other name
-    body = "source ~/.bashrc\nmodule load x\nGPUS_PER_NODE=8\nNUM=$((NUM_GPUS_PER_NODE*SLURM_NNODES))\n"
+    body = (
+        "source ~/.bashrc\nmodule load x\nGPUS_PER_NODE=8\n"
+        "NUM=$((NUM_GPUS_PER_NODE*SLURM_NNODES))\n"
+    )
     assert (7, "variable-never-set") in rules(HEAD + body)
     files = "FILES=(in/*)\nfor i in $(seq $SLURM_ARRAY_TASK_ID 4 $NUM_FILES); do echo $i; done\n"
     assert (5, "variable-never-set") in rules(HEAD + files)
