@@ -148,9 +148,10 @@ def _launcher_lines(script: Script) -> list[tuple[int, str]]:
         # hidden lines (job scripts fed to sbatch) are linted as their own
         code = dict(script.code_lines(heredocs=True))
         by_line = _commands_by_line(script)
+        printers = _printing_functions(script)
         for number in candidates:
             name = launcher_in(code.get(number, ""))
-            if name and by_line.stored_not_run(number):
+            if name and (by_line.stored_not_run(number) or by_line.calls(number, printers)):
                 continue
             if name:
                 found.append((number, re.sub(r"\s+", " ", name)))
@@ -403,10 +404,19 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     """
     job = script.job
     asked = ("cpus-per-task", "cpus-per-gpu", "exclusive", "mincpus")
-    if any(job.get(name) for name in asked):
+    if any(job.get(name) for name in asked) or _header_placeholder(script):
         return
-    launchers = launcher_lines(script)
-    steps = [(s, name) for s in script.sruns if (name := srun_launcher(script, s))]
+    commands = _commands_by_line(script)
+    launchers = [
+        (n, name)
+        for n, name in launcher_lines(script)
+        if not _in_docker(script, commands.text(n, script.lines[n - 1]))
+    ]
+    steps = [
+        (s, name)
+        for s in script.sruns
+        if (name := srun_launcher(script, s)) and not _in_docker(script, script.source(s.command))
+    ]
     if not launchers and not steps:
         return
     if any(s.has("cpus-per-task", "cpus-per-gpu") for s, _ in steps):
@@ -440,6 +450,99 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
         )
         + ", and srun --cpus-per-task=$SLURM_CPUS_PER_TASK",
     )
+
+
+# A lone template tag among the directives: the renderer writes #SBATCH lines there.
+_LONE_TAG = re.compile(r"\s*\{\{.*\}\}\s*")
+
+
+def _header_placeholder(script: Script) -> bool:
+    """Whether a template tag stands alone on a line of the header (before the first
+    command): what the renderer puts there (``#SBATCH --exclusive``, ``--cpus-per-task``)
+    is unknown, so "no CPUs asked for anywhere" cannot be said. Reads the header only."""
+    if "{{" not in script.text:
+        return False
+    for line in script.lines:
+        if _LONE_TAG.fullmatch(line):
+            return True
+        if line.strip() and not line.lstrip().startswith("#"):
+            return False
+    return False
+
+
+# Docker's client asks the daemon to start the container: its processes are the daemon's
+# children, in the daemon's cgroup, so the step's CPU limit never reaches them.
+_DOCKER = re.compile(r"(?<![\w-])(?:nvidia-)?docker\s+(?:container\s+)?(?:run|exec)(?![\w-])")
+
+
+def _in_docker(script: Script, command: str) -> bool:
+    """Whether a command starts its launcher in a Docker container: ``docker run``/``exec``
+    in it (or in the variables it expands), or a function of the script that does."""
+    if "docker" not in script.text:
+        return False
+    if _DOCKER.search(script.expanded_source(command, depth=1)):
+        return True
+    return any(
+        re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", command) for n in _docker_functions(script)
+    )
+
+
+def _docker_functions(script: Script) -> frozenset[str]:
+    """Functions of the script whose body runs ``docker run``/``exec`` (a wrapper such as
+    ``launch_container name cmd…``)."""
+    return frozenset(
+        name
+        for name, body in _functions(script).items()
+        if any(_DOCKER.search(line) for line in body)
+    )
+
+
+_PRINT = re.compile(r"\s*(?:echo|printf)(?![\w-])")
+
+
+def _printing_functions(script: Script) -> frozenset[str]:
+    """Functions that only print (``info() { echo "[info] $*"; }``): a launcher named in
+    their arguments is a message (``info "Launching vllm serve"``), not a run."""
+    return frozenset(
+        name
+        for name, body in _functions(script).items()
+        if body and all(_PRINT.match(line) for line in body if line.strip())
+    )
+
+
+_FUNCTION = re.compile(
+    r"(?P<indent>\s*)(?:function\s+)?(?P<name>[A-Za-z_][\w:-]*)\s*(?P<parens>\(\s*\))?\s*"
+    r"(?:\{(?P<body>.*?)(?P<close>;?\s*\})?)?\s*"
+)
+
+
+def _functions(script: Script) -> dict[str, list[str]]:
+    """Each function of the script and its body lines (a one-line body: its text). A body
+    ends at a ``}`` line indented like its opening line. One pass over the lines, once per
+    script (a ``}`` alone at the start of a line ends any body)."""
+    memo = script.memo
+    if "functions" in memo:
+        found: dict[str, list[str]] = memo["functions"]
+        return found
+    found = {}
+    current: tuple[str, str] | None = None
+    for line in script.lines:
+        if current is not None:
+            if line.rstrip() in (current[1] + "}", "}"):
+                current = None
+            else:
+                found[current[0]].append(line)
+            continue
+        opening = _FUNCTION.fullmatch(line) if "(" in line or "function" in line else None
+        if opening is None or not (opening["parens"] or line.lstrip().startswith("function")):
+            continue
+        if opening["close"] is not None:
+            found[opening["name"]] = [opening["body"] or ""]
+        else:
+            found[opening["name"]] = []
+            current = (opening["name"], opening["indent"])
+    memo["functions"] = found
+    return found
 
 
 def _one_worker(script: Script, line: int) -> bool:
@@ -508,7 +611,12 @@ def machines_without_rank(
 
 def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Finding]:
     nodes = script.job.nodes
-    launchers = [(n, name) for n, name in launcher_lines(script) if launcher_kind(name) != SERVER]
+    commands = _commands_by_line(script)
+    launchers = [
+        (n, name)
+        for n, name in launcher_lines(script)
+        if launcher_kind(name) != SERVER and not commands.cut_from_srun(n)
+    ]
     if not launchers or not nodes or nodes[0] < 2:
         return
     if any(srun_launcher(script, s) for s in script.sruns):
@@ -710,6 +818,33 @@ class _CommandsByLine:
                         found |= word.expands
             self._run = frozenset(found)
         return self._run
+
+    def calls(self, number: int, names: frozenset[str]) -> bool:
+        """Whether the line's command runs one of ``names`` (a function of the script)."""
+        command = self._at(number) if names else None
+        argv = command.argv if command else ()
+        return bool(argv) and argv[0].text in names
+
+    def cut_from_srun(self, number: int) -> bool:
+        """Whether the line's command is the rest of an srun command that a comment line
+        after its trailing backslash ended (``srun prog \\`` / ``# note`` / ``args``): the
+        author meant it for the step; the broken continuation is the defect
+        (option-as-command's), not a launcher left in the batch step."""
+        index = bisect_right(self._starts, number) - 1
+        if index < 1 or self._ends[index] < number:
+            return False
+        before = self._commands[index - 1]
+        argv = before.argv
+        if not argv or argv[0].text != "srun":
+            return False
+        lines = self._script.lines
+        last, first = self._ends[index - 1], self._starts[index]
+        between = lines[last : first - 1]
+        return (
+            lines[last - 1].rstrip().endswith("\\")
+            and bool(between)
+            and all(line.lstrip().startswith("#") for line in between)
+        )
 
     def assigned_without_launcher(self, number: int) -> bool:
         """Whether the line is in a plain assignment (``args=( --num_gpus 64 … )``) that
