@@ -400,7 +400,10 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     ``--exclusive`` and ``--mincpus`` count: a step without ``--exact`` (which
     ``--cpus-per-task`` implies) is a whole step, given every CPU the job has on its
     nodes (srun's launch.c sets SSF_WHOLE, 22.05 to 25.11), and its one task is not
-    bound to one of them unless the site sets TaskPluginParam=autobind.
+    bound to one of them unless the site sets TaskPluginParam=autobind. A launcher that
+    ``docker run``/``docker exec`` starts is not the step's: dockerd makes the container
+    and puts it in its own cgroup, where the step's CPU set does not reach. A header
+    with a template tag on a line of its own may get ``#SBATCH`` lines from the renderer.
     """
     job = script.job
     asked = ("cpus-per-task", "cpus-per-gpu", "exclusive", "mincpus")
