@@ -33,7 +33,7 @@ def test_slurm_gpus_is_unset_without_gpus_even_where_the_script_tests_it() -> No
 def test_a_header_that_sizes_nothing_leaves_the_size_to_the_command_line() -> None:
     # A wrapper runs `sbatch -N4 --ntasks-per-node=8 -c 6 job.sh`: the header names no size.
     head = "#!/bin/bash\n#SBATCH -p gpu\n#SBATCH --exclusive\n#SBATCH --output=t.%J.out\n"
-    use = 'echo "${SLURM_NTASKS_PER_NODE} ${SLURM_CPUS_PER_TASK}"\nsrun ./a.out\n'
+    use = 'python t.py "${SLURM_NTASKS_PER_NODE}" "${SLURM_CPUS_PER_TASK}"\nsrun ./a.out\n'
     assert found(head + use, "slurm-variable-unset") == []
     sized = head + "#SBATCH --nodes=2\n" + use
     assert [line for line, _ in found(sized, "slurm-variable-unset")] == [6, 6]
