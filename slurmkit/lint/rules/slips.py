@@ -8,6 +8,8 @@
   arguments of the one above (it fails on them, and the next command never runs); so
   does ``samtools view … \\`` before ``samtools sort …`` (a ``|`` was lost). A line of
   nothing but ``> log 2>&1 &`` after a continued command lost the backslash before it.
+  A comment line inside a continued command ends it: the indented line after the comment
+  runs as a command of its own.
 - ``NAME = value``: blanks around ``=`` run a command NAME; NAME stays unset.
 - an array that starts at 0 picking line ``$SLURM_ARRAY_TASK_ID`` of a file with
   ``sed -n "${SLURM_ARRAY_TASK_ID}p"``: lines count from 1, so task 0 gets nothing
@@ -15,7 +17,8 @@
 - ``rm`` of a glob that matches the job's own ``--output``/``--error``: the log open
   since the job started is deleted, and with it the record of this run.
 - ``$SLURM_GPUS_PER_TASK`` (and the like, not the array's) where the job never asks for the option
-  that makes Slurm set it: the value is empty.
+  that makes Slurm set it: the value is empty. Not where it is only printed (``echo``), nor
+  where the script's usage comment gives the option to sbatch.
 """
 
 from __future__ import annotations

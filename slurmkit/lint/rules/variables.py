@@ -6,7 +6,9 @@ its value or gets none. Only counts (nodes, tasks, CPUs, GPUs, processes, parall
 sizes, ranks) are judged: a node name or a job id from the caller is normal. A
 warning: sbatch passes the submitting shell's environment to the job (``--export=ALL``
 is the default), so the user may set it before sbatch. Nothing is judged in a script
-that sources files, loads modules, reads input or loops (any of them may set it).
+that sources files, loads modules, reads input or loops (any of them may set it), except
+a count in ``$((…))`` or ``seq`` beside a name the script sets that differs by whole words
+(``NUM_FILES`` where only ``FILES`` is set): that one was meant to be set here.
 
 The shell's own variables (``$RANDOM``, ``$HOSTNAME``, ``$PWD``, positional parameters
 …) are known here, so that such a word neither fires this rule nor makes a launcher's
