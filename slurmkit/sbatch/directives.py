@@ -178,6 +178,11 @@ def sbatch_words(text: str) -> list[str]:
     return words
 
 
+# A line that is one template tag alone ({{ extra_directives }}, {% if gpu %}, @batch_extra@):
+# the template is rendered before sbatch reads it, into more directives or nothing.
+_TAG_LINE = re.compile(r"\{\{[^{}]*\}\}|\{%[^%]*%\}|\{#[^#]*#\}|@[A-Za-z_]\w*@")
+
+
 def read_directives(
     lines: list[str],
     comments: set[int] | None = None,
@@ -191,7 +196,8 @@ def read_directives(
     directive of this script (a heredoc fed to sbatch is a script of its own).
     ``mask``: applied to a directive's text before it is split, so that a template tag
     (``{{ log_dir }}``) is one unknown word, not words split at its blanks (lint passes
-    its ``mask_templates``: it reads templates; sbatch never sees a tag). The options
+    its ``mask_templates``: it reads templates; sbatch never sees a tag); with it, a header
+    line that is one tag alone does not end the header either. The options
     of an ignored line are not read here, since sbatch never reads them; lint's
     ``sbatch-directive-ignored`` parses one itself, raw, to compare it with the header.
     """
@@ -210,7 +216,7 @@ def read_directives(
             why = INDENTED if stripped.startswith(MAGIC) else WRONG_CASE
             found.append(_directive(number, line, why if header else AFTER_COMMAND, mask))
         elif header and stripped and not stripped.startswith("#"):
-            header = False
+            header = mask is not None and _TAG_LINE.fullmatch(stripped) is not None
     return found
 
 
