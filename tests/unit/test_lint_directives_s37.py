@@ -24,7 +24,7 @@ def test_a_spank_plugin_option_is_info_not_an_error(option: str) -> None:
 
 
 def test_a_spank_plugin_option_does_not_hide_a_refused_one() -> None:
-    assert of_rule(header("--image=x --bogus=1"), "sbatch-unknown-option") == [(3, "error")]
+    assert of_rule(header("--image=x --partiton=1"), "sbatch-unknown-option") == [(3, "error")]
 
 
 @pytest.mark.parametrize("context", [V22, V24, V26])
@@ -80,7 +80,7 @@ def test_mail_types_given_twice_add_up_before_25_05() -> None:
 
 
 def test_the_last_mail_type_replaces_the_others_from_25_05() -> None:
-    assert of_rule(MAILS, "sbatch-option-twice", V26) == [(4, "warning")]
+    assert of_rule(MAILS, "sbatch-option-twice", V26) == [(3, "warning")]
 
 
 def job(*body: str, cpus: int = 16) -> str:

@@ -115,7 +115,8 @@ def test_an_option_given_twice() -> None:
         for f in lint_text(text, "t", LintContext(SlurmVersion.parse("24.11")))
         if f.rule == "sbatch-option-twice"
     ]
-    assert finding.line == 5 and "ignores line 2's '--time=1:00:00'" in finding.message
+    assert finding.line == 2  # the line sbatch ignores, where the fix is
+    assert "ignores this line's '--time=1:00:00' and applies line 5's" in finding.message
     assert found(HEAD + "#SBATCH -t 1:00:00\n", rule="sbatch-option-twice") == []  # same
     het = HEAD + "#SBATCH hetjob\n#SBATCH --nodes=1\nhostname\n"
     assert found(het, rule="sbatch-option-twice") == []  # a new component starts afresh

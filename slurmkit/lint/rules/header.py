@@ -10,6 +10,7 @@ applied. An option given twice keeps the later value; the earlier one is ignored
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator
 
@@ -23,7 +24,7 @@ from slurmkit.lint.sbatch_table import (
 )
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import mask_templates
-from slurmkit.sbatch.directives import MAGIC, sbatch_words
+from slurmkit.sbatch.directives import MAGIC, Directive, sbatch_words
 from slurmkit.sbatch.options import LONG_FLAGS, SHORT
 from slurmkit.slurm.records import SlurmVersion
 
@@ -213,6 +214,46 @@ def _unknown(script: Script, context: LintContext) -> Iterator[Finding]:
         problem = _first_problem(words, table)
         if problem is not None:
             yield _unknown_finding(script, directive.line, directive.text, problem, context)
+    yield from _unknown_in_commands(script, context, table)
+
+
+def _unknown_in_commands(
+    script: Script, context: LintContext, table: frozenset[str]
+) -> Iterator[Finding]:
+    """An ``sbatch`` the script runs (a chain, a follow-up job) with a long option it refuses.
+
+    The shell expands the values first, so only the options' names are judged, up to
+    the job script's name, where sbatch's own options end.
+    """
+    if "sbatch" not in script.text.replace(MAGIC, ""):
+        return
+    for command in script.commands:
+        if command.name != "sbatch":
+            continue
+        problem = _command_problem([word.raw for word in command.argv[1:]], table)
+        if problem is not None:
+            line = script.line_of(command.start)
+            shown = script.source(command).split("\n", 1)[0]
+            yield _unknown_finding(script, line, shown, problem, context)
+
+
+def _command_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] | None:
+    index = 0
+    while index < len(words) and words[index].startswith("-") and words[index] != "--":
+        word = words[index]
+        name, has_value, _ = word[2:].partition("=")
+        if not word.startswith("--"):
+            index += 2 if word[-1] in SHORT_WITH_VALUE and len(word) == 2 else 1
+            continue
+        if not re.fullmatch(r"[A-Za-z][\w-]*", name):
+            return None  # a variable or a quoted word: unknown
+        matches = match_long(name, table)
+        if not matches:
+            return None if spank_plugin(name) else _not_stock(name)
+        if len(matches) > 1:
+            return ERROR, f"--{name} is ambiguous ({', '.join('--' + m for m in matches[:4])})"
+        index += 1 if has_value or matches[0] in LONG_FLAGS else 2
+    return None
 
 
 def _unknown_finding(
@@ -302,7 +343,7 @@ def _long(word: str, following: str, table: frozenset[str]) -> int | tuple[str, 
     if plugin:
         return INFO, f"--{name} is an option of the {plugin} SPANK plugin"
     if not matches:
-        return ERROR, f"--{name} is not an sbatch option"
+        return _not_stock(name)
     if len(matches) > 1:
         return ERROR, f"--{name} is ambiguous ({', '.join('--' + m for m in matches[:4])})"
     if matches[0] in LONG_FLAGS:
@@ -311,6 +352,40 @@ def _long(word: str, following: str, table: frozenset[str]) -> int | tuple[str, 
     if refused:
         return ERROR, refused
     return 1 if has_value else 2
+
+
+# Options sbatch once had: a script written for an old Slurm, refused by every current one.
+_REMOVED = {"workdir": "--chdir", "checkpoint": None, "checkpoint-dir": None}
+# How alike an unknown name must be to a real option to be its misspelling (difflib ratio):
+# --depency/--dependency 0.82, --mem-per-core/--mem-per-cpu 0.78; --perf/--power 0.67.
+_TYPO = 0.78
+
+
+def _not_stock(name: str) -> tuple[str, str]:
+    """(severity, what) for a long option stock sbatch does not know.
+
+    An option of other Slurm versions, a misspelling of one, or an option Slurm
+    removed is refused on every cluster at this version (error). Any other name may be
+    an option a site's SPANK plugin adds to sbatch (NERSC's --perf, for one):
+    cluster-dependent, like the known plugins' options (info).
+    """
+    if name in _REMOVED:
+        return ERROR, f"--{name} is not an sbatch option (removed from Slurm)"
+    if _misspelt_option(name, long_options(None)):
+        return ERROR, f"--{name} is not an sbatch option"  # or only at other versions
+    return INFO, f"--{name} is no stock sbatch option, perhaps one a site's SPANK plugin adds"
+
+
+def _misspelt_option(name: str, table: frozenset[str]) -> bool:
+    plain = name.lower().replace("_", "-")
+    if match_long(plain, table):
+        return True  # --Nodes, --cpus_per_task
+    matcher = difflib.SequenceMatcher(None, b=plain)
+    for option in table:
+        matcher.set_seq1(option)
+        if matcher.real_quick_ratio() >= _TYPO and matcher.ratio() >= _TYPO:
+            return True
+    return False
 
 
 def _refused_value(written: str, option: str, value: str) -> str | None:
@@ -352,28 +427,51 @@ def mail_types_add(context: LintContext) -> bool:
 
 
 def _twice(script: Script, context: LintContext) -> Iterator[Finding]:
-    seen: dict[str, tuple[str | None, int, str]] = {}
+    for component in _components(script):
+        yield from _overridden(script, context, component)
+
+
+def _components(script: Script) -> Iterator[list[Directive]]:
+    """The read directives of each component of a heterogeneous job (one for most jobs)."""
+    component: list[Directive] = []
     for directive in script.directives:
         if directive.ignored is not None:
             continue
-        if _words(directive.text)[:1] and _words(directive.text)[0] in _COMPONENT:
-            seen = {}  # each component of a heterogeneous job starts afresh
+        words = _words(directive.text)
+        if words[:1] and words[0] in _COMPONENT:
+            yield component  # each component of a heterogeneous job starts afresh
+            component = []
             continue
+        component.append(directive)
+    yield component
+
+
+def _overridden(
+    script: Script, context: LintContext, directives: list[Directive]
+) -> Iterator[Finding]:
+    """A finding on each line whose value a later line of the same option replaces.
+
+    The finding names the line sbatch ignores, where the fix is (remove it), and the
+    line whose value it applies: the last one.
+    """
+    given: dict[str, list[tuple[str | None, int, str]]] = {}
+    for directive in directives:
         for option in directive.options:
             if option.name in _ADDS_UP or (option.name == "mail-type" and mail_types_add(context)):
                 continue
-            earlier = seen.get(option.name)
-            seen[option.name] = (option.value, directive.line, option.written)
-            if earlier is None or earlier[0] == option.value:
+            given.setdefault(option.name, []).append((option.value, directive.line, option.written))
+    for name, values in given.items():
+        final, last_line, last_written = values[-1]
+        for value, line, written in values[:-1]:
+            if value == final:
                 continue
-            _, line, written = earlier
             yield script.finding(
-                directive.line,
+                line,
                 WARNING,
                 RULE_TWICE.id,
-                f"--{option.name} is given twice with different values: sbatch applies this "
-                f"line's {option.written!r} and ignores line {script.shown(line)}'s {written!r}",
-                f"keep one --{option.name} (the value you mean)",
+                f"--{name} is given twice with different values: sbatch ignores this line's "
+                f"{written!r} and applies line {script.shown(last_line)}'s {last_written!r}",
+                f"keep one --{name} (the value you mean)",
             )
 
 
