@@ -209,6 +209,14 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "single quotes or \\$SLURM_PROCID, so each task's shell expands it; or "
         "--rdzv_backend c10d, which needs no node rank.",
     ),
+    "srun-bad-option": (
+        "srun reads its options with getopt over Slurm's option table and stops at the "
+        "first word that is no option: a letter it does not know (-gpus is -g) or a count "
+        "that is no number (-np 4 is -n p) makes srun exit before the step starts, and an "
+        "option without its dash (srun N 1 ...) becomes the program srun tries to run.",
+        "srun N 1 -n 1 --gres=gpu:1 python train.py",
+        "one dash and a letter, or two dashes and a name: srun -N 1 -n 1 --gpus=3 ...",
+    ),
     "tee-without-pipefail": (
         "a pipeline's status is its last command's: `train | tee log` ends 0 when train "
         "fails, so the job ends COMPLETED and dependent jobs start.",
