@@ -167,7 +167,9 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "and Slurm never sets. Empty, the option takes the next word as its value or the "
         "launcher fails. A warning: sbatch passes the submitter's environment (--export=ALL "
         "by default). Not judged where the script sources files, loads modules, reads input "
-        "or loops, nor for the shell's own variables ($RANDOM, $HOSTNAME, $PWD, $1…).",
+        "or loops, nor for the shell's own variables ($RANDOM, $HOSTNAME, $PWD, $1…); but a "
+        "count in $((…)) or seq is, where the script sets a name differing by whole words "
+        "($NUM_FILES where only FILES is set).",
         "#SBATCH -N 2\nsrun -N $NODES python train.py",
         "set it in the script (NODES=$SLURM_NNODES), or ${NODES:?set NODES before sbatch}.",
     ),
@@ -351,7 +353,8 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "a line of options whose previous line lost its trailing backslash: the command "
         "ran without them, and bash then runs --option as a program (command not found). "
         "A line of only '> log 2>&1 &' after it redirects nothing: the command above ran in "
-        "the foreground.",
+        "the foreground. A comment line inside a continued command ends it too: the "
+        "indented line after the comment runs as a command of its own.",
         "srun python train.py \\\n    --lr 0.1\n    --epochs 3",
         "end every continued line with a backslash.",
     ),
@@ -398,7 +401,8 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "the like only when the job asks for the option beside them: without it the value "
         "is empty, and the option or count it fills is missing. Quiet "
         "where the script sets "
-        "it, tests it, or gives a default (${VAR:-1}), and where the header sets nothing. "
+        "it, tests it, or gives a default (${VAR:-1}), where it is only printed (echo), "
+        "where a usage comment gives the option to sbatch, and where the header sets nothing. "
         "$SLURM_JOB_END_TIME and $SLURM_JOB_START_TIME are empty for every job before "
         "Slurm 23.02, which first sets them (a default keeps it quiet).",
         "srun python t.py --gpus $SLURM_GPUS_PER_TASK   (no --gpus-per-task)",
