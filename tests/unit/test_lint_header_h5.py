@@ -9,7 +9,7 @@ from tests.lint_headers import V22, V24, V26, header, of_rule
 UNKNOWN = "sbatch-unknown-option"
 
 
-@pytest.mark.parametrize("option", ["--perf=vtune", "--qos-name=x", "--ear=on"])
+@pytest.mark.parametrize("option", ["--perf=vtune", "--ear=on", "--ccm"])
 def test_an_unknown_option_like_no_real_one_may_be_a_site_plugin_s(option: str) -> None:
     assert of_rule(header(option), UNKNOWN, V24) == [(3, "info")]
 
@@ -22,6 +22,11 @@ def test_an_unknown_option_like_no_real_one_may_be_a_site_plugin_s(option: str) 
         "--Nodes=2",  # getopt is case-sensitive
         "--mem-per-core=2G",
         "--workdir=/scratch",  # removed: --chdir
+        "--memory=4G",  # a real option with a word added
+        "--mem-per-node=4G",
+        "--num-gpus=2",
+        "--walltime=1:00:00",  # another scheduler's word
+        "--email=me@example.org",
     ],
 )
 def test_a_misspelt_or_removed_option_is_refused_everywhere(option: str) -> None:

@@ -6,6 +6,8 @@ word that is no option at all ("Invalid directive found in batch script"): check
 22.05, 24.11 and 26.05, so these are errors. A line that is almost ``#SBATCH``
 (``#SBTACH``, ``# SBATCH``) is a comment to sbatch: its option is silently not
 applied. An option given twice keeps the later value; the earlier one is ignored.
+A long option stock sbatch never had, and that misspells none of its options, may be
+one a site's SPANK plugin adds: it depends on the cluster (info).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
@@ -356,11 +359,14 @@ def _long(word: str, following: str, table: frozenset[str]) -> int | tuple[str, 
 
 # Options sbatch once had: a script written for an old Slurm, refused by every current one.
 _REMOVED = {"workdir": "--chdir", "checkpoint": None, "checkpoint-dir": None}
+# Words of other schedulers (PBS, LSF) written as if sbatch had them.
+_GUESSED = frozenset({"ppn", "email", "project", "log", "logs", "walltime", "queue"})
 # How alike an unknown name must be to a real option to be its misspelling (difflib ratio):
 # --depency/--dependency 0.82, --mem-per-core/--mem-per-cpu 0.78; --perf/--power 0.67.
 _TYPO = 0.78
 
 
+@lru_cache(maxsize=256)
 def _not_stock(name: str) -> tuple[str, str]:
     """(severity, what) for a long option stock sbatch does not know.
 
@@ -371,6 +377,8 @@ def _not_stock(name: str) -> tuple[str, str]:
     """
     if name in _REMOVED:
         return ERROR, f"--{name} is not an sbatch option (removed from Slurm)"
+    if name.lower() in _GUESSED:
+        return ERROR, f"--{name} is not an sbatch option (another scheduler's word)"
     if _misspelt_option(name, long_options(None)):
         return ERROR, f"--{name} is not an sbatch option"  # or only at other versions
     return INFO, f"--{name} is no stock sbatch option, perhaps one a site's SPANK plugin adds"
@@ -380,12 +388,21 @@ def _misspelt_option(name: str, table: frozenset[str]) -> bool:
     plain = name.lower().replace("_", "-")
     if match_long(plain, table):
         return True  # --Nodes, --cpus_per_task
+    if any(_names_option(plain, option) for option in table):
+        return True  # --memory, --mem-per-node, --time-limit, --num-gpus
     matcher = difflib.SequenceMatcher(None, b=plain)
     for option in table:
         matcher.set_seq1(option)
         if matcher.real_quick_ratio() >= _TYPO and matcher.ratio() >= _TYPO:
             return True
     return False
+
+
+def _names_option(name: str, option: str) -> bool:
+    """``name`` is a real option with a word added before or after it."""
+    return (len(option) >= 3 and name.startswith(option)) or (
+        len(option) >= 4 and name.endswith(option)
+    )
 
 
 def _refused_value(written: str, option: str, value: str) -> str | None:
