@@ -311,13 +311,16 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "slurm_opt.c; unique prefixes (--part) are accepted, as getopt does; templates and "
         "<placeholders> are unknown. A shell variable as a count (-N ${NODES}) is refused "
         "too: sbatch never expands it. A SPANK plugin's option (Shifter --image, pyxis "
-        "--container-image, CSCS --environment) is info: real on the sites it was written for.",
+        "--container-image, CSCS --environment) is info: real on the sites it was written for; "
+        "so is any other name that misspells no option (NERSC --perf). An sbatch the script "
+        "runs (a chain) has its option names checked too.",
         "#SBATCH --gpus-per-tsk=1",
         "fix the option (sbatch --help lists them) or remove the line.",
     ),
     "sbatch-option-twice": (
         "an option given twice keeps the later value and ignores the earlier one; with "
-        "different values one of them is not what was meant. Each component of a "
+        "different values one of them is not what was meant. The finding names the line "
+        "sbatch ignores, and the one it applies. Each component of a "
         "heterogeneous job (#SBATCH hetjob) starts afresh; --mail-type values add up "
         "until 24.11 (from 25.05 the last one replaces the others).",
         "#SBATCH --time=1:00:00\n#SBATCH --time=2:00:00",
