@@ -44,3 +44,40 @@ def test_the_whole_delimiter_line_still_ends_it() -> None:
     text = HEAD + "cat <<EOFINNER\nhi\nEOFINNER\ncat <<EOF\nEOF\nif true; then\n"
     found = rules(text)
     assert (9, "bash-syntax") in found
+
+
+def tee_lines(text: str) -> list[int]:
+    return sorted(line for line, rule in rules(text) if rule == "tee-without-pipefail")
+
+
+# Without set -e bash goes on past a failed command, tee or not: only the job's own status
+# (the last command's) or one the script reads can be lost.
+STEPS = (
+    "srun -n 1 pre.sh | tee log.pre\n"
+    "srun -n 1 mesh.sh | tee log.mesh\n"
+    "srun -n 4 solve.sh | tee log.solve\n"
+    'echo "done"\n'
+)
+
+
+def test_without_set_e_only_the_last_pipeline_hides_the_jobs_status() -> None:
+    assert tee_lines(HEAD + STEPS) == [6]
+
+
+def test_under_set_e_every_pipeline_hides_a_failure_that_would_stop_the_script() -> None:
+    assert tee_lines(HEAD + "set -e\n" + STEPS) == [5, 6, 7]
+    assert tee_lines(HEAD.replace("#!/bin/bash", "#!/bin/bash -e") + STEPS) == [4, 5, 6]
+
+
+def test_a_status_the_script_reads_is_lost_anywhere() -> None:
+    read = HEAD + "srun a.sh | tee a.log && srun b.sh\nsrun c.sh | tee c.log\nrc=$?\nrm -f x\n"
+    assert tee_lines(read) == [4, 5]
+    branch = HEAD + "if srun a.sh | tee a.log; then echo ok; fi\nrm -f x\n"
+    assert tee_lines(branch) == [4]
+
+
+def test_the_last_if_or_a_function_the_script_ends_with_is_the_jobs_status() -> None:
+    ends_in_if = HEAD + "if [ -f big ]; then\n  srun a | tee a.log\nelse\n  srun b | tee b\nfi\n"
+    assert tee_lines(ends_in_if) == [5, 7]
+    function = HEAD + "run() {\n  srun a | tee a.log\n}\nmkdir -p out\nrun\n"
+    assert tee_lines(function) == [5]

@@ -96,6 +96,8 @@ def test_the_loop_variables_are_read_once_not_once_per_tee(
     counting = _CountingPattern(commands._FOR_VARIABLE)
     monkeypatch.setattr(commands, "_FOR_VARIABLE", counting)
     pipes = "".join(f"srun python t.py --seed {i} | tee log{i}\n" for i in range(200))
-    found = lint_text("#!/bin/bash\n#SBATCH -t 10\n" + pipes + "echo done\n", "t", CONTEXT)
+    # under set -e every pipeline's hidden status matters, so each tee is judged
+    head = "#!/bin/bash\n#SBATCH -t 10\nset -e\n"
+    found = lint_text(head + pipes + "echo done\n", "t", CONTEXT)
     assert sum(f.rule == "tee-without-pipefail" for f in found) == 200
     assert counting.scans == 1

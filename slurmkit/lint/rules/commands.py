@@ -9,6 +9,7 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import INFO, WARNING, Finding, Rule
 from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.cpus import other_job
+from slurmkit.lint.rules.steps import _ERREXIT
 from slurmkit.lint.script import Script, Srun
 
 _TERMINAL = ("clear", "reset")
@@ -17,37 +18,50 @@ _NO_GPUS = ("gpu:0", "none")
 _CANNOT_FAIL = frozenset(
     {"echo", "printf", "cat", "true", ":", "date", "hostname", "env", "printenv", "pwd", "seq"}
 )
+# Commands after the last step that leave the job's status to it: shell settings.
+_NO_STATUS = _CANNOT_FAIL | {"set", "export", "unset", "shopt"}
 # Options that pin a step to some nodes (or away from them).
 _ONLY = ("nodelist",)
 _EXCEPT = ("exclude",)
 
 
-# ``cmd || echo "WARN: …"``: a failure reported and passed over (``|| true`` only silences).
-_WARNS = re.compile(r"\|\|[ \t]*(?:echo|printf)(?=[\s;)]|$)")
 # Right after a command (over continued lines), ``|| echo …``/``|| true``: the script
 # turns this failure into a message, or passes over it, on purpose.
 _TOLERATED_AFTER = re.compile(r"[ \t]*(?:\\\n[ \t]*)*\|\|[ \t]*(?:echo|printf|true|:)(?=[\s;)]|$)")
 
 
-def _best_effort(script: Script) -> bool:
-    """A script without ``set -e`` that reports failures and goes on, command by command
-    (two or more ``|| echo "WARN …"``): past a failed step by design, so a pipeline's
-    status hidden by tee changes nothing it does, unless it is the last command."""
-    if re.search(r"(?m)^[ \t]*set[ \t]+(?:-\w*e|-o[ \t]+errexit)", script.text):
-        return False
-    tolerated = 0
-    for _, line in script.code_lines():
-        if "||" in line and _WARNS.search(line):
-            tolerated += 1
-            if tolerated >= 2:
-                return True
-    return False
+# Right after a pipeline: ``&& next``, ``|| exit 1``, ``; then``/``; do``, or ``$?`` on the
+# same or the next line: the script reads the status that tee replaced.
+_STATUS_READ = re.compile(
+    r"[ \t]*(?:\\\n[ \t]*)*(?:&&|\|\||[;\n][ \t]*(?:then|do)\b)|[^\n]*(?:\n[^\n]*)?\$\{?\?"
+)
+
+
+def _judged_from(script: Script, last_start: int) -> int:
+    """Where a hidden status starts to matter. Under ``set -e`` anywhere: everywhere (a
+    failed step would have stopped the script). Without it bash goes on past a failed
+    command whatever tee does, so only the job's own status (its last command: from
+    the outermost if/case holding it, or all of a function it calls) can be lost."""
+    if _ERREXIT.search(script.text):
+        return 0
+    last = next((c for c in script.commands if c.start == last_start), None)
+    if last is not None and last.name and _defines_function(script.text, last.name):
+        return 0
+    holding = [r[0][0] for r in script.parsed.branches if r[0][0] <= last_start < r[-1][1]]
+    return min(holding, default=last_start)
+
+
+def _defines_function(text: str, name: str) -> bool:
+    quoted = re.escape(name)
+    return (
+        re.search(rf"(?m)^[ \t]*(?:function[ \t]+{quoted}\b|{quoted}[ \t]*\(\))", text) is not None
+    )
 
 
 def _last_command_start(script: Script) -> int:
     """Where the script's last top-level command that can fail starts (its status is the
     job's when nothing else sets it)."""
-    starts = [c.start for c in script.commands if c.depth == 0 and c.name not in _CANNOT_FAIL]
+    starts = [c.start for c in script.commands if c.depth == 0 and c.name not in _NO_STATUS]
     return max(starts, default=0)
 
 
@@ -76,13 +90,15 @@ def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
         return
     # in a best-effort script only the last command's status is the job's
     last_start = _last_command_start(script)
-    judged_from = last_start if _best_effort(script) else 0
+    judged_from = _judged_from(script, last_start)
     hiding: list[Command] = []
     loop_names = {m[1] for m in _FOR_VARIABLE.finditer(script.text)}
     for command in script.commands:
         if command.name != "tee" or not command.after_pipe or command.pipeline is None:
             continue
-        if (start is not None and start < command.start) or command.end < judged_from:
+        if start is not None and start < command.start:
+            continue
+        if command.end < judged_from and not _STATUS_READ.match(script.text, command.end):
             continue
         if _per_iteration_log(command, last_start, loop_names):
             # a loop of runs that goes on past a failed one: the job's status reports no
