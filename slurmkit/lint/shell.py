@@ -19,6 +19,9 @@ Two things are done around the grammar:
 * tree-sitter-bash 0.25 joins a line of assignments only (``A=1 B=2``) with the
   next line's command. A command whose words are separated by an unescaped
   newline is split back into the commands bash sees.
+* tree-sitter-bash 0.25 splits ``${A}_$b.log`` (an expansion, text, then ``$name``
+  and more text) into two words, ``${A}_$`` and ``b.log``; bash has one word. Words
+  with no blank between them are joined back into the word bash sees.
 * tree-sitter-bash 0.25 ends a heredoc at a line that only starts with its
   delimiter (``EOFINNER`` ends ``<<EOF``; bash needs the whole line). Such a line's
   first letter is blanked and the text read again, so the body goes on as in bash.
@@ -144,8 +147,7 @@ def parse(text: str) -> Parsed:
         longer = _longer_than_delimiter(data, tree.root_node)
         if not longer:
             break
-        data = _blank_first(data, longer)
-        masked = data.decode("utf-8", "surrogatepass")
+        data = _blank_first(data, longer)  # the words keep their letters: ``masked``
         tree = _parser().parse(data)
     return _Reader(text, masked, data).read(tree.root_node)
 
@@ -422,6 +424,8 @@ class _Reader:
         background: bool,
         pipeline: tuple[int, int, int] | None,
     ) -> Command:
+        if len(words) > 1:
+            words = _joined(words)
         command = Command(
             words=tuple(words),
             start=words[0].start,
@@ -653,6 +657,33 @@ class _Reader:
             commands[index] = new
         if new.pipeline is not None:
             self.result._pipelines.setdefault(new.pipeline[0], []).append(new)
+
+
+_NAME_START = re.compile(r"[A-Za-z_]\w*|[0-9@*#?$!-]")
+
+
+def _joined(words: list[Word]) -> list[Word]:
+    """Words the grammar split with no blank between them, as the one word bash reads."""
+    out = [words[0]]
+    for word in words[1:]:
+        before = out[-1]
+        if word.start != before.end:
+            out.append(word)
+            continue
+        expands = before.expands | word.expands
+        name = _NAME_START.match(word.raw) if before.raw.endswith("$") else None
+        if name is not None:
+            expands = expands | {name.group(0)}
+        out[-1] = Word(
+            before.raw + word.raw,
+            before.text + word.text,
+            before.literal and word.literal and name is None,
+            before.start,
+            word.end,
+            expands,
+            before.substitutes + word.substitutes,
+        )
+    return out
 
 
 def _fields(command: Command) -> dict[str, Any]:

@@ -81,3 +81,22 @@ def test_the_last_if_or_a_function_the_script_ends_with_is_the_jobs_status() -> 
     assert tee_lines(ends_in_if) == [5, 7]
     function = HEAD + "run() {\n  srun a | tee a.log\n}\nmkdir -p out\nrun\n"
     assert tee_lines(function) == [5]
+
+
+def test_an_expansion_then_text_then_a_name_is_one_word() -> None:
+    # tree-sitter-bash 0.25 read ``${A}_$b.log`` as ``${A}_$`` and a second word ``b.log``
+    (assign,) = parse("X=${RUN}_$trial.log\n").commands
+    assert assign.name is None and [w.raw for w in assign.words] == ["X=${RUN}_$trial.log"]
+    _, tee = parse("python t.py | tee ${RUN}_$trial.log\n").commands
+    (log,) = tee.argv[1:]
+    assert log.expands == {"RUN", "trial"} and not log.literal
+
+
+def test_a_rank_in_srun_export_is_the_batch_shells() -> None:
+    head = "#!/bin/bash\n#SBATCH -N 3\n#SBATCH --ntasks-per-node=1\n"
+    export = "srun --export=ALL,NODE_RANK=$SLURM_NODEID bash run.sh\n"
+    assert (4, "srun-rank-expanded-early") in rules(head + export)
+    spaced = "srun --export ALL,RANK=$SLURM_PROCID bash run.sh\n"
+    assert (4, "srun-rank-expanded-early") in rules(head + spaced)
+    escaped = "srun --export=ALL,NODE_RANK=\\$SLURM_NODEID bash run.sh\n"
+    assert "srun-rank-expanded-early" not in {rule for _, rule in rules(head + escaped)}

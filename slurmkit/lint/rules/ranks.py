@@ -153,6 +153,18 @@ def _one_task_job(script: Script) -> bool:
     )
 
 
+def _export_words(srun: Srun) -> tuple[Word, ...]:
+    """``--export=ALL,NODE_RANK=$SLURM_NODEID``: values the batch shell fills in, once."""
+    if not srun.has("export"):
+        return ()
+    argv = srun.command.argv
+    return tuple(
+        w
+        for i, w in enumerate(argv)
+        if w.text.startswith("--export=") or (i and argv[i - 1].text == "--export")
+    )
+
+
 def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
     bindings: dict[str, Binding] = {}
     for binding in script.bindings:
@@ -163,7 +175,7 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
         right = _right_anyway(script, srun, one_task_job)
         if not srun.program or "*" in right:
             continue
-        for word in srun.program:
+        for word in (*srun.program, *_export_words(srun)):
             if not word.expands and not word.substitutes:
                 continue
             early = _early(word)
