@@ -250,12 +250,10 @@ def _command_problem(words: list[str], table: frozenset[str]) -> tuple[str, str]
             continue
         if not re.fullmatch(r"[A-Za-z][\w-]*", name):
             return None  # a variable or a quoted word: unknown
-        matches = match_long(name, table)
-        if not matches:
-            return None if spank_plugin(name) else _not_stock(name)
-        if len(matches) > 1:
-            return ERROR, f"--{name} is ambiguous ({', '.join('--' + m for m in matches[:4])})"
-        index += 1 if has_value or matches[0] in LONG_FLAGS else 2
+        option = _long_option(name, table)
+        if not isinstance(option, str):
+            return option  # refused, or a SPANK plugin's (None: its site knows it)
+        index += 1 if has_value or option in LONG_FLAGS else 2
     return None
 
 
@@ -341,20 +339,28 @@ def _bracket_placeholder(word: str) -> bool:
 def _long(word: str, following: str, table: frozenset[str]) -> int | tuple[str, str]:
     """Words ``--word`` takes (1 or 2), or (severity, complaint) as getopt reads it."""
     name, has_value, value = word.partition("=")
-    matches = match_long(name, table)
-    plugin = None if matches else spank_plugin(name)
-    if plugin:
-        return INFO, f"--{name} is an option of the {plugin} SPANK plugin"
-    if not matches:
-        return _not_stock(name)
-    if len(matches) > 1:
-        return ERROR, f"--{name} is ambiguous ({', '.join('--' + m for m in matches[:4])})"
-    if matches[0] in LONG_FLAGS:
+    option = _long_option(name, table)
+    if option is None:
+        return INFO, f"--{name} is an option of the {spank_plugin(name)} SPANK plugin"
+    if isinstance(option, tuple):
+        return option
+    if option in LONG_FLAGS:
         return 1
-    refused = _refused_value(f"--{matches[0]}", matches[0], value if has_value else following)
+    refused = _refused_value(f"--{option}", option, value if has_value else following)
     if refused:
         return ERROR, refused
     return 1 if has_value else 2
+
+
+def _long_option(name: str, table: frozenset[str]) -> str | tuple[str, str] | None:
+    """The option getopt reads ``--name`` as (a unique prefix too), (severity, why) when
+    it reads none, or None for a known SPANK plugin's option."""
+    matches = match_long(name, table)
+    if not matches:
+        return None if spank_plugin(name) else _not_stock(name)
+    if len(matches) > 1:
+        return ERROR, f"--{name} is ambiguous ({', '.join('--' + m for m in matches[:4])})"
+    return matches[0]
 
 
 # Options sbatch once had: a script written for an old Slurm, refused by every current one.
