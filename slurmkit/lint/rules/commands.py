@@ -9,7 +9,7 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import INFO, WARNING, Finding, Rule
 from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.cpus import other_job
-from slurmkit.lint.rules.steps import _ERREXIT
+from slurmkit.lint.rules.steps import exits_on_error
 from slurmkit.lint.script import Script, Srun
 
 _TERMINAL = ("clear", "reset")
@@ -42,7 +42,7 @@ def _judged_from(script: Script, last_start: int) -> int:
     failed step would have stopped the script). Without it bash goes on past a failed
     command whatever tee does, so only the job's own status (its last command: from
     the outermost if/case holding it, or all of a function it calls) can be lost."""
-    if _ERREXIT.search(script.text):
+    if exits_on_error(script):
         return 0
     last = next((c for c in script.commands if c.start == last_start), None)
     if last is not None and last.name and _defines_function(script.text, last.name):

@@ -248,6 +248,12 @@ _ERREXIT = re.compile(
 _STATUS = re.compile(r"\$\?|\$\{\?\}|PIPESTATUS|\|\|\s*exit")
 
 
+def exits_on_error(script: Script) -> bool:
+    """``set -e`` in any spelling (``set -eo pipefail``, ``set -o errexit``, ``#!/bin/bash -e``)
+    anywhere: a failed command ends the script, so its status becomes the job's."""
+    return _ERREXIT.search(script.text) is not None
+
+
 def _is_step(script: Script, command: Command) -> bool:
     return command.name == "srun" or launcher_in(script.source(command)) is not None
 
@@ -257,7 +263,7 @@ def _status_hidden(script: Script, context: LintContext) -> Iterator[Finding]:
     echo or a clean-up makes a failed step a COMPLETED job (afterok dependents run)."""
     if "srun" not in script.text and not launcher_in(script.text):
         return
-    if _ERREXIT.search(script.text) or _STATUS.search(script.text):
+    if exits_on_error(script) or _STATUS.search(script.text):
         return
     commands = [c for c in _top(script) if not c.background]
     # from the end: the last step is near it (a 40,000-line script is not walked twice)
