@@ -212,6 +212,9 @@ class Parsed:
     problems: list[SyntaxProblem] = field(default_factory=list)
     # Each if/case: the character ranges of its branches, of which bash runs one.
     branches: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    # Each function the script defines: name -> the character range of its body, braces
+    # (or parentheses) included; a later definition of a name replaces the earlier one.
+    functions: dict[str, tuple[int, int]] = field(default_factory=dict)
     _branch_cache: dict[int, dict[int, int]] = field(default_factory=dict, repr=False)
     _line_starts: list[int] = field(default_factory=list, repr=False)
     _pipelines: dict[int, list[Command]] = field(default_factory=dict, repr=False)

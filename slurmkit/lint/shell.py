@@ -247,6 +247,12 @@ class _Reader:
         if len(ranges) > 1:
             self.result.branches.append(tuple(ranges))
 
+    def _function(self, node: Any) -> None:
+        name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
+        if name is not None and body is not None:
+            start, end = self.span(name)
+            self.result.functions[self.masked[start:end]] = self.span(body)
+
     def span(self, node: Any) -> tuple[int, int]:
         offsets = self.offsets
         if offsets.ascii:
@@ -294,6 +300,8 @@ class _Reader:
                 self.redirected.append((node, depth))
             elif kind in ("if_statement", "case_statement"):
                 self._branches(node)
+            elif kind == "function_definition":
+                self._function(node)
             self._push_children(node, depth, background, pipeline, stack)
         result.commands.sort(key=_START)
         result.comments.sort(key=_START)

@@ -45,17 +45,10 @@ def _judged_from(script: Script, last_start: int) -> int:
     if exits_on_error(script):
         return 0
     last = next((c for c in script.commands if c.start == last_start), None)
-    if last is not None and last.name and _defines_function(script.text, last.name):
+    if last is not None and last.name in script.parsed.functions:
         return 0
     holding = [r[0][0] for r in script.parsed.branches if r[0][0] <= last_start < r[-1][1]]
     return min(holding, default=last_start)
-
-
-def _defines_function(text: str, name: str) -> bool:
-    quoted = re.escape(name)
-    return (
-        re.search(rf"(?m)^[ \t]*(?:function[ \t]+{quoted}\b|{quoted}[ \t]*\(\))", text) is not None
-    )
 
 
 def _last_command_start(script: Script) -> int:

@@ -513,38 +513,17 @@ def _printing_functions(script: Script) -> frozenset[str]:
     )
 
 
-_FUNCTION = re.compile(
-    r"(?P<indent>\s*)(?:function\s+)?(?P<name>[A-Za-z_][\w:-]*)\s*(?P<parens>\(\s*\))?\s*"
-    r"(?:\{(?P<body>.*?)(?P<close>;?\s*\})?)?\s*"
-)
-
-
 def _functions(script: Script) -> dict[str, list[str]]:
-    """Each function of the script and its body lines (a one-line body: its text). A body
-    ends at a ``}`` line indented like its opening line. One pass over the lines, once per
-    script (a ``}`` alone at the start of a line ends any body)."""
+    """Each function the script defines (as the bash grammar reads it) and the non-blank
+    lines of its body, braces left out. Read once per script (asked per launcher)."""
     memo = script.memo
-    if "functions" in memo:
-        found: dict[str, list[str]] = memo["functions"]
-        return found
-    found = {}
-    current: tuple[str, str] | None = None
-    for line in script.lines:
-        if current is not None:
-            if line.rstrip() in (current[1] + "}", "}"):
-                current = None
-            else:
-                found[current[0]].append(line)
-            continue
-        opening = _FUNCTION.fullmatch(line) if "(" in line or "function" in line else None
-        if opening is None or not (opening["parens"] or line.lstrip().startswith("function")):
-            continue
-        if opening["close"] is not None:
-            found[opening["name"]] = [opening["body"] or ""]
-        else:
-            found[opening["name"]] = []
-            current = (opening["name"], opening["indent"])
-    memo["functions"] = found
+    if "functions" not in memo:
+        text = script.parsed.text
+        memo["functions"] = {
+            name: [line for line in text[start + 1 : end - 1].split("\n") if line.strip()]
+            for name, (start, end) in script.parsed.functions.items()
+        }
+    found: dict[str, list[str]] = memo["functions"]
     return found
 
 
