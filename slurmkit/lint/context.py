@@ -6,6 +6,11 @@ Verified on real clusters (issue 9): 22.05.8 srun does not inherit
 24.11.5/26.05.5 inherit it (sbatch exports ``SLURM_CPUS_PER_TASK`` and
 ``SLURM_TRES_PER_TASK=cpu=N``, srun reads both and ignores ``SRUN_CPUS_PER_TASK``).
 
+Also verified live (sandbox, 2026-11-29): a job whose ``--output`` directory is missing
+fails at 22.05.8 (JobLaunchFailure, no log); from 23.02 on slurmstepd creates the
+directory as the job's user and the job runs (24.11.5 and 26.05.5: COMPLETED, with
+``%j`` in the directory too; Slurm's 23.02 changelog, ``io.c`` ``mkdirpath``).
+
 An unknown version (Slurm not installed here and no ``--slurm-version``) lints for
 every version at once: the explicit ``srun --cpus-per-task`` that satisfies all of
 them is right everywhere, so the union of the rules never asks for a wrong fix.
@@ -20,6 +25,7 @@ from slurmkit.slurm.records import SlurmVersion
 NO_INHERIT_FROM = SlurmVersion(22, 5, 0)
 INHERIT_AGAIN_FROM = SlurmVersion(23, 11, 0)
 NO_INHERIT_RANGE = "22.05 to 23.02"
+CREATES_LOG_DIR_FROM = SlurmVersion(23, 2, 0)
 
 
 def srun_inherits_cpus_per_task(version: SlurmVersion) -> bool:
@@ -63,6 +69,11 @@ class LintContext:
     def may_inherit_again(self) -> bool:
         """srun may read SLURM_CPUS_PER_TASK and ignore SRUN_CPUS_PER_TASK (23.11 on)."""
         return self.version is None or self.version >= INHERIT_AGAIN_FROM
+
+    @property
+    def log_dir_not_created(self) -> bool:
+        """A missing --output/--error directory may fail the job (before 23.02)."""
+        return self.version is None or self.version < CREATES_LOG_DIR_FROM
 
     def on_versions(self, text_if_unknown: str) -> str:
         """``on Slurm 22.05.8`` or, for an unknown version, the range the rule is about."""

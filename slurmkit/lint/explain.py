@@ -265,8 +265,10 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         '"$SLURM_JOB_NODELIST")',
     ),
     "output-dir-missing": (
-        "Slurm opens --output/--error before the script runs and does not create their "
-        "directory: the job fails at once and leaves no log. Error where the directory "
+        "Slurm opens --output/--error before the script runs; before 23.02 it does not "
+        "create their directory, so the job fails at once and leaves no log (from 23.02 "
+        "slurmstepd creates it, and lint judges a missing directory only for an older or "
+        "unknown version). Error where the directory "
         "names the job (%j, %J, %A, %a: it cannot exist before the job) or is missing under "
         "the submit directory (--chdir, or lint --submit-dir DIR); warning where the script "
         "makes it itself (too late). Without a submit directory lint never looks where it "
@@ -274,7 +276,8 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "exists, one it does not ship is missing, outside a checkout it is unknown, and so "
         "is an absolute path missing on this host. sbatch expands no $VAR or ~ in a "
         "directive: --output=$HOME/logs/x or --chdir=/home/${USER}/run names a directory "
-        "literally called so (error). %x is the script's --job-name (a / in it adds a "
+        "literally called so (error; from 23.02 a literal log directory is created, so the "
+        "log is not where the path says: warning). %x is the script's --job-name (a / in it adds a "
         "directory); --err and --out are --error and --output.",
         "#SBATCH --output=logs/%j/out.txt",
         "mkdir -p logs before sbatch, and keep %j in the file name.",

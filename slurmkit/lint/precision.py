@@ -27,7 +27,7 @@ PRECISION: dict[str, tuple[int, int]] = {
     "missing-time": (0, 332),
     "option-as-command": (4, 4),
     "output-collides": (8, 8),
-    "output-dir-missing": (664, 664),
+    "output-dir-missing": (343, 343),
     "output-per-node": (0, 38),
     "output-without-jobid": (0, 350),
     "resubmit-without-dependency": (2, 2),

@@ -28,8 +28,10 @@ HEAD = (
 )  # 10 lines
 
 
-def found(text: str, submit_dir: str | None = None) -> list[tuple[int, str, str]]:
-    context = LintContext(SlurmVersion.parse("24.11.5"), submit_dir=submit_dir)
+def found(
+    text: str, submit_dir: str | None = None, version: str = "24.11.5"
+) -> list[tuple[int, str, str]]:
+    context = LintContext(SlurmVersion.parse(version), submit_dir=submit_dir)
     return [(f.line, f.severity, f.rule) for f in lint_text(text, "t.slurm", context)]
 
 
@@ -165,18 +167,23 @@ LOGS = (
 BOTH = [4, 5]  # --output and --error, each on its own line
 
 
+def found_old(text: str, submit_dir: str | None = None) -> list[tuple[int, str, str]]:
+    """At 22.05, which fails a job whose log directory is missing (23.02 on create it)."""
+    return found(text, submit_dir, version="22.05.8")
+
+
 def test_a_log_directory_the_script_makes_itself_is_a_warning() -> None:
-    assert found(LOGS) == [(line, "warning", "output-dir-missing") for line in BOTH]
-    assert found(LOGS.replace("mkdir -p logs", "mkdir -p ./logs/")) == [
+    assert found_old(LOGS) == [(line, "warning", "output-dir-missing") for line in BOTH]
+    assert found_old(LOGS.replace("mkdir -p logs", "mkdir -p ./logs/")) == [
         (line, "warning", "output-dir-missing") for line in BOTH
     ]
 
 
 def test_statically_unknown_directories_stay_quiet() -> None:
-    assert found(LOGS.replace("mkdir -p logs\n", "")) == []  # may exist: unknown
+    assert found_old(LOGS.replace("mkdir -p logs\n", "")) == []  # may exist: unknown
     templated = LOGS.replace("logs/%x", "{{ log_dir }}/%x").replace("mkdir -p logs", "mkdir x")
-    assert found(templated) == []
-    assert found(LOGS.replace("logs/%x-%j.out", "logs/%u/%j.out")) == [
+    assert found_old(templated) == []
+    assert found_old(LOGS.replace("logs/%x-%j.out", "logs/%u/%j.out")) == [
         (5, "warning", "output-dir-missing")  # --output's directory has a pattern: unknown
     ]
 
@@ -184,23 +191,23 @@ def test_statically_unknown_directories_stay_quiet() -> None:
 def test_the_submit_directory_is_looked_up(tmp_path: Path) -> None:
     text = LOGS.replace("mkdir -p logs\n", "")
     errors = [(line, "error", "output-dir-missing") for line in BOTH]
-    assert found(text, submit_dir=str(tmp_path)) == errors
+    assert found_old(text, submit_dir=str(tmp_path)) == errors
     (tmp_path / "logs").mkdir()
-    assert found(text, submit_dir=str(tmp_path)) == []
+    assert found_old(text, submit_dir=str(tmp_path)) == []
     chdir = text.replace("#SBATCH --nodes=1\n", "#SBATCH --chdir=run\n")
-    assert found(chdir, submit_dir=str(tmp_path)) == errors
+    assert found_old(chdir, submit_dir=str(tmp_path)) == errors
     (tmp_path / "run" / "logs").mkdir(parents=True)
-    assert found(chdir, submit_dir=str(tmp_path)) == []
+    assert found_old(chdir, submit_dir=str(tmp_path)) == []
 
 
 def test_absolute_paths_missing_here_are_another_host_s(tmp_path: Path) -> None:
     """Issue 32 item 3: a path missing where lint runs is unknown, not an error."""
     text = LOGS.replace("mkdir -p logs\n", "")
     absolute = text.replace("logs/", f"{tmp_path}/missing/")
-    assert found(absolute, submit_dir="/") == []
+    assert found_old(absolute, submit_dir="/") == []
     chdir = text.replace("#SBATCH --nodes=1\n", f"#SBATCH --chdir={tmp_path}/run\n")
-    assert found(chdir, submit_dir="/") == []
-    assert found(chdir) == []
+    assert found_old(chdir, submit_dir="/") == []
+    assert found_old(chdir) == []
 
 
 def test_a_directory_named_after_the_job_never_exists_before_it() -> None:
@@ -209,9 +216,9 @@ def test_a_directory_named_after_the_job_never_exists_before_it() -> None:
         text = LOGS.replace("logs/%x-%j.out", f"logs/{pattern}/out.txt").replace(
             "mkdir -p logs\n", ""
         )
-        dirs = [f for f in found(text) if f[2] == "output-dir-missing"]
+        dirs = [f for f in found_old(text) if f[2] == "output-dir-missing"]
         assert dirs == [(4, "error", "output-dir-missing")], pattern
-    named = found(LOGS.replace("logs/%x-%j.out", "logs/%x/%j.txt"))
+    named = found_old(LOGS.replace("logs/%x-%j.out", "logs/%x/%j.txt"))
     assert named == [(5, "warning", "output-dir-missing")]  # %x: unknown; logs/ made late
 
 
@@ -219,7 +226,7 @@ def test_a_directory_the_git_checkout_ships_exists(tmp_path: Path) -> None:
     """A script in a git work tree is submitted from its own directory (issue 32 item 3)."""
     (tmp_path / ".git").mkdir()
     script = tmp_path / "job.slurm"
-    context = LintContext(SlurmVersion.parse("24.11.5"))
+    context = LintContext(SlurmVersion.parse("22.05.8"))
     script.write_text(LOGS.replace("mkdir -p logs\n", ""))
     # logs/ neither beside the script nor shipped: a fresh checkout fails, --output and --error
     assert [(f.line, f.severity) for f in lint_path(script, context)] == [
@@ -251,7 +258,7 @@ def test_a_script_in_a_subdirectory_may_be_submitted_from_the_top(tmp_path: Path
     (tmp_path / ".git").mkdir()
     (tmp_path / "slurm").mkdir()
     script = tmp_path / "slurm" / "train.sbatch"
-    context = LintContext(SlurmVersion.parse("24.11.5"))
+    context = LintContext(SlurmVersion.parse("22.05.8"))
     body = LOGS.replace("mkdir -p logs\n", "")
     script.write_text(body.replace("logs/%x-%j", "slurm/%x_%j"))
     assert lint_path(script, context) == []
@@ -263,3 +270,31 @@ def test_a_script_in_a_subdirectory_may_be_submitted_from_the_top(tmp_path: Path
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / ".gitkeep").write_text("")
     assert lint_path(script, context) == []  # shipped at the top
+
+
+def test_from_23_02_slurm_creates_the_log_directory() -> None:
+    """slurmstepd makes a missing --output/--error directory from 23.02 (verified live on
+    the sandbox: 22.05.8 fails the job, 24.11.5 and 26.05.5 run it): no finding there."""
+    unshipped = LOGS.replace("mkdir -p logs\n", "")
+    per_job = unshipped.replace("logs/%x-%j.out", "logs/%j/out.txt")
+    for version in ("23.02.0", "24.11.5", "26.05.5"):
+        assert found(LOGS, version=version) == []  # made too late: not too late any more
+        assert found(per_job, version=version) == []
+    assert [f[2] for f in found_old(per_job)] == ["output-dir-missing"]
+
+
+def test_an_unknown_version_judges_the_log_directory_as_22_05_does() -> None:
+    per_job = LOGS.replace("logs/%x-%j.out", "logs/%j/out.txt").replace("mkdir -p logs\n", "")
+    findings = lint_text(per_job, "t.slurm", LintContext(None))
+    assert [(f.line, f.rule) for f in findings if f.rule == "output-dir-missing"] == [
+        (4, "output-dir-missing")
+    ]
+    assert "Slurm before 23.02 does not create it" in findings[0].message
+
+
+def test_a_literal_variable_in_the_log_path_misplaces_the_log_from_23_02() -> None:
+    text = LOGS.replace("logs/%x-%j.out", "$HOME/logs/%x-%j.out").replace("mkdir -p logs\n", "")
+    assert found_old(text) == [(4, "error", "output-dir-missing")]
+    later = lint_text(text, "t.slurm", LintContext(SlurmVersion.parse("24.11.5")))
+    assert [(f.line, f.severity) for f in later] == [(4, "warning")]
+    assert "the log is not where the path says" in later[0].message

@@ -243,5 +243,5 @@ def test_the_corpus_ships_a_directory_only_at_the_commit_that_has_it(tmp_path: P
     (tmp_path / "SHIPS.tsv").write_text(
         "repository\tdirectory\tcommit\tevidence\no/a\tlogs\t2\tgit ls-tree\n"
     )
-    findings = lint_corpus(tmp_path, ["a--new.sh", "a--old.sh"], "24.11")
+    findings = lint_corpus(tmp_path, ["a--new.sh", "a--old.sh"], "22.05")
     assert {str(f["file"]) for f in findings if f["rule"] == "output-dir-missing"} == {"a--old.sh"}

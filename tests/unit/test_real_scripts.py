@@ -245,7 +245,8 @@ def test_the_harness_lints_as_the_cli(tmp_path: Path, version: str) -> None:
     }
     assert by_harness == by_cli
     missing = {file for file, _, rule, _ in by_cli if rule == "output-dir-missing"}
-    assert missing == {"unshipped.sh", "per-job.sh"}
+    # from 23.02 slurmstepd creates a missing log directory (verified live): 22.05 only
+    assert missing == ({"unshipped.sh", "per-job.sh"} if version == "22.05" else set())
 
 
 @pytest.mark.parametrize("version", ["22.05", "24.11"])
@@ -313,7 +314,7 @@ def test_the_corpus_is_linted_where_its_repositories_keep_it(tmp_path: Path) -> 
     names = ["a--slurm_job.sh", "b--run.sh", "c--run.sh"]
     missing = {
         str(f["file"])
-        for f in lint_corpus(tmp_path, names, "24.11")
+        for f in lint_corpus(tmp_path, names, "22.05")
         if f["rule"] == "output-dir-missing"
     }
     assert missing == {"c--run.sh"}  # o/c ships no runs/; o/a's slurm/ holds the script

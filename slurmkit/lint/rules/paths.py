@@ -1,12 +1,16 @@
 """``--output``/``--error`` into a directory that does not exist.
 
-Slurm opens the job's log before the script's first line runs and never creates
-its directory: the job fails at once with no log at all (nothing to read, and the
-error is only in slurmd's log). The directory is judged from the script's context,
-never from wherever lint happens to run (issue 32 item 3):
+Slurm opens the job's log before the script's first line runs. Before 23.02 it does
+not create its directory: the job fails at once with no log at all (nothing to read,
+and the error is only in slurmd's log). From 23.02 on slurmstepd creates the missing
+directory as the job's user (its changelog; verified live on the sandbox: 22.05.8
+fails with JobLaunchFailure, 24.11.5 and 26.05.5 run and make ``logs/%j/``), so a
+missing directory is judged only for a version before 23.02 (or an unknown one). The
+directory is judged from the script's context, never from wherever lint happens to
+run (issue 32 item 3):
 
 - a directory containing ``%j``, ``%J``, ``%A`` or ``%a`` names the job itself, so it
-  cannot exist before the job starts: error on every cluster;
+  cannot exist before the job starts: error before 23.02;
 - a relative directory is looked up under the submit directory when it is known:
   ``lint --submit-dir DIR`` (joined with a relative ``--chdir``), or an absolute
   ``--chdir``; missing there: error (an absolute ``--chdir`` missing on this host is
@@ -30,8 +34,10 @@ never from wherever lint happens to run (issue 32 item 3):
 The log is the one sbatch reads: ``--err``/``--out`` are getopt's abbreviations of
 ``--error``/``--output``, and ``%x`` is the job name the script sets (a name with a ``/``
 adds a directory). sbatch expands no shell word in a directive: ``$HOME/logs`` or a
-``--chdir`` with ``${USER}`` in it names a directory literally called so, which does
-not exist (error), except in a heredoc the shell expands before sbatch reads it. A
+``--chdir`` with ``${USER}`` in it names a directory literally called so (error, except
+in a heredoc the shell expands before sbatch reads it): before 23.02 it does not exist;
+from 23.02 a log directory is created under that literal name, so the log is not where
+the path says (warning), and the job runs in a literal working directory or fails. A
 directory that climbs (``../watch_folder``) is judged from the submit directories where
 it stays in the checkout.
 
@@ -100,24 +106,26 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     word = _literal_variable(script, chdir.value) if chdir is not None and chdir.value else None
     if chdir is not None and word:
         if not logs or any(not posixpath.isabs(s.value or "") for s in logs):
-            yield _literal_chdir(script, chdir, word)
+            yield _literal_chdir(script, chdir, word, context)
         return
+    fails = context.log_dir_not_created
     made: dict[str, int] | None = None
     for setting in logs:
         directory = _directory(_with_job_name(setting.value or "", script, table))
         if directory is None:
             continue
         if _PER_JOB.search(directory):
-            yield _per_job(script, setting, directory)
+            if fails:
+                yield _per_job(script, setting, directory, context)
             continue
         if _template(directory):
             continue
         word = _literal_variable(script, directory)
         if word:
-            yield _literal_log_dir(script, setting, directory, word)
+            yield _literal_log_dir(script, setting, directory, word, context)
             continue
-        if not _known(directory):
-            continue
+        if not fails or not _known(directory):
+            continue  # 23.02 on: slurmstepd creates the directory
         state = _lookup(directory, None if chdir is None else chdir.value, context)
         if state is True:
             continue
@@ -129,9 +137,9 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         if state is None and _elsewhere(directory, None if chdir is None else chdir.value):
             continue
         if isinstance(state, Missing) and (line is None or state.explicit):
-            yield _missing(script, setting, state)
+            yield _missing(script, setting, state, context)
         elif line is not None:
-            yield _made_too_late(script, setting, directory, line)
+            yield _made_too_late(script, setting, directory, line, context)
 
 
 def _setting(script: Script, name: str, table: frozenset[str]) -> Setting | None:
@@ -248,40 +256,70 @@ def _literal_variable(script: Script, path: str) -> str | None:
     return match.group(0).lstrip("/") if match else None
 
 
-def _literal_log_dir(script: Script, setting: Setting, directory: str, word: str) -> Finding:
+def _no_mkdir(context: LintContext) -> str:
+    """Which Slurm leaves a missing log directory missing: this version, or those before 23.02."""
+    who = f"Slurm {context.version}" if context.version else "Slurm before 23.02"
+    return f"{who} does not create it (23.02 and later do)"
+
+
+def _literal_log_dir(
+    script: Script, setting: Setting, directory: str, word: str, context: LintContext
+) -> Finding:
+    head = (
+        f"#SBATCH {setting.written}: sbatch does not expand {word} in a directive, so the "
+        f"log goes into a directory literally named {directory}"
+    )
+    if not context.log_dir_not_created:
+        return script.finding(
+            setting.line,
+            WARNING,
+            RULE_LOG_DIR.id,
+            f"{head}, which Slurm {context.version} creates under the job's working "
+            "directory: the log is not where the path says",
+            "write the path out (/home/me/logs/%x-%j.out), keep the log relative to the "
+            'submit directory, or pass it on the command line (sbatch --output="$HOME/logs/'
+            '%x-%j.out")',
+        )
     return script.finding(
         setting.line,
         ERROR,
         RULE_LOG_DIR.id,
-        f"#SBATCH {setting.written}: sbatch does not expand {word} in a directive, so the "
-        f"log goes into a directory literally named {directory}, which does not exist, and "
-        "Slurm does not create it: the job fails at once and leaves no log",
+        f"{head}, which does not exist, and {_no_mkdir(context)}: the job fails at once and "
+        "leaves no log",
         "write the path out (/home/me/logs/%x-%j.out), keep the log relative to the submit "
         'directory, or pass it on the command line (sbatch --output="$HOME/logs/%x-%j.out")',
     )
 
 
-def _literal_chdir(script: Script, setting: Setting, word: str) -> Finding:
+def _literal_chdir(script: Script, setting: Setting, word: str, context: LintContext) -> Finding:
+    head = (
+        f"#SBATCH {setting.written}: sbatch does not expand {word} in a directive, so the "
+        f"job's working directory is literally {setting.value}, which does not exist; Slurm "
+        "opens the job's log (slurm-%j.out, or a relative --output) there"
+    )
+    tail = (
+        ": the job fails at once and leaves no log"
+        if context.log_dir_not_created
+        else f": Slurm {context.version} creates it for the log where it may, and the job "
+        "runs in that literal directory (its relative paths miss) or fails"
+    )
     return script.finding(
         setting.line,
         ERROR,
         RULE_LOG_DIR.id,
-        f"#SBATCH {setting.written}: sbatch does not expand {word} in a directive, so the "
-        f"job's working directory is literally {setting.value}, which does not exist; Slurm "
-        "opens the job's log (slurm-%j.out, or a relative --output) there: the job fails "
-        "at once and leaves no log",
+        head + tail,
         "write the path out, leave --chdir away (the submit directory is the default), "
         'or pass it on the command line (sbatch --chdir="$HOME/run")',
     )
 
 
-def _per_job(script: Script, setting: Setting, directory: str) -> Finding:
+def _per_job(script: Script, setting: Setting, directory: str, context: LintContext) -> Finding:
     return script.finding(
         setting.line,
         ERROR,
         RULE_LOG_DIR.id,
         f"#SBATCH {setting.written}: the directory {directory} names the job itself (%j, %J, "
-        "%A, %a), so it cannot exist before the job starts, and Slurm does not create it: "
+        f"%A, %a), so it cannot exist before the job starts, and {_no_mkdir(context)}: "
         "the job fails at once and leaves no log",
         "keep the job id in the file name (logs/%x-%j.out) and the directory fixed "
         "(mkdir -p logs before sbatch)",
@@ -296,7 +334,7 @@ class Missing:
     explicit: bool
 
 
-def _missing(script: Script, setting: Setting, missing: Missing) -> Finding:
+def _missing(script: Script, setting: Setting, missing: Missing, context: LintContext) -> Finding:
     where = missing.where
     how = (
         f"the directory {where} does not exist"
@@ -309,23 +347,24 @@ def _missing(script: Script, setting: Setting, missing: Missing) -> Finding:
         setting.line,
         ERROR,
         RULE_LOG_DIR.id,
-        f"#SBATCH {setting.written}: {how}, and Slurm does not create it: the job fails at "
+        f"#SBATCH {setting.written}: {how}, and {_no_mkdir(context)}: the job fails at "
         "once and leaves no log",
         f"mkdir -p {where} before sbatch (the script's own mkdir comes too late), or ship "
         f"it (a {where}/.gitkeep)",
     )
 
 
-def _made_too_late(script: Script, setting: Setting, directory: str, line: int) -> Finding:
+def _made_too_late(
+    script: Script, setting: Setting, directory: str, line: int, context: LintContext
+) -> Finding:
     return script.finding(
         setting.line,
         WARNING,
         RULE_LOG_DIR.id,
         f"#SBATCH {setting.written} writes into {directory}/, which this script creates "
-        f"only on line {script.shown(line)}: Slurm opens the log before the script runs and "
-        "does not "
-        "create the directory, so where it does not exist yet the job fails at once with "
-        "no log",
+        f"only on line {script.shown(line)}: Slurm opens the log before the script runs "
+        f"({_no_mkdir(context)}), so where it does not exist yet the job fails at once "
+        "with no log",
         f"mkdir -p {directory} before sbatch (or keep the log in the submit directory)",
     )
 
@@ -432,8 +471,8 @@ def _indexed(top: str, relative: str) -> bool:
 RULE_LOG_DIR = Rule(
     "output-dir-missing",
     ERROR,
-    "--output/--error into a directory that cannot exist or does not exist (Slurm does not "
-    "create it)",
+    "--output/--error into a directory that cannot exist or does not exist (Slurm before "
+    "23.02 does not create it: the job fails)",
     _log_dir,
 )
 # The script's own path: $0, ${0}, $BASH_SOURCE, ${BASH_SOURCE[0]} (also ${BASH_SOURCE[0]:-$0}).
