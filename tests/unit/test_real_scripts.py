@@ -197,7 +197,7 @@ def test_every_new_script_is_labelled(directory: Path) -> None:
             assert 1 <= defect["line"] <= lines, (name, defect)
             assert defect["kind"] in RULE_IDS | KINDS, (name, defect)
             assert isinstance(defect["high"], bool)
-            assert set(defect.get("versions", [])) <= {"22.05", "24.11"}
+            assert set(defect.get("versions", [])) <= {"22.05", "24.11", "26.05"}
 
 
 LINT = [sys.executable, "-m", "slurmkit", "lint", "--json", "--info"]
