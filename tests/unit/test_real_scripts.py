@@ -2,8 +2,8 @@
 
 The corpus was split once, by repository, into a development part (rules are tuned on it)
 and a test part (then ``holdout/``). That test part was scored once and is development
-data since (``spent-holdout/``), as are the second to fourth (``spent-holdout2/`` to
-``spent-holdout4/``); the fresh test part is ``holdout5/``, filled by others later. These
+data since (``spent-holdout/``), as are the second to fifth (``spent-holdout2/`` to
+``spent-holdout5/``); the fresh test part is ``holdout6/``, filled by others later. These
 tests keep the first split as recorded, the new one disjoint and large enough, the labels
 well-formed, and the harness on the CLI's own code path; they never require a score, and
 none of them lints the test part.
@@ -25,13 +25,14 @@ from benchmarks import score_lint_corpus
 from benchmarks.score_lint_corpus import (
     CORPUS,
     DEVELOPMENT,
-    HOLDOUT5,
+    HOLDOUT6,
     NOT_SCRIPTS,
     ROOT,
     SPENT,
     SPENT2,
     SPENT3,
     SPENT4,
+    SPENT5,
     lint_as_cli,
     lint_corpus,
     score,
@@ -39,9 +40,9 @@ from benchmarks.score_lint_corpus import (
 from slurmkit.lint.rules import RULE_IDS
 
 SEED = 3202
-NO_HOLDOUT5 = pytest.mark.skipif(
-    not (HOLDOUT5 / "SOURCES.tsv").is_file(),
-    reason="holdout5/ (the fresh test part) is not collected yet",
+NO_HOLDOUT6 = pytest.mark.skipif(
+    not (HOLDOUT6 / "SOURCES.tsv").is_file(),
+    reason="holdout6/ (the fresh test part) is not collected yet",
 )
 # Defect kinds that issue 32 names and lint may not have yet, and kinds the labelling
 # met that no rule covers; with the rule ids they are every kind a label may have.
@@ -117,8 +118,8 @@ def test_the_spent_holdout_says_it_is_development_data() -> None:
 
 
 def test_the_development_part_is_every_spent_subset() -> None:
-    assert score_lint_corpus.PARTS["dev"] == (CORPUS, SPENT, SPENT2, SPENT3, SPENT4)
-    assert score_lint_corpus.PARTS["test"] == (HOLDOUT5,)
+    assert score_lint_corpus.PARTS["dev"] == (CORPUS, SPENT, SPENT2, SPENT3, SPENT4, SPENT5)
+    assert score_lint_corpus.PARTS["test"] == (HOLDOUT6,)
 
 
 def test_the_spent_subsets_share_no_repository() -> None:
@@ -131,7 +132,12 @@ def test_the_spent_subsets_share_no_repository() -> None:
 
 @pytest.mark.parametrize(
     ("directory", "score"),
-    [(SPENT2, "85% (91/107)"), (SPENT3, "89% (118/133)"), (SPENT4, "92% (74/80)")],
+    [
+        (SPENT2, "85% (91/107)"),
+        (SPENT3, "89% (118/133)"),
+        (SPENT4, "92% (74/80)"),
+        (SPENT5, "92% (185/200)"),
+    ],
 )
 def test_each_spent_holdout_says_it_is_development_data(directory: Path, score: str) -> None:
     text = (directory / "README.md").read_text()
@@ -139,24 +145,24 @@ def test_each_spent_holdout_says_it_is_development_data(directory: Path, score: 
     assert score in text
 
 
-@NO_HOLDOUT5
-def test_holdout5_repositories_are_in_no_other_part() -> None:
-    fresh = {r["repository"] for r in _rows(HOLDOUT5 / "SOURCES.tsv")}
+@NO_HOLDOUT6
+def test_holdout6_repositories_are_in_no_other_part() -> None:
+    fresh = {r["repository"] for r in _rows(HOLDOUT6 / "SOURCES.tsv")}
     used = {r["repository"] for d in DEVELOPMENT for r in _rows(d / "SOURCES.tsv")}
     assert fresh and not fresh & used
 
 
-@NO_HOLDOUT5
-def test_holdout5_is_scored_only_once_it_holds_30_percent(
+@NO_HOLDOUT6
+def test_holdout6_is_scored_only_once_it_holds_30_percent(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Under 30% of the corpus (the fetch quota cut its collection short), the scorer refuses
     to spend it and says how many scripts it lacks; at 30% or more it scores (not run here:
     the test part is scored once, by hand)."""
-    test = len(_scripts(HOLDOUT5))
+    test = len(_scripts(HOLDOUT6))
     dev = sum(len(_scripts(d)) for d in DEVELOPMENT)
     if test / (test + dev) >= 0.3:
-        assert score_lint_corpus._too_small((HOLDOUT5,), DEVELOPMENT) == ""
+        assert score_lint_corpus._too_small((HOLDOUT6,), DEVELOPMENT) == ""
         return
     assert score_lint_corpus.main(["--part", "test"]) == 2
     captured = capsys.readouterr()
@@ -183,8 +189,8 @@ def test_a_test_part_under_30_percent_is_not_scored(
 
 @pytest.mark.parametrize(
     "directory",
-    [CORPUS, SPENT, SPENT2, SPENT3, SPENT4, pytest.param(HOLDOUT5, marks=NO_HOLDOUT5)],
-    ids=["dev", "spent", "spent2", "spent3", "spent4", "holdout5"],
+    [CORPUS, SPENT, SPENT2, SPENT3, SPENT4, SPENT5, pytest.param(HOLDOUT6, marks=NO_HOLDOUT6)],
+    ids=["dev", "spent", "spent2", "spent3", "spent4", "spent5", "holdout6"],
 )
 def test_every_new_script_is_labelled(directory: Path) -> None:
     """Labels name scripts of their part, lines inside them, and a known kind."""
