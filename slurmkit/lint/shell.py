@@ -143,6 +143,9 @@ def parse(text: str) -> Parsed:
     masked = mask_templates(text)
     data = masked.encode("utf-8", "surrogatepass")
     tree = _parser().parse(data)
+    if b"<<" in data and (bare := _bare_heredocs(data, tree.root_node)):
+        data = _commented(data, bare)  # the words keep their letters: ``masked``
+        tree = _parser().parse(data)
     for _ in range(_REREADS):
         longer = _longer_than_delimiter(data, tree.root_node)
         if not longer:
@@ -180,6 +183,41 @@ def _longer_than_delimiter(data: bytes, root: Any) -> list[int]:
             if after not in (b"", b"\n", b"\r", b")"):
                 found.append(start)
     return found
+
+
+# A line that is only a heredoc (``<<comment`` … ``comment``): bash feeds the body to no
+# command, a block comment; tree-sitter-bash 0.25 cannot read it and runs the body's lines.
+_BARE_HEREDOC = re.compile(rb"(?m)^[ \t]*<<(-?)[ \t]*(['\"]?)([A-Za-z_]\w*)\2[ \t]*\r?$")
+
+
+def _bare_heredocs(data: bytes, root: Any) -> list[tuple[int, int]]:
+    """(start, end) of each heredoc with no command that the grammar misread, from
+    its ``<<`` line through its delimiter line (to the end if none: bash reads on too)."""
+    found = []
+    for match in _BARE_HEREDOC.finditer(data):
+        start = match.start(0) + len(match.group(0)) - len(match.group(0).lstrip(b" \t"))
+        node = root.descendant_for_byte_range(start, start + 1)
+        if node is None or node.type != "<":  # ``<<`` when read, a body's or string's text
+            continue
+        tabs = rb"\t*" if match.group(1) else b""
+        end = re.compile(rb"(?m)^" + tabs + re.escape(match.group(3)) + rb"\r?$")
+        closing = end.search(data, match.end(0) + 1)
+        found.append((match.start(0), closing.end(0) if closing else len(data)))
+    return found
+
+
+def _commented(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """Each line of the spans starts with ``#``: same length, read as comments (a line
+    that starts with a multi-byte letter is left: its length in letters would change)."""
+    changed = bytearray(data)
+    for start, end in spans:
+        line = start
+        while line < end:
+            if changed[line] < 0x80 and changed[line] != 0x0A:
+                changed[line] = 0x23
+            newline = data.find(b"\n", line, end)
+            line = end if newline < 0 else newline + 1
+    return bytes(changed)
 
 
 def _blank_first(data: bytes, starts: list[int]) -> bytes:

@@ -1,0 +1,42 @@
+"""Variable and slip rules fixed from the spent fifth hold-out (issue 32): what bash
+really runs, and what it leaves unset."""
+
+from __future__ import annotations
+
+from slurmkit.lint import LintContext, SlurmVersion, lint_text
+from slurmkit.lint.shell import parse
+
+V = LintContext(SlurmVersion.parse("24.11.5"))
+HEAD = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 1\n"
+
+
+def rules(text: str) -> set[tuple[int, str]]:
+    return {(f.line, f.rule) for f in lint_text(text, "t.slurm", V)}
+
+
+BLOCK = (
+    "<<comment\n"
+    "#  Usage:\n"
+    "cd scripts/\n"
+    "sbatch \\\n"
+    "  --export=ALL,MODEL=${MODEL} \\\n"
+    "  --job-name=eval_${MODEL} \\\n"
+    "  eval.sh\n"
+    "comment\n"
+)
+
+
+def test_a_heredoc_with_no_command_is_a_block_comment() -> None:
+    # bash feeds the body to no command: none of its lines runs
+    found = rules(HEAD + BLOCK + "srun python t.py\n")
+    assert not {rule for _, rule in found} & {"option-as-command", "resubmit-without-dependency"}
+    names = [c.name for c in parse(HEAD + BLOCK + "srun python t.py\n").commands]
+    assert names == ["srun"]
+
+
+def test_a_quoted_or_dashed_bare_heredoc_and_the_code_after_it() -> None:
+    text = HEAD + "<<-'END'\nsbatch \\\n  --x=1 \\\n  --y=2\n\tEND\necho done\n"
+    assert [c.name for c in parse(text).commands] == ["echo"]
+    # a heredoc that a command reads is read as before
+    fed = HEAD + ": <<comment\nsbatch \\\n  --x=1\ncomment\necho done\n"
+    assert [c.name for c in parse(fed).commands] == [":", "echo"]
