@@ -428,7 +428,7 @@ class Script:
                 continue
             if name is None:
                 continue
-            if name == "srun":
+            if name == "srun" or name.endswith("/srun"):  # /opt/slurm/bin/srun too
                 srun = self._srun(command, line, shell, prefix)
                 # no command: srun exits at option parsing (opt.c "No command given to
                 # execute."), before any step exists, so no step rule applies to it
