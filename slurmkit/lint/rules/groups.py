@@ -30,9 +30,11 @@ from slurmkit.lint.script import Script, Srun
 from slurmkit.sbatch.directives import node_range, to_int
 
 _TORCH = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
-_NNODES = re.compile(r"--nnodes(?:=|\s+)[\"']?(?P<n>[^\s\"']+)")
+# quotes in a row: '"$N"' inside a single-quoted bash -c string splices the batch
+# shell's value in ('…--nnodes='"$SLURM_NNODES"' …')
+_NNODES = re.compile(r"--nnodes(?:=|\s+)[\"']*(?P<n>[^\s\"']+)")
 _NODE_RANK = re.compile(r"--node[_-]rank(?:=|\s+)\S")
-_BACKEND = re.compile(r"--rdzv[_-]backend(?:=|\s+)[\"']?(?P<backend>[\w$.{}-]+)")
+_BACKEND = re.compile(r"--rdzv[_-]backend(?:=|\s+)[\"']*(?P<backend>[\w$.{}-]+)")
 _STANDALONE = re.compile(r"--standalone\b")
 # A word that may hold options lint cannot see: "$@", $*, ${ARGS[@]}, or $NAME alone.
 _OPAQUE = re.compile(

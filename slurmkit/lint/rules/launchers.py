@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
+from itertools import takewhile
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
@@ -74,7 +75,7 @@ _WORKER_OPTIONS = r"nproc_per_node|nproc-per-node|num_gpus|num-gpus"
 _PROC_ARGS = re.compile(rf"--(?P<opt>{_WORKER_OPTIONS})[= ]+(?P<n>\d+)\b")
 # accelerate's total over every machine, and its machine count (to_int reads a literal)
 _TOTAL_PROCS = re.compile(r"--(?P<opt>num_processes|num-processes)[= ]+(?P<n>\d+)\b")
-_MACHINES = re.compile(r"--(?:num_machines|num-machines)[= ]+[\"']?(?P<n>[^\s\\\"']+)")
+_MACHINES = re.compile(r"--(?:num_machines|num-machines)[= ]+[\"']*(?P<n>[^\s\\\"']+)")
 _REMOTE = re.compile(r"(?<![\w-])(pdsh|ssh|mpirun|clush)(?![\w-])")
 # Launcher options that make the launcher start the other nodes' processes itself:
 # accelerate's multi-CPU mode runs mpirun over --mpirun_hostfile, deepspeed (and
@@ -156,7 +157,7 @@ def _launcher_lines(script: Script) -> list[tuple[int, str]]:
             if name:
                 found.append((number, re.sub(r"\s+", " ", name)))
     for command, word in helper_commands(script):
-        if command.name == "srun":
+        if _is_srun(command.name):
             continue
         helper = script.helpers.read(word) if script.helpers else None
         if helper is None or helper.text is None or _places_itself(helper.text):
@@ -173,6 +174,11 @@ def _places_itself(text: str) -> bool:
     )
 
 
+def _is_srun(name: str | None) -> bool:
+    """srun by name or by path (``/opt/slurm/bin/srun``): the same step launcher."""
+    return name is not None and (name == "srun" or name.endswith("/srun"))
+
+
 def helper_commands(script: Script) -> Iterator[tuple[Command, str]]:
     """(command, helper path word) of every command that runs a helper: the program of an
     srun step, or the command itself. Nothing when the script has no directory."""
@@ -184,7 +190,7 @@ def helper_commands(script: Script) -> Iterator[tuple[Command, str]]:
             yield srun.command, word
     for command in script.commands:
         argv = command.argv
-        if not argv or argv[0].text == "srun":
+        if not argv or _is_srun(argv[0].text):
             continue
         if argv[0].text.rsplit("/", 1)[-1] in SHELLS or "/" in argv[0].text:
             word = helper_word(argv)
@@ -580,6 +586,8 @@ def machines_without_rank(
             continue
         if _MACHINE_RANK.search(text) or _DYNAMIC.search(text) or _ACCELERATE_CONFIG.search(text):
             continue
+        if _wrapper_may_rank(script, srun):
+            continue
         rank = "--machine-rank" if "num-machines" in match[0] else "--machine_rank"
         yield script.finding(
             srun.line,
@@ -589,6 +597,27 @@ def machines_without_rank(
             "and the group never forms (the rendezvous waits, then times out)",
             f"{rank}=$SLURM_NODEID inside single quotes (each node's own), with one task per node",
         )
+
+
+def _wrapper_may_rank(script: Script, srun: Srun) -> bool:
+    """Whether the options go to a shell script of the step (``srun run.sh --num_machines
+    4``) that may add the rank itself (``accelerate launch --machine_rank $SLURM_PROCID
+    "$@"``): unknown unless lint reads the script and it names no rank."""
+    words = [w.text for w in srun.program]
+    if not words:
+        return False
+    if words[0].rsplit("/", 1)[-1] in SHELLS:
+        flags = list(takewhile(lambda w: w.startswith("-"), words[1:]))
+        # bash -c '…': the command string is in the step's own text, read already
+        if len(flags) == len(words) - 1 or any(not f.startswith("--") and "c" in f for f in flags):
+            return False
+    elif not words[0].endswith((".sh", ".bash")):
+        return False
+    word = helper_word(srun.program)
+    helper = script.helpers.read(word) if word and script.helpers else None
+    if helper is None or helper.text is None:
+        return True  # a script lint cannot read: what it adds is unknown
+    return _MACHINE_RANK.search(helper.text) is not None
 
 
 def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -791,7 +820,7 @@ class _CommandsByLine:
             found: set[str] = set()
             for command in self._script.commands:
                 argv = command.argv
-                if not argv or argv[0].text == "srun":
+                if not argv or _is_srun(argv[0].text):
                     continue
                 found |= argv[0].expands
                 program = argv[0].text.rsplit("/", 1)[-1]
@@ -817,7 +846,7 @@ class _CommandsByLine:
             return False
         before = self._commands[index - 1]
         argv = before.argv
-        if not argv or argv[0].text != "srun":
+        if not argv or not _is_srun(argv[0].text):
             return False
         lines = self._script.lines
         last, first = self._ends[index - 1], self._starts[index]
