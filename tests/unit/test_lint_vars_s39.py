@@ -40,3 +40,19 @@ def test_a_quoted_or_dashed_bare_heredoc_and_the_code_after_it() -> None:
     # a heredoc that a command reads is read as before
     fed = HEAD + ": <<comment\nsbatch \\\n  --x=1\ncomment\necho done\n"
     assert [c.name for c in parse(fed).commands] == [":", "echo"]
+
+
+def test_a_dot_sourced_file_may_set_lower_case_names() -> None:
+    # `. ../setting` sources as `source ../setting` does: it may set $nsteps
+    use = 'if [ -z "$nsteps" ]; then\n  echo default\nfi\nsrun ./icon --steps "$nsteps"\n'
+    assert (5, "unset-variable-option") in rules(HEAD + "cd run\n" + use)
+    for how in (". ../setting\n", "  . ${basedir}/run/add_run_routines\n"):
+        assert "unset-variable-option" not in {rule for _, rule in rules(HEAD + how + use)}
+    # ./run.sh runs a program, it sources nothing
+    assert (5, "unset-variable-option") in rules(HEAD + "./prepare.sh\n" + use)
+
+
+def test_a_dot_sourced_file_may_set_a_count() -> None:
+    step = "srun -N $NODES ./a.out\n"
+    assert (5, "variable-never-set") in rules(HEAD + ".venv/bin/python prep.py\n" + step)
+    assert "variable-never-set" not in {r for _, r in rules(HEAD + ". ./env.sh\n" + step)}

@@ -69,8 +69,8 @@ SHELL_SPECIALS = frozenset(
 _ENV_PREFIXES = ("SLURM_", "SRUN_", "SBATCH_", "SALLOC_", "PMI", "OMPI_", "CUDA_", "NVIDIA_")
 # Anything of these may set any variable: then nothing is known to be unset.
 _MAY_SET_ANY = re.compile(
-    r"^\s*(?:source|\.|eval|module|ml|conda|mamba|micromamba|spack|set\s+-a|read|getopts|"
-    r"declare|typeset|local|export\s+-f|while|for|case)\b",
+    r"^\s*(?:(?:source|eval|module|ml|conda|mamba|micromamba|spack|set\s+-a|read|getopts|"
+    r"declare|typeset|local|export\s+-f|while|for|case)\b|\.(?=[ \t]))",
     re.MULTILINE,
 )
 # Counts: an empty one makes the option take the next word, or fails the launcher.
@@ -248,7 +248,11 @@ def _misspelt_counts(script: Script, assigned: set[str]) -> Iterator[Finding]:
 # Sourcing a virtual environment or conda sets PATH and its own variables, never a
 # script's lowercase names.
 _ACTIVATE = re.compile(r"(?:^|/)activate$")
-_MAY_SET_LOWERCASE = re.compile(r"^\s*(?:eval|set\s+-a|\.|source)\b(?P<rest>[^\n]*)", re.MULTILINE)
+# ``. file`` sources as ``source file`` does (a ``\b`` after the dot would need a letter:
+# ``./run.sh``, never ``. ../setting``).
+_MAY_SET_LOWERCASE = re.compile(
+    r"^\s*(?:(?:eval|set\s+-a|source)\b|\.(?=[ \t]))(?P<rest>[^\n]*)", re.MULTILINE
+)
 
 
 def _sets_unknown_names(text: str) -> bool:
