@@ -193,7 +193,7 @@ def test_a_deep_log_directory_the_checkout_ships_exists(tmp_path: Path) -> None:
 def test_a_rendered_template_may_have_its_directory_made_by_its_renderer(
     tmp_path: Path, where: str
 ) -> None:
-    assert in_checkout(tmp_path, where, DEEP) == []
+    assert in_checkout(tmp_path, where, DEEP + "serve --model {{ model }}\n") == []
 
 
 def test_a_rendered_templates_variables_are_filled_in_by_its_renderer(tmp_path: Path) -> None:

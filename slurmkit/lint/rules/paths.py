@@ -9,8 +9,8 @@ missing directory is judged only for a version before 23.02 (or an unknown one).
 directory is judged from the script's context, never from wherever lint happens to
 run (issue 32 item 3):
 
-- a directory containing ``%j``, ``%J``, ``%A`` or ``%a`` names the job itself, so it
-  cannot exist before the job starts: error before 23.02;
+- a directory containing ``%j``, ``%J``, ``%A`` or ``%a`` (also zero-padded: ``%3A``)
+  names the job itself, so it cannot exist before the job starts: error before 23.02;
 - a relative directory is looked up under the submit directory when it is known:
   ``lint --submit-dir DIR`` (joined with a relative ``--chdir``), or an absolute
   ``--chdir``; missing there: error (an absolute ``--chdir`` missing on this host is
@@ -22,9 +22,10 @@ run (issue 32 item 3):
   checkout lacks it: error, unless the script creates it itself (then the warning
   below), however deep it lies (``experiments/tests/run1/``, ``slurm/logs/``: the
   index knows the repository's layout). Outside a work tree: unknown. A file the
-  repository's code builds the job from (a template, ``templates/x.slurm``,
-  ``x.template.slurm``; package data under ``assets/``; a header such as
-  ``slurm_header_x.sh``) is submitted from a directory that code prepares: unknown;
+  repository's code builds the job from (a template: ``x.template.slurm``, or
+  ``templates/x.slurm`` with a tag to fill in such as ``{{ x }}`` or ``[[X]]``; package
+  data under ``assets/``; a header such as ``slurm_header_x.sh``) is submitted from a
+  directory that code prepares: unknown;
 - an absolute directory missing on the host where lint runs is unknown (the cluster
   is another host), never an error, even where the script makes it later;
 - the script makes the directory itself (``mkdir -p logs`` after the header): too
@@ -64,7 +65,9 @@ from slurmkit.lint.script import Script
 from slurmkit.sbatch.directives import Setting
 
 _UNKNOWN = ("%", "$", "{", "`", "~", "*", "?")
-_PER_JOB = re.compile(r"%[jJAa]")
+# A filename pattern as Slurm reads it: "%%" is a literal "%", and a number between
+# "%" and the letter only pads it (%3A, %10j: sbatch's man page, "zero-pad").
+_PATTERN = re.compile(r"%(%|\d*[A-Za-z])")
 # Files that keep an otherwise empty directory in a git checkout.
 _KEEPERS = (".gitkeep", ".keep", ".gitignore")
 # The largest index read (a checkout of a monorepo has an index of tens of MB: then
@@ -78,6 +81,16 @@ def _directory(value: str) -> str | None:
         return None
     directory = posixpath.dirname(value)
     return posixpath.normpath(directory) if directory else None
+
+
+def _letters(value: str) -> set[str]:
+    """The pattern letters in a log path, padded or not (``%3A`` is ``A``; ``%%`` none)."""
+    return {m.group(1)[-1] for m in _PATTERN.finditer(value) if m.group(1) != "%"}
+
+
+def _per_job_dir(directory: str) -> bool:
+    """Whether the directory names the job itself: %j, %J, %A or %a (also padded: %3A)."""
+    return not _letters(directory).isdisjoint("jJAa")
 
 
 def _known(path: str) -> bool:
@@ -114,7 +127,7 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         directory = _directory(_with_job_name(setting.value or "", script, table))
         if directory is None:
             continue
-        if _PER_JOB.search(directory):
+        if _per_job_dir(directory):
             if fails:
                 yield _per_job(script, setting, directory, context)
             continue
@@ -132,7 +145,7 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         if made is None:
             made = _made_by_script(script)
         line = made.get(directory)
-        if isinstance(state, Missing) and not state.explicit and _assembled(script.path):
+        if isinstance(state, Missing) and not state.explicit and _assembled(script):
             continue
         if state is None and _elsewhere(directory, None if chdir is None else chdir.value):
             continue
@@ -157,9 +170,6 @@ def _setting(script: Script, name: str, table: frozenset[str]) -> Setting | None
     return chosen if chosen is not None and chosen.value else None
 
 
-_NAME_PATTERN = re.compile(r"%(%|x)")
-
-
 def _with_job_name(value: str, script: Script, table: frozenset[str]) -> str:
     """``%x`` replaced by the job name the script sets, which may add directories.
 
@@ -167,27 +177,35 @@ def _with_job_name(value: str, script: Script, table: frozenset[str]) -> str:
     ``--output=logs/%x-%j.out`` writes into ``logs/open_r1/``. A name the script does
     not set (the file name, or ``sbatch -J``) stays ``%x``: unknown.
     """
-    if "%x" not in value:
+    if "x" not in _letters(value):
         return value
     job_name = _setting(script, "job-name", table)
     name = job_name.value if job_name is not None else None
     if not name or not _known(name):
         return value
-    return _NAME_PATTERN.sub(lambda m: "%%" if m.group(1) == "%" else name, value)
+    return _PATTERN.sub(lambda m: name if m.group(1)[-1] == "x" else m.group(0), value)
 
 
 # A placeholder to fill in (CASE_DIR/slurm.out, LOG_DIR/x.out): all capitals, a "_".
 _PLACEHOLDER = re.compile(r"(?:^|/)[A-Z][A-Z0-9]*_[A-Z0-9_]*(?:/|$)")
+# A renderer's tag: {{ x }}, {% x %}, Python's {NAME} (not the shell's ${NAME}), [[NAME]],
+# @NAME@ (autoconf), __NAME__. (<name> is for a person to fill in, and usage texts.)
+_TAG = re.compile(
+    r"\{\{|\{%|(?<!\$)\{[A-Za-z_]\w*\}|\[\[\s*[A-Za-z_]\w*\s*\]\]"
+    r"|@[A-Z][A-Z0-9_]*@|__[A-Z][A-Z0-9_]*__"
+)
+_ANGLED = re.compile(r"<[A-Za-z_][\w-]*>")
 
 
 def _template(path: str) -> bool:
     """Whether the path has a placeholder to fill in before sbatch: unknown, never wrong.
 
-    A template's placeholder word (``CASE_DIR/slurm.out``) is replaced (by sed, a
-    generator script) before submission; a directory literally named so is not a
-    published script's intent. A file called a template may still log to ``logs/``.
+    A template's placeholder word (``CASE_DIR/slurm.out``), tag (``[[SLURM_DIR]]/x``)
+    or ``<dir>`` is replaced (by sed, a renderer, the reader) before submission; a
+    directory literally named so is not a published script's intent. A file called a
+    template may still log to ``logs/``.
     """
-    return _PLACEHOLDER.search(path) is not None
+    return any(p.search(path) is not None for p in (_PLACEHOLDER, _TAG, _ANGLED))
 
 
 _TEMPLATE_DIRS = frozenset({"template", "templates"})
@@ -206,23 +224,33 @@ def _rendered(path: str) -> bool:
     the checkout's to say (unknown). A file merely called ``template.sbatch`` that is
     submitted as it is stays judged.
     """
-    parts = path.replace("\\", "/").split("/")
-    return any(part in _TEMPLATE_DIRS for part in parts[:-1]) or any(
-        mark in parts[-1] for mark in _TEMPLATE_MARKS
-    )
+    return _in_template_dir(path) or _template_name(path)
 
 
-def _assembled(path: str) -> bool:
+def _in_template_dir(path: str) -> bool:
+    return any(part in _TEMPLATE_DIRS for part in path.replace("\\", "/").split("/")[:-1])
+
+
+def _template_name(path: str) -> bool:
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return any(mark in name for mark in _TEMPLATE_MARKS)
+
+
+def _assembled(script: Script) -> bool:
     """Whether the repository's code builds the submitted script from this file.
 
     A rendered template, a file under ``assets/`` (package data the tool copies into
     its run directory, which it also prepares: ``tool init`` makes ``log/``) or a
     header prepended to generated job bodies is submitted from a directory that code
     makes, not from the checkout: whether its log directory exists is unknown here.
+    A file in ``template/`` with no tag to fill in is a copy-and-submit example (the
+    same script often lies beside it outside ``template/``): judged as it is.
     """
+    path = script.path
     parts = path.replace("\\", "/").lower().split("/")
     return (
-        _rendered(path)
+        _template_name(path)
+        or (_in_template_dir(path) and _TAG.search(script.text) is not None)
         or any(part in _DATA_DIRS for part in parts[:-1])
         or any(_HEADER.search(part) for part in parts)
     )
@@ -319,8 +347,8 @@ def _per_job(script: Script, setting: Setting, directory: str, context: LintCont
         ERROR,
         RULE_LOG_DIR.id,
         f"#SBATCH {setting.written}: the directory {directory} names the job itself (%j, %J, "
-        f"%A, %a), so it cannot exist before the job starts, and {_no_mkdir(context)}: "
-        "the job fails at once and leaves no log",
+        f"%A, %a, padded or not), so it cannot exist before the job starts, and "
+        f"{_no_mkdir(context)}: the job fails at once and leaves no log",
         "keep the job id in the file name (logs/%x-%j.out) and the directory fixed "
         "(mkdir -p logs before sbatch)",
     )
