@@ -78,3 +78,11 @@ def test_srun_by_its_path_starts_a_step() -> None:
     )
     assert "launcher-outside-srun" not in rules(script)
     assert (7, "warning", "srun-cpus-per-task") in found(script, V22)
+
+
+def test_a_header_with_no_shape_leaves_the_cpus_to_the_command_line() -> None:
+    command = "torchrun --nproc_per_node 4 train.py\n"
+    # a name and a time limit only: the submitter passes nodes, GPUs and CPUs
+    assert "launcher-cpus-per-task" not in rules("#!/bin/bash\n#SBATCH -J x -t 10\n" + command)
+    shaped = "#!/bin/bash\n#SBATCH -J x -t 10\n#SBATCH --gres=gpu:4\n" + command
+    assert (4, "warning", "launcher-cpus-per-task") in found(shaped)

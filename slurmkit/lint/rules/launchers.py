@@ -437,7 +437,7 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     if steps and _tasks_per_node(script, steps[0][0])[0] != 1:
         return  # several tasks per node (launcher-tasks-per-node) or a count lint cannot read
     line, name = (steps[0][0].line, steps[0][1]) if steps else launchers[0]
-    if _one_worker(script, line):
+    if _one_worker(script, line) or not _shaped(script):
         return
     sharing = (
         "server's API process, its engine and every GPU worker"
@@ -459,6 +459,18 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
         )
         + ", and srun --cpus-per-task=$SLURM_CPUS_PER_TASK",
     )
+
+
+# What gives a job its shape: nodes, tasks, GPUs (a name and a time limit do not).
+_SHAPE = ("nodes", "ntasks", "ntasks-per-node", "gres", "gpus", "gpus-per-node", "gpus-per-task")
+
+
+def _shaped(script: Script) -> bool:
+    """Whether the directives give the job a shape at all. A header with none (a name,
+    a time limit) leaves it to sbatch's command line, as the submitters of frameworks
+    such as oumi's do (``sbatch --nodes … --gpus … job.sh``): what CPUs it gets there,
+    lint cannot see."""
+    return any(script.job.get(name) for name in _SHAPE)
 
 
 # A lone template tag among the directives: the renderer writes #SBATCH lines there.
