@@ -159,6 +159,8 @@ class HeredocOrigin:
 
     first_line: int  # the file line of the body's first line
     submit_line: int  # the file line of the command that feeds the heredoc to sbatch
+    # the script whose shell runs that sbatch (its cd and mkdir decide the submit directory)
+    feeder: Script | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -246,7 +248,7 @@ class Script:
             if not heredoc.quoted:
                 body = _HEREDOC_ESCAPES.sub(r"\1", body)
             base = self.line_base + self.line_of(heredoc.start) - 1
-            origin = HeredocOrigin(base + 1, self.shown(submit_line))
+            origin = HeredocOrigin(base + 1, self.shown(submit_line), self)
             scripts.append(Script(self.path, body, origin, line_base=base))
         return scripts
 
