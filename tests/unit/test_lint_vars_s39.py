@@ -56,3 +56,13 @@ def test_a_dot_sourced_file_may_set_a_count() -> None:
     step = "srun -N $NODES ./a.out\n"
     assert (5, "variable-never-set") in rules(HEAD + ".venv/bin/python prep.py\n" + step)
     assert "variable-never-set" not in {r for _, r in rules(HEAD + ". ./env.sh\n" + step)}
+
+
+def test_a_script_that_demands_its_input_is_configured_from_the_submitting_shell() -> None:
+    step = 'srun --ntasks-per-node="${DGXNGPU}" ./train\n'
+    assert (4, "variable-never-set") in rules(HEAD + step)
+    demands = ': "${CONT:?CONT not set}"\n'
+    assert "variable-never-set" not in {rule for _, rule in rules(HEAD + demands + step)}
+    # a name the script sets itself, then demands, is no input
+    own = 'CONT=img.sqsh\n: "${CONT:?}"\n'
+    assert (6, "variable-never-set") in rules(HEAD + own + step)

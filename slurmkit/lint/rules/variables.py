@@ -6,7 +6,8 @@ its value or gets none. Only counts (nodes, tasks, CPUs, GPUs, processes, parall
 sizes, ranks) are judged: a node name or a job id from the caller is normal. A
 warning: sbatch passes the submitting shell's environment to the job (``--export=ALL``
 is the default), so the user may set it before sbatch. Nothing is judged in a script
-that sources files, loads modules, reads input or loops (any of them may set it), except
+that sources files, loads modules, reads input or loops (any of them may set it), or that
+demands a variable of the submitting shell (``${CONT:?}``: configured from there), except
 a count in ``$((…))`` or ``seq`` beside a name the script sets that differs by whole words
 (``NUM_FILES`` where only ``FILES`` is set): that one was meant to be set here.
 
@@ -94,6 +95,17 @@ _ENV_INPUT = re.compile(r"\$\{?[A-Z_][A-Z0-9_]*")
 _WHOLE = re.compile(r"[\"']?\$\{?([A-Za-z_]\w*)\}?[\"']?")
 
 
+# ``: "${CONT:?CONT not set}"``: the script stops unless the submitting shell gives it.
+_DEMANDED = re.compile(r"\$\{([A-Z_][A-Z0-9_]*):?\?")
+
+
+def _demands_input(text: str, assigned: set[str]) -> bool:
+    """Whether the script demands a variable of the submitting shell (``${CONT:?…}``):
+    it is configured from there (MLPerf's ``source config_X.sh; sbatch run.sub``), so its
+    other counts may come from there too."""
+    return any(name not in assigned for name in _DEMANDED.findall(text))
+
+
 def _counts(script: Script, command: Command, srun: Srun | None) -> Iterator[str]:
     """Variables given as a count: srun's own options, and the launcher's."""
     if srun is not None:
@@ -126,7 +138,7 @@ def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
         return  # configured from the submitting shell: its directives name its variables
     assigned = {b.name for b in script.bindings}
     yield from _misspelt_counts(script, assigned)
-    if _MAY_SET_ANY.search(script.text):
+    if _MAY_SET_ANY.search(script.text) or _demands_input(script.text, assigned):
         return
     reported: set[str] = set()
     sruns = {id(s.command): s for s in script.sruns}
