@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from slurmkit.errors import SlurmParseError
 from slurmkit.grammar.gres import gpu_count
 from slurmkit.sbatch.options import Option, parse_options
+from slurmkit.slurm.records import SlurmVersion
 
 MAGIC = "#SBATCH"
 AFTER_COMMAND = "after-command"
@@ -133,13 +134,21 @@ def gres_gpus(text: str) -> int | None:
 
 
 _QUOTES_OR_ESCAPES = re.compile(r"[\\\"']")
+# From 24.05 sbatch reads "\\ " as a blank inside a word (slurm commit d44b67f7be).
+ESCAPED_BLANK_FROM = SlurmVersion(24, 5, 0)
+# A directive ending in a lone backslash and blanks: from 24.05 a word " " of its own.
+TRAILING_ESCAPED_BLANK = re.compile(r"(?:^|\s)\\ +$")
 
 
-def sbatch_words(text: str) -> list[str]:
-    """Split a directive's text like sbatch's ``_get_argument``: quotes, escapes, ``#``.
+def sbatch_words(text: str, escaped_blank: bool = True) -> list[str]:
+    """Split a directive's text like sbatch's ``get_argument``: quotes, escapes, ``#``.
 
     Text without quotes or escapes (nearly every directive) splits on whitespace up to a
     ``#``: the same words, without walking it a character at a time in Python.
+    ``escaped_blank``: the reading of Slurm 24.05 and later, where ``\\ `` (backslash,
+    space) outside quotes is a blank inside the word (slurm commit d44b67f7be). Before
+    24.05 the backslash only flags the blank, which still ends the word; with nothing
+    read yet, ``get_argument`` returns no word and the rest of the line is dropped.
     """
     if not _QUOTES_OR_ESCAPES.search(text):
         return text.split("#", 1)[0].split()
@@ -151,9 +160,15 @@ def sbatch_words(text: str) -> list[str]:
     while index < len(text):
         char = text[index]
         if char == "\\" and index + 1 < len(text):
-            current.append(text[index + 1])
-            in_word = True
-            index += 2
+            following = text[index + 1]
+            if quote or not following.isspace() or (escaped_blank and following == " "):
+                current.append(following)
+                in_word = True
+                index += 2
+                continue
+            if not in_word:
+                return words  # sbatch reads no word here, and no more of the line
+            index += 1  # the blank ends the word, as an unescaped one does
             continue
         if quote:
             if char == quote:

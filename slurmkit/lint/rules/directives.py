@@ -11,8 +11,10 @@ from slurmkit.lint.rules.launchers import TRAINER, launcher_kind, launcher_lines
 from slurmkit.lint.script import Script
 from slurmkit.sbatch.directives import (
     AFTER_COMMAND,
+    ESCAPED_BLANK_FROM,
     INDENTED,
     MAGIC,
+    TRAILING_ESCAPED_BLANK,
     WRONG_CASE,
     Directive,
     sbatch_words,
@@ -114,7 +116,20 @@ def _ignored(script: Script, context: LintContext) -> Iterator[Finding]:
 
 def _continued(script: Script, context: LintContext) -> Iterator[Finding]:
     for directive in script.directives:
-        if directive.continued and directive.ignored is None:
+        if not directive.continued or directive.ignored is not None:
+            continue
+        if _refused_blank(directive, context):
+            yield script.finding(
+                directive.line,
+                ERROR,
+                RULE_CONTINUED.id,
+                "the directive ends in a backslash and a blank: "
+                f"{context.on_versions('from Slurm 24.05')} sbatch reads '\\ ' as a word "
+                "' ' of its own, which is no option (Invalid directive found in batch script): "
+                "sbatch refuses the whole script and nothing is queued",
+                "remove the trailing backslash (sbatch never joins #SBATCH lines)",
+            )
+        elif not _continues_nothing(script, directive):
             yield script.finding(
                 directive.line,
                 WARNING,
@@ -124,6 +139,23 @@ def _continued(script: Script, context: LintContext) -> Iterator[Finding]:
                 "(every later #SBATCH is ignored)",
                 "one #SBATCH line per option (several options may share one line)",
             )
+
+
+def _refused_blank(directive: Directive, context: LintContext) -> bool:
+    """``... \\ ``: before 24.05 sbatch drops the escaped blank, from 24.05 it is a word."""
+    return (context.version is None or context.version >= ESCAPED_BLANK_FROM) and bool(
+        TRAILING_ESCAPED_BLANK.search(directive.text)
+    )
+
+
+def _continues_nothing(script: Script, directive: Directive) -> bool:
+    """A blank line (or the end) after the backslash: no line was meant to join it.
+
+    sbatch drops the backslash, and the header goes on past a blank line, so nothing
+    of the header is lost and nothing runs as a command.
+    """
+    following = script.lines[directive.line] if directive.line < len(script.lines) else ""
+    return not following.strip()
 
 
 def _time(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -150,6 +182,7 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
     submission of the array overwrites them.
     """
     array = script.job.get("array") is not None
+    tasks_at_once = array and not single_task(script.job.value("array"))
     resubmits: int | None = -1  # looked up once, and only for a fixed name
     for name in ("output", "error"):
         setting = script.job.get(name)
@@ -158,14 +191,15 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
         value = setting.value
         if "$" in value or "{" in value:
             continue  # a template or shell value: unknown until it is filled in, never wrong
-        unique = ("%j" in value or "%J" in value) or (
-            ("%A" in value and "%a" in value) if array else "%A" in value
+        letters = pattern_letters(value)
+        unique = bool(letters & {"j", "J"}) or (
+            {"A", "a"} <= letters if tasks_at_once else "A" in letters
         )
         if unique:
             continue
         if resubmits == -1:
             resubmits = resubmits_itself(script)
-        if array and "%a" not in value:
+        if tasks_at_once and "a" not in letters:
             rule, severity = "output-collides", WARNING
             why = "the tasks of this array run at once and write the same file"
         elif resubmits is not None:
@@ -185,6 +219,31 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
             f"--{name}=" + ("%x-%A_%a.out" if array else "%x-%j.out") + " (%j: job id, "
             "%A_%a: array job and task)",
         )
+
+
+# %j, %3j, %10A: Slurm reads a zero-padding width between % and the letter (22.05's fname.c,
+# 25.11's expand_stdio_fields in print_fields.c); %% is a literal %.
+_PATTERN = re.compile(r"%(?:%|\d*([A-Za-z]))")
+
+
+def pattern_letters(value: str) -> set[str]:
+    """The letters of the filename patterns Slurm fills in, width or not."""
+    return {letter for letter in _PATTERN.findall(value) if letter}
+
+
+_ARRAY_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*(?::\s*(\d+)\s*)?)?")
+
+
+def single_task(array: str | None) -> bool:
+    """``--array=0``, ``--array=3-3``: one task, which runs with no other task of its array."""
+    if array is None:
+        return False
+    ranges = re.sub(r"%\d+\s*$", "", array)
+    match = _ARRAY_PART.fullmatch(ranges)
+    if match is None:
+        return False  # a list, a variable, or nothing readable: may be many tasks
+    low, high, step = match.group(1), match.group(2), match.group(3)
+    return high is None or int(high) - int(low) < max(int(step or 1), 1)
 
 
 def _fixed_names(script: Script, context: LintContext, rule: str) -> Iterator[Finding]:
@@ -236,7 +295,7 @@ def _array(script: Script, context: LintContext) -> Iterator[Finding]:
     trainers = [n for _, n in launcher_lines(script) if launcher_kind(n) == TRAINER]
     training = bool(trainers) or bool(_TRAINING.search(name))
     limit = re.search(r"%(\d+)\s*$", setting.value)
-    if not training or (limit and limit.group(1) == "1"):
+    if not training or (limit and limit.group(1) == "1") or single_task(setting.value):
         return
     # Tasks that read their index run different things (a sweep's settings, a shard):
     # distinct runs, not one training resuming the same checkpoint in parallel.
@@ -270,8 +329,9 @@ RULE_IGNORED = Rule(
 )
 RULE_CONTINUED = Rule(
     "sbatch-continuation",
-    WARNING,
-    "#SBATCH line ending in a backslash (sbatch does not join lines)",
+    ERROR,
+    "#SBATCH line ending in a backslash (sbatch does not join lines; from 24.05 a final "
+    "'\\ ' is a word of its own and sbatch refuses the script)",
     _continued,
 )
 RULE_TIME = Rule(
