@@ -27,7 +27,13 @@ from slurmkit.lint.sbatch_table import (
 )
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import mask_templates
-from slurmkit.sbatch.directives import MAGIC, Directive, sbatch_words
+from slurmkit.sbatch.directives import (
+    ESCAPED_BLANK_FROM,
+    MAGIC,
+    TRAILING_ESCAPED_BLANK,
+    Directive,
+    sbatch_words,
+)
 from slurmkit.sbatch.options import LONG_FLAGS, SHORT
 from slurmkit.slurm.records import SlurmVersion
 
@@ -88,14 +94,29 @@ def _misspelt(script: Script, context: LintContext) -> Iterator[Finding]:
         if not spaced and _edits(word.upper(), "SBATCH") > 2:
             continue
         why = "has a blank between # and SBATCH" if spaced else f"spells the magic word {word!r}"
+        timed = spaced and _option_name(rest) in _TIME_WINDOW
+        note = _SWITCHED_OFF if timed else ""
         yield script.finding(
             number,
-            WARNING,
+            INFO if timed else WARNING,
             RULE_MISSPELT.id,
             f"{line.strip()!r} {why}: sbatch reads only lines that start with #SBATCH, so "
-            f"{rest.split()[0]} is silently not applied",
+            f"{rest.split()[0]} is silently not applied{note}",
             f"#SBATCH {rest}" + (" (or ##SBATCH to switch it off on purpose)" if spaced else ""),
         )
+
+
+# Options bound to a time window (a course's or a hackathon's reservation): once it has
+# passed, the line must go, and '# SBATCH' is a usual way of switching it off.
+_TIME_WINDOW = frozenset({"reservation"})
+_SWITCHED_OFF = (
+    " (a reservation is a time window: once it has passed, the line is often switched off "
+    "this way on purpose)"
+)
+
+
+def _option_name(rest: str) -> str:
+    return rest.split()[0].lstrip("-").partition("=")[0]
 
 
 def _dashes(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -123,8 +144,9 @@ def _dash_finding(script: Script, line: int, where: str, effect: str) -> Finding
     )
 
 
-def _words(directive_text: str) -> list[str]:
-    return sbatch_words(mask_templates(directive_text[len(MAGIC) :]))
+def _words(directive_text: str, version: SlurmVersion | None = None) -> list[str]:
+    escaped_blank = version is None or version >= ESCAPED_BLANK_FROM
+    return sbatch_words(mask_templates(directive_text[len(MAGIC) :]), escaped_blank)
 
 
 # Options of SPANK plugins that sites add to sbatch: unknown to stock sbatch, real where
@@ -209,9 +231,11 @@ def _unknown(script: Script, context: LintContext) -> Iterator[Finding]:
     for directive in script.directives:
         if directive.ignored is not None:
             continue
-        words = _words(directive.text)
+        words = _words(directive.text, context.version)
         if words and words[0] in _COMPONENT and len(words) == 1:
             continue
+        if words and not words[-1].strip() and TRAILING_ESCAPED_BLANK.search(directive.text):
+            words = words[:-1]  # the blank a trailing '\\ ' makes: sbatch-continuation's
         if _filled_in_first(script) and any(_SHELL_VARIABLE.search(w) for w in words):
             continue  # expanded before sbatch reads it: unknown
         problem = _first_problem(words, table)
@@ -281,6 +305,8 @@ def _unknown_finding(
 
 def _fix(what: str) -> str:
     """The fix for the refused word ``what`` describes."""
+    if "expands no ${" in what:
+        return 'write the value out, or pass it when submitting: sbatch --account="$ACCOUNT" job.sh'
     if "never expands" in what:
         return 'write the number itself, or pass it when submitting: sbatch -N "$NODES" job.sh'
     if "one dash" in what:
@@ -294,6 +320,12 @@ def _first_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] |
     A site plugin's option (info) does not end the reading: a later word may still be
     refused on every cluster.
     """
+    stray = _split_expansion(words)
+    if stray is not None:
+        return ERROR, (
+            f"{stray!r} is no option: sbatch expands no ${{...}} in a directive and splits it "
+            "at its blank (sbatch: Invalid directive found in batch script)"
+        )
     if any(mark in _SHELL_BRACES.sub("", word) for word in words for mark in _PLACEHOLDER):
         return None  # a template or a placeholder for the reader to fill in: unknown
     if any(_bracket_placeholder(word) for word in words):
@@ -325,6 +357,23 @@ def _first_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] |
             return None  # the dash rule's, or a template's word in place of an option
         return ERROR, f"{word!r} is no option (sbatch: Invalid directive found in batch script)"
     return plugin
+
+
+# A bash expansion with an operator (${A:?text}, ${A:-x}, ${A//a/b}) left open in its word.
+_OPEN_EXPANSION = re.compile(r"\$\{[A-Za-z_]\w*(?::?[-?=+]|##?|%%?|//?|\^\^?|,,?)[^}]*$")
+
+
+def _split_expansion(words: list[str]) -> str | None:
+    """The word after ``${ACCOUNT:?set it}``'s blank, which sbatch reads as a word alone.
+
+    Only bash expands such text, and only in commands: in a directive whose script no
+    shell fills in first, the blank splits it, and the piece after it is no option.
+    """
+    for index, word in enumerate(words[:-1]):
+        if _OPEN_EXPANSION.search(word) and any("}" in later for later in words[index + 1 :]):
+            following = words[index + 1]
+            return None if following.startswith("-") else following
+    return None
 
 
 def _bracket_placeholder(word: str) -> bool:
