@@ -83,3 +83,39 @@ def test_a_template_folders_file_with_tags_is_rendered_by_the_repositorys_code(
     # the shell's ${NAME} is no tag
     shell = HEAD + 'echo "${HOSTNAME}"\n'
     assert in_checkout(tmp_path / "b", "src/tool/templates/submit.sh", shell) == [(3, "error")]
+
+
+def fed(before: str, after: str = "") -> str:
+    """A driver that feeds sbatch a job script logging to log/ (not shipped)."""
+    return (
+        f"#!/bin/bash\n{before}sbatch <<EOT\n#!/bin/bash\n#SBATCH -t 5\n"
+        f"#SBATCH -o log/run.%j.out\nhostname\nEOT\n{after}"
+    )
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        # sbatch runs where the driver went: the run directory, not the checkout
+        'out=$(realpath "$1")\nmkdir -p "$out" && cd "$out"\n',
+        "pushd /scratch/run\n",
+        # the driver makes it before sbatch: the job finds it
+        "mkdir -p log\n",
+    ],
+)
+def test_the_driver_that_feeds_a_heredoc_sets_up_its_log_directory(
+    tmp_path: Path, before: str
+) -> None:
+    assert in_checkout(tmp_path, "run_pipeline.sh", fed(before)) == []
+
+
+def test_a_driver_that_neither_moves_nor_makes_the_directory_first_is_judged(
+    tmp_path: Path,
+) -> None:
+    # a cd or mkdir after the sbatch is too late for the job it submitted
+    assert in_checkout(tmp_path, "run.sh", fed("", "cd /tmp\nmkdir -p log\n")) == [(5, "error")]
+
+
+def test_each_heredoc_is_judged_against_its_own_sbatch(tmp_path: Path) -> None:
+    text = fed("") + fed("mkdir -p log\n").split("\n", 1)[1]
+    assert in_checkout(tmp_path, "run.sh", text) == [(5, "error")]

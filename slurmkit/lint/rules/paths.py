@@ -52,6 +52,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -139,6 +140,8 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         if not fails or not _known(directory):
             continue  # 23.02 on: slurmstepd creates the directory
+        if _feeder_decides(script, directory, None if chdir is None else chdir.value):
+            continue
         state = _lookup(directory, None if chdir is None else chdir.value, context)
         if state is True:
             continue
@@ -153,6 +156,42 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
             yield _missing(script, setting, state, context)
         elif line is not None:
             yield _made_too_late(script, setting, directory, line, context)
+
+
+def _feeder_decides(script: Script, directory: str, chdir: str | None) -> bool:
+    """Whether the script feeding this heredoc to sbatch settles the log directory first.
+
+    sbatch runs in the feeding shell's working directory: after a ``cd`` (``mkdir -p
+    $out && cd $out``) that is wherever the run goes, not the checkout (unknown), and a
+    ``mkdir -p logs`` before the sbatch makes the directory in time (the job's own
+    mkdir comes too late, the feeder's does not). Absolute paths are judged as ever.
+    """
+    origin = script.origin
+    feeder = None if origin is None else origin.feeder
+    if origin is None or feeder is None or posixpath.isabs(directory):
+        return False
+    submit = origin.submit_line - feeder.line_base
+    first_cd, made = _feeder_facts(feeder)
+    moved = first_cd is not None and first_cd < submit and not (chdir and posixpath.isabs(chdir))
+    line = made.get(posixpath.normpath(posixpath.join(chdir or "", directory)))
+    return moved or (line is not None and line < submit)
+
+
+_MOVES = frozenset({"cd", "pushd"})
+# The last feeder read: its heredocs are judged one after another, each looking up the
+# same facts (a scan per heredoc was quadratic in a file of thousands of heredocs).
+# Held weakly: a finished lint keeps no script alive.
+_LAST_FEEDER: list[tuple[weakref.ref[Script], tuple[int | None, dict[str, int]]]] = []
+
+
+def _feeder_facts(feeder: Script) -> tuple[int | None, dict[str, int]]:
+    """The feeder's first ``cd``/``pushd`` line (None: none) and the directories it makes."""
+    if _LAST_FEEDER and _LAST_FEEDER[0][0]() is feeder:
+        return _LAST_FEEDER[0][1]
+    moves = [c for c in feeder.commands if not c.depth and c.name in _MOVES]
+    facts = (feeder.line_of(moves[0].start) if moves else None, _made_by_script(feeder))
+    _LAST_FEEDER[:] = [(weakref.ref(feeder), facts)]
+    return facts
 
 
 def _setting(script: Script, name: str, table: frozenset[str]) -> Setting | None:
