@@ -32,7 +32,9 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "move the line up into the header, before the first command.",
     ),
     "sbatch-continuation": (
-        "sbatch does not join a #SBATCH line ending in a backslash with the next.",
+        "sbatch does not join a #SBATCH line ending in a backslash with the next (quiet "
+        "when a blank line follows: nothing was meant to join). From 24.05 a final '\\ ' "
+        "(backslash, blank) is a word ' ' of its own and sbatch refuses the script: error.",
         "#SBATCH --nodes=2 \\",
         "one option per #SBATCH line.",
     ),
@@ -64,7 +66,8 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "srun --output=%x-%j-%N.out for per-node logs.",
     ),
     "array-without-limit": (
-        "all tasks of a training array start at once and resume the same checkpoint.",
+        "all tasks of a training array start at once and resume the same checkpoint (an "
+        "array of one task, --array=0, is quiet).",
         "#SBATCH --array=0-9",
         "#SBATCH --array=0-9%1 to run them one after another.",
     ),
@@ -295,7 +298,8 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     "sbatch-misspelt": (
         "sbatch reads only lines that start with #SBATCH exactly: #SBTACH, #SABTCH or "
         "# SBATCH followed by an option is a comment, and the option is silently not "
-        "applied (the job runs with the partition's defaults).",
+        "applied (the job runs with the partition's defaults). '# SBATCH --reservation' is "
+        "info: a reservation is a time window, usually switched off so once it has passed.",
         "#SBTACH --gres=gpu:8",
         "#SBATCH --gres=gpu:8 (##SBATCH switches a line off on purpose).",
     ),
@@ -313,7 +317,8 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "was probed from the sbatch binaries of 22.05, 24.11 and 26.05 and checked against "
         "slurm_opt.c; unique prefixes (--part) are accepted, as getopt does; templates and "
         "<placeholders> are unknown. A shell variable as a count (-N ${NODES}) is refused "
-        "too: sbatch never expands it. A SPANK plugin's option (Shifter --image, pyxis "
+        "too: sbatch never expands it; so is ${VAR:?text with blanks}, split at its blank "
+        "into a stray word. A SPANK plugin's option (Shifter --image, pyxis "
         "--container-image, CSCS --environment) is info: real on the sites it was written for; "
         "so is any other name that misspells no option (NERSC --perf). An sbatch the script "
         "runs (a chain) has its option names checked too.",
