@@ -736,9 +736,47 @@ def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
                 f"GPUS_PER_NODE={request[0]}, or read it from Slurm: "
                 "GPUS_PER_NODE=$SLURM_GPUS_ON_NODE",
             )
-    if request is None:
-        return
+    if request is None or request[0] == 0:
+        return  # no GPUs asked for (gpu:0): the launcher's workers are CPU processes
     yield from _counts_mismatch(script, request[0], request[1].written)
+    yield from _count_variables(script, request[0], request[1].written)
+
+
+# A variable given as a count of GPUs one process group spreads over: tensor parallel
+# ranks (vLLM's tensor_parallel_size=, --tensor-parallel-size, SGLang's --tp) or a
+# launcher's workers per node.
+_GPU_COUNT_USE = re.compile(
+    r"(?:tensor[_-]parallel[_-]size|--tp(?:[_-]size)?|--(?:" + _WORKER_OPTIONS + r"))"
+    r"[= ]+[\"']?\$\{?(?P<name>[A-Za-z_]\w*)\}?"
+)
+
+
+def _count_variables(script: Script, gpus: int, written: str) -> Iterator[Finding]:
+    """A literal count in a variable (``NUM_GPUS=4``) that a GPU-count option reads
+    (``tensor_parallel_size=$NUM_GPUS``), more than a one-node job has: the ranks past
+    the node's GPUs find none and the group fails to start. On several nodes a tensor
+    parallel group may span them: not judged."""
+    if script.job.nodes not in (None, (1, 1)) or "$" not in script.text:
+        return
+    names = {
+        m["name"]
+        for _, line in script.code_lines(heredocs=True)
+        if "$" in line
+        for m in _GPU_COUNT_USE.finditer(line)
+    } - {"GPUS_PER_NODE"}
+    for binding in script.bindings:
+        if binding.name not in names or binding.value is None or not binding.value.literal:
+            continue
+        value = to_int(binding.value.text)
+        if value is not None and value > gpus:
+            yield script.finding(
+                binding.line,
+                ERROR,
+                RULE_GPUS.id,
+                f"{binding.name}={value} is given as a GPU count, but #SBATCH {written} gives "
+                f"this one-node job {gpus} GPU(s): the ranks past them find no GPU",
+                f"{binding.name}=$SLURM_GPUS_ON_NODE, or ask for {value} GPUs",
+            )
 
 
 def _counts_mismatch(script: Script, gpus: int, written: str) -> Iterator[Finding]:
