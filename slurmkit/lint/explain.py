@@ -105,7 +105,10 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "the launcher starts more workers than the job has GPUs per node (error), or fewer "
         "(info). accelerate's --num_processes counts every machine: per node it is divided "
         "by --num_machines. GPUS_PER_NODE with no GPU request at all is info: clusters that do not "
-        "manage GPUs as GRES give every job all GPUs (none of these was right on the corpus).",
+        "manage GPUs as GRES give every job all GPUs (none of these was right on the corpus). "
+        "A GPU count in a variable (NUM_GPUS=4 read as tensor_parallel_size=$NUM_GPUS, --tp, "
+        "--nproc_per_node) beyond a one-node job's GPUs is an error; --gres=gpu:0 means CPU "
+        "workers: not judged.",
         "#SBATCH --gres=gpu:4\nGPUS_PER_NODE=8",
         "derive it: GPUS_PER_NODE=$SLURM_GPUS_ON_NODE",
     ),
