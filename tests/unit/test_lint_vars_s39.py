@@ -66,3 +66,12 @@ def test_a_script_that_demands_its_input_is_configured_from_the_submitting_shell
     # a name the script sets itself, then demands, is no input
     own = 'CONT=img.sqsh\n: "${CONT:?}"\n'
     assert (6, "variable-never-set") in rules(HEAD + own + step)
+
+
+def test_a_name_assigned_only_in_a_comment_is_unset() -> None:
+    old = "#  pretrained_model=/models/llama_7B\n"
+    step = "srun torchrun t.py \\\n  --model_name_or_path ${pretrained_model} \\\n  --bf16\n"
+    assert (6, "unset-variable-option") in rules(HEAD + old + step)
+    # assigned in code, even after a comment on its line, it is set
+    live = "pretrained_model=/models/llama_7B  # was pretrained_model=x\n"
+    assert "unset-variable-option" not in {rule for _, rule in rules(HEAD + live + step)}

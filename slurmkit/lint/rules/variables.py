@@ -286,8 +286,8 @@ def _lowercase_candidates(script: Script) -> set[str]:
 
     By convention the environment (modules, Slurm, the submitting shell) carries
     upper-case names; a lower-case one is the script's own. A name seen anywhere as a
-    bare word (``read name``, ``for name in``, ``local name``, ``name=…``, ``((name++))``)
-    may be set there, so only names that occur solely as ``$name`` are kept.
+    bare word in code (``read name``, ``for name in``, ``local name``, ``name=…``,
+    ``((name++))``) may be set there, so only names that occur solely as ``$name`` are kept.
     """
     expanded = set(re.findall(r"\$\{?([A-Za-z_]\w*)", script.text))
     names = {n for n in expanded if not n.isupper() and not is_known(n)} - _LOWERCASE_ENV
@@ -295,7 +295,9 @@ def _lowercase_candidates(script: Script) -> set[str]:
     if not names:
         return names
     bare = re.compile(r"(?<![$\w{#!-])(" + "|".join(sorted(names)) + r")(?!\w)")
-    return names - set(bare.findall(script.text))
+    # a comment sets nothing: ``# name=/old/path``, commented out, leaves it unset
+    code = "\n".join(line for _, line in script.code_lines(heredocs=True))
+    return names - set(bare.findall(code))
 
 
 def _test_lines(script: Script, names: set[str]) -> dict[str, int]:
