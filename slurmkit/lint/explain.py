@@ -116,7 +116,9 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "with no --cpus-per-task anywhere the task running a launcher gets 1 CPU, shared "
         "by the launcher, every worker and their data loaders. Not said where the job holds "
         "more CPUs per node (--exclusive, --mincpus, several tasks per node): the batch step "
-        "and an srun step without --exact get every CPU the job has on the node.",
+        "and an srun step without --exact get every CPU the job has on the node, nor where "
+        "the header gives the job no shape (no nodes, tasks or GPUs): sbatch's command line "
+        "does.",
         "#SBATCH --gres=gpu:8\ntorchrun --nproc_per_node=8 train.py",
         "#SBATCH --cpus-per-task=N (and srun -c on 22.05-23.02).",
     ),
@@ -257,7 +259,9 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "with the static rendezvous (torchrun's default) each node must be given its own "
         "--node_rank; without it every node is rank 0 and the group never forms. A c10d "
         "rendezvous numbers the nodes as they join and needs no rank. accelerate launch and "
-        "detectron2-style programs (--num_machines N>1) likewise need --machine_rank.",
+        "detectron2-style programs (--num_machines N>1) likewise need --machine_rank; given "
+        "to a shell script of the step (srun run.sh --num_machines 4) the script may add it: "
+        "judged only when lint reads the script.",
         "#SBATCH --nodes=2\nsrun torchrun --nnodes=2 --master_addr=$HEAD train.py",
         "srun bash -c 'torchrun --nnodes=2 --node_rank=$SLURM_NODEID ...' (single quotes), or "
         "--rdzv_backend=c10d --rdzv_endpoint=$HEAD:29500",
