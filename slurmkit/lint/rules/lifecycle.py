@@ -11,13 +11,17 @@ batch script never runs.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
+from operator import attrgetter
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.directives import resubmits_itself
 from slurmkit.lint.script import Script
+from slurmkit.lint.shell import parse
 
 _NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "10": "USR1", "12": "USR2", "15": "TERM"}
 # Signals bash ignores by default: no trap is needed to survive them.
@@ -90,6 +94,8 @@ def _signal(script: Script, context: LintContext) -> Iterator[Finding]:
     if signal in _HARMLESS or not signal:
         return
     trapped = [t for t in _traps(script) if signal in t[1]]
+    if trapped and all(_only_logs(script, t[0]) for t in trapped):
+        return  # run late or never, a handler that only prints loses nothing
     if not batch:
         yield from _steps_only(script, signal, line, trapped)
         return
@@ -113,6 +119,36 @@ def _signal(script: Script, context: LintContext) -> Iterator[Finding]:
             "a foreground srun that is when the time limit has killed it",
             "start the step in the background and wait for it: srun … & wait",
         )
+
+
+# Commands that only report: a handler made of them saves, requeues and stops nothing.
+_START = attrgetter("start")
+_REPORTS = frozenset({"echo", "printf", ":", "true", "date", "hostname", "logger"})
+
+
+def _only_logs(script: Script, handler: str) -> bool:
+    """Whether a trap's handler only prints (``echo "caught USR1"``, or a function of
+    echos): when it runs, or whether it runs at all, changes nothing but the log."""
+    names = [c.name for c in parse(handler).commands if c.depth == 0 and c.name]
+    if not names:
+        return False  # ``trap '' SIG`` ignores the signal: bash survives it on purpose
+    functions = script.parsed.functions
+    for name in names:
+        if name in functions:
+            start, end = functions[name]
+            inner = _commands_within(script, start, end)
+            if not inner or any(c.name not in _REPORTS for c in inner):
+                return False
+        elif name not in _REPORTS:
+            return False
+    return True
+
+
+def _commands_within(script: Script, start: int, end: int) -> list[Command]:
+    commands = script.commands
+    first = bisect.bisect_left(commands, start, key=_START)
+    last = bisect.bisect_left(commands, end, key=_START)
+    return [c for c in commands[first:last] if c.name]
 
 
 def _survives(script: Script, signal: str) -> bool:
@@ -191,6 +227,8 @@ def _resubmit(script: Script, context: LintContext) -> Iterator[Finding]:
     words = [w.text for c in submit for w in c.argv[1:]]
     if "singleton" in header or any(w.startswith(_WAITS) for w in words):
         return  # it waits for this run (or starts at a later time: a watchdog's next round)
+    if submit and _last_act(script, submit[0]):
+        return
     yield script.finding(
         line,
         WARNING,
@@ -200,6 +238,37 @@ def _resubmit(script: Script, context: LintContext) -> Iterator[Finding]:
         'sbatch --dependency=singleton "$0" (with a fixed --job-name), or '
         "--dependency=afterany:$SLURM_JOB_ID",
     )
+
+
+# Commands after which the script ends at once: no work of this run is left.
+_ENDING = frozenset({"echo", "printf", ":", "true", "exit", "date", "hostname", "pwd"})
+# ``done`` where a command starts: the end of a loop around what comes before it.
+_LOOP_END = re.compile(r"(?:^|[;&])\s*done(?![\w-])")
+
+
+def _last_act(script: Script, submit: Command) -> bool:
+    """The self-submission is the run's last act (after the training, an ``echo`` at most):
+    this run ends as the next one is queued, so the two never work at once.
+
+    Not so for one in a function (a trap handler runs it while the step still works, a
+    helper may be called first) or in a loop (the loop submits it again), nor for one
+    that other work follows: those overlap the next run.
+    """
+    start = submit.start
+    if any(begin <= start < end for begin, end in script.parsed.functions.values()):
+        return False
+    commands = script.commands
+    first = bisect.bisect_right(commands, start, key=_START)
+    for command in commands[first:]:
+        if command.depth or command.name is None or command.name in _ENDING:
+            continue
+        if not script.parsed.exclusive(start, command.start):
+            return False  # work after it (another branch of its if does not count)
+    line_end = script.text.find("\n", submit.end)
+    if _LOOP_END.search(script.text[submit.end : line_end if line_end >= 0 else None]):
+        return False  # ``…; do sbatch "$0"; done`` on one line
+    after = script.line_of(submit.end)
+    return not any(_LOOP_END.search(text) for number, text in script.code_lines() if number > after)
 
 
 RULE_SIGNAL = Rule(
