@@ -28,6 +28,7 @@ from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.launchers import SERVER, launcher_in, launcher_kind
 from slurmkit.lint.script import Script, Srun
 from slurmkit.sbatch.directives import gres_gpus, node_range, to_int
+from slurmkit.slurm.records import SlurmVersion
 
 # Commands that return at once: after them the script ends as surely as at its end.
 _QUICK = frozenset(
@@ -226,6 +227,10 @@ def _gpus_missing(script: Script, context: LintContext) -> Iterator[Finding]:
         return
     if _gpus_asked(script):
         return
+    refused = _refused_per_gpu(script, context)
+    if refused is not None:
+        yield refused
+        return
     for command in _top(script):
         program = _gpu_program(script, command)
         if program is None:
@@ -239,6 +244,41 @@ def _gpus_missing(script: Script, context: LintContext) -> Iterator[Finding]:
             "#SBATCH --gpus-per-node=N (or --gres=gpu:N)",
         )
         return
+
+
+# slurmctld refuses a size per GPU in a job that asks for no GPU, even with --exclusive
+# (gres.c: "Requested cpus_per_tres=… but did not request any GPU"): --mem-per-gpu on
+# every version lint knows (22.05 on), --cpus-per-gpu from 23.02.
+_CPUS_PER_GPU_REFUSED_FROM = SlurmVersion(23, 2, 0)
+
+
+def _refused_per_gpu(script: Script, context: LintContext) -> Finding | None:
+    """A job sized per GPU that asks for none: sbatch's submission fails, nothing runs.
+
+    Named on its first step (the GPU work its sizes are for), or on the option itself.
+    """
+    job = script.job
+    if job.get("ntasks-per-gpu") is not None:
+        return None  # slurmctld derives the GPUs from the tasks
+    name, since = "mem-per-gpu", "every Slurm version"
+    setting = job.get(name)
+    version = context.version
+    if setting is None and (version is None or version >= _CPUS_PER_GPU_REFUSED_FROM):
+        name, since = "cpus-per-gpu", "Slurm 23.02"
+        setting = job.get(name)
+    if setting is None:
+        return None
+    steps = [c for c in _top(script) if _is_step(script, c)]
+    line = script.line_of(steps[0].start) if steps else setting.line
+    return script.finding(
+        line,
+        ERROR,
+        RULE_NO_GPUS.id,
+        f"#SBATCH --{name}={setting.value} (line {script.shown(setting.line)}) sizes the "
+        f"job per GPU, but it asks for no GPU: from {since} on slurmctld refuses such a job at "
+        "submission (invalid generic resource specification), so none of its steps runs",
+        "#SBATCH --gpus-per-node=N (or --gres=gpu:N) beside it",
+    )
 
 
 _ERREXIT = re.compile(
