@@ -25,6 +25,8 @@ Two things are done around the grammar:
 * tree-sitter-bash 0.25 ends a heredoc at a line that only starts with its
   delimiter (``EOFINNER`` ends ``<<EOF``; bash needs the whole line). Such a line's
   first letter is blanked and the text read again, so the body goes on as in bash.
+* tree-sitter-bash 0.25 reads ``! { a || b; }`` (a negated group) as a command named
+  ``{`` and then a stray ``}``. The ``!`` is blanked and the text read again.
 
 Offsets are character offsets into the original text (tree-sitter's byte offsets
 are converted), so ``text[start:end]`` is the source of a word or command.
@@ -146,6 +148,9 @@ def parse(text: str) -> Parsed:
     if b"<<" in data and (bare := _bare_heredocs(data, tree.root_node)):
         data = _commented(data, bare)  # the words keep their letters: ``masked``
         tree = _parser().parse(data)
+    if b"!" in data and (negated := _negated_groups(data, tree.root_node)):
+        data = _blank_first(data, negated)
+        tree = _parser().parse(data)
     for _ in range(_REREADS):
         longer = _longer_than_delimiter(data, tree.root_node)
         if not longer:
@@ -218,6 +223,24 @@ def _commented(data: bytes, spans: list[tuple[int, int]]) -> bytes:
             newline = data.find(b"\n", line, end)
             line = end if newline < 0 else newline + 1
     return bytes(changed)
+
+
+_NEGATED_GROUP = re.compile(rb"![ \t]+\{(?=[ \t\r\n])")
+
+
+def _negated_groups(data: bytes, root: Any) -> list[int]:
+    """Where ``! { … }`` negates a group: bash accepts it, tree-sitter-bash 0.25 reads the
+    ``{`` as a command's name and the ``}`` as a stray token. Blanking the ``!`` leaves
+    the group the grammar knows (its status, negated, is read by no rule)."""
+    found = []
+    for match in _NEGATED_GROUP.finditer(data):
+        start = match.start(0)
+        node = root.descendant_for_byte_range(start, start + 1)
+        if node is not None and node.type == "!" and node.start_byte == start:
+            parent = node.parent
+            if parent is not None and parent.type == "negated_command":
+                found.append(start)
+    return found
 
 
 def _blank_first(data: bytes, starts: list[int]) -> bytes:
