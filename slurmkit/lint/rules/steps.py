@@ -15,6 +15,8 @@
 - Programs that need a GPU (vLLM, SGLang, torchrun --nproc-per-node=gpu)
   in a job that asks for none: a warning, since a cluster that does not manage GPUs as
   GRES gives every job the node's GPUs, and sbatch may be given --gres when submitted.
+  A job sized per GPU (--mem-per-gpu, from 23.02 --cpus-per-gpu) that asks for none is
+  an error: slurmctld refuses it at submission.
 """
 
 from __future__ import annotations
@@ -421,7 +423,7 @@ RULE_EXCEEDS = Rule(
 RULE_NO_GPUS = Rule(
     "gpu-program-without-gpus",
     WARNING,
-    "vLLM, SGLang or torchrun --nproc-per-node=gpu in a job that asks for no GPU",
+    "vLLM, SGLang, torchrun --nproc-per-node=gpu or --cpus/mem-per-gpu in a job asking no GPU",
     _gpus_missing,
 )
 # Info, not the warning the issue asked for: right by bash and Slurm on every one of its
