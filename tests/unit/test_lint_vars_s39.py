@@ -75,3 +75,11 @@ def test_a_name_assigned_only_in_a_comment_is_unset() -> None:
     # assigned in code, even after a comment on its line, it is set
     live = "pretrained_model=/models/llama_7B  # was pretrained_model=x\n"
     assert "unset-variable-option" not in {rule for _, rule in rules(HEAD + live + step)}
+
+
+def test_slurm_gpus_per_node_is_set_only_with_gpus_per_node() -> None:
+    # env.c set_env_from_opts: only opt->gpus_per_node (sbatch --gpus-per-node) sets it
+    step = "N=$(expr $SLURM_NNODES \\* $SLURM_GPUS_PER_NODE)\nsrun ./train --procs $N\n"
+    assert (4, "slurm-variable-unset") in rules(HEAD + step)
+    asked = "#SBATCH --gpus-per-node=4\n"
+    assert "slurm-variable-unset" not in {rule for _, rule in rules(HEAD + asked + step)}

@@ -381,6 +381,7 @@ def _rm_log(script: Script, context: LintContext) -> Iterator[Finding]:
 _SET_BY = {
     "SLURM_GPUS": "gpus",
     "SLURM_GPUS_PER_TASK": "gpus-per-task",
+    "SLURM_GPUS_PER_NODE": "gpus-per-node",
     "SLURM_CPUS_PER_TASK": "cpus-per-task",
     "SLURM_NTASKS_PER_NODE": "ntasks-per-node",
     "SLURM_MEM_PER_GPU": "mem-per-gpu",
@@ -393,6 +394,7 @@ _SIZES = (*COUNT_OPTIONS, "gres", "mem-per-gpu")
 _SIBLINGS = {
     "SLURM_GPUS": ("gres", "gpus-per-node", "gpus-per-task"),
     "SLURM_GPUS_PER_TASK": ("gres", "gpus", "gpus-per-node"),
+    "SLURM_GPUS_PER_NODE": ("gres", "gpus", "gpus-per-task"),
 }
 
 
