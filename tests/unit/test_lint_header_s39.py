@@ -66,7 +66,13 @@ def test_a_shell_expansion_with_a_blank_is_split_into_a_stray_word(option: str) 
 
 
 @pytest.mark.parametrize(
-    "option", ["--account=${ACCOUNT:?unset}", "--job-name=${NAME:-run}", "--account=${ACCOUNT}"]
+    "option",
+    [
+        "--account=${ACCOUNT:?unset}",
+        "--job-name=${NAME:-run}",
+        "--account=${ACCOUNT}",
+        '--job-name="${NAME:-my run}"',  # quoted: sbatch reads one word
+    ],
 )
 def test_a_shell_expansion_without_a_blank_stays_unknown(option: str) -> None:
     assert of_rule(header(option), UNKNOWN, V24) == []
