@@ -198,8 +198,10 @@ _BARE_HEREDOC = re.compile(rb"(?m)^[ \t]*<<(-?)[ \t]*(['\"]?)([A-Za-z_]\w*)\2[ \
 def _bare_heredocs(data: bytes, root: Any) -> list[tuple[int, int]]:
     """(start, end) of each heredoc with no command that the grammar misread, from
     its ``<<`` line through its delimiter line (to the end if none: bash reads on too)."""
-    found = []
+    found: list[tuple[int, int]] = []
     for match in _BARE_HEREDOC.finditer(data):
+        if found and match.start(0) < found[-1][1]:
+            continue  # inside the body before it: each body is searched once (linear)
         start = match.start(0) + len(match.group(0)) - len(match.group(0).lstrip(b" \t"))
         node = root.descendant_for_byte_range(start, start + 1)
         if node is None or node.type != "<":  # ``<<`` when read, a body's or string's text

@@ -83,3 +83,9 @@ def test_slurm_gpus_per_node_is_set_only_with_gpus_per_node() -> None:
     assert (4, "slurm-variable-unset") in rules(HEAD + step)
     asked = "#SBATCH --gpus-per-node=4\n"
     assert "slurm-variable-unset" not in {rule for _, rule in rules(HEAD + asked + step)}
+
+
+def test_a_bare_heredoc_line_inside_another_body_is_body_text() -> None:
+    # bash: <<B is A's body text; A's body ends at A, and echo runs
+    text = HEAD + "<<A\n<<B\nsbatch \\\n  --x=1\nA\necho done\n"
+    assert [c.name for c in parse(text).commands] == ["echo"]
