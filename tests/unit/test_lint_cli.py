@@ -169,11 +169,11 @@ def test_list_rules(run_cli, sinfo) -> None:
     right, judged = PRECISION["output-dir-missing"]
     assert right == judged and f"100% ({right}/{judged})" in table
     # a rule with no finding on the development part is unmeasured, not 0%
-    assert "rm-own-log" not in PRECISION
-    row = next(line for line in table.splitlines() if line.startswith("rm-own-log"))
+    assert "step-exceeds-job" not in PRECISION
+    row = next(line for line in table.splitlines() if line.startswith("step-exceeds-job"))
     assert "unmeasured" in row
-    explained = run_cli("lint", "--explain", "rm-own-log").stdout
-    assert explained.startswith("rm-own-log (warning; on published scripts: unmeasured)")
+    explained = run_cli("lint", "--explain", "step-exceeds-job").stdout
+    assert explained.startswith("step-exceeds-job (error; on published scripts: unmeasured)")
     assert sinfo.calls == []
 
 

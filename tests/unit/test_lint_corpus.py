@@ -116,6 +116,9 @@ BELOW_90 = {
     # SPANK plugin options (Shifter --image, pyxis --container-*, CSCS --environment) are
     # info, unlabelled: real on their sites; its errors are all right
     "sbatch-unknown-option",
+    # `# SBATCH --reservation=...`: a past reservation switched off on purpose, info,
+    # unlabelled; its warnings are all right
+    "sbatch-misspelt",
 }
 
 
