@@ -133,6 +133,16 @@ def gres_gpus(text: str) -> int | None:
         return None
 
 
+# %j, %3j, %10A: Slurm reads a zero-padding width between % and the letter (22.05's fname.c,
+# 25.11's expand_stdio_fields in print_fields.c); %% is a literal %.
+FILENAME_PATTERN = re.compile(r"%(%|\d*[A-Za-z])")
+
+
+def pattern_letters(value: str) -> set[str]:
+    """The letters Slurm fills in a log name, padded or not: they tell which runs share it."""
+    return {m.group(1)[-1] for m in FILENAME_PATTERN.finditer(value) if m.group(1) != "%"}
+
+
 _QUOTES_OR_ESCAPES = re.compile(r"[\\\"']")
 # From 24.05 sbatch reads "\\ " as a blank inside a word (slurm commit d44b67f7be).
 ESCAPED_BLANK_FROM = SlurmVersion(24, 5, 0)

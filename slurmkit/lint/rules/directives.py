@@ -17,6 +17,7 @@ from slurmkit.sbatch.directives import (
     TRAILING_ESCAPED_BLANK,
     WRONG_CASE,
     Directive,
+    pattern_letters,
     sbatch_words,
 )
 from slurmkit.sbatch.options import parse_options
@@ -219,16 +220,6 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
             f"--{name}=" + ("%x-%A_%a.out" if array else "%x-%j.out") + " (%j: job id, "
             "%A_%a: array job and task)",
         )
-
-
-# %j, %3j, %10A: Slurm reads a zero-padding width between % and the letter (22.05's fname.c,
-# 25.11's expand_stdio_fields in print_fields.c); %% is a literal %.
-_PATTERN = re.compile(r"%(?:%|\d*([A-Za-z]))")
-
-
-def pattern_letters(value: str) -> set[str]:
-    """The letters of the filename patterns Slurm fills in, width or not."""
-    return {letter for letter in _PATTERN.findall(value) if letter}
 
 
 _ARRAY_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*(?::\s*(\d+)\s*)?)?")

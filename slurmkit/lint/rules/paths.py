@@ -63,12 +63,9 @@ from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.helpers import find_work_tree
 from slurmkit.lint.sbatch_table import long_options, match_long
 from slurmkit.lint.script import Script
-from slurmkit.sbatch.directives import Setting
+from slurmkit.sbatch.directives import FILENAME_PATTERN, Setting, pattern_letters
 
 _UNKNOWN = ("%", "$", "{", "`", "~", "*", "?")
-# A filename pattern as Slurm reads it: "%%" is a literal "%", and a number between
-# "%" and the letter only pads it (%3A, %10j: sbatch's man page, "zero-pad").
-_PATTERN = re.compile(r"%(%|\d*[A-Za-z])")
 # Files that keep an otherwise empty directory in a git checkout.
 _KEEPERS = (".gitkeep", ".keep", ".gitignore")
 # The largest index read (a checkout of a monorepo has an index of tens of MB: then
@@ -84,14 +81,9 @@ def _directory(value: str) -> str | None:
     return posixpath.normpath(directory) if directory else None
 
 
-def _letters(value: str) -> set[str]:
-    """The pattern letters in a log path, padded or not (``%3A`` is ``A``; ``%%`` none)."""
-    return {m.group(1)[-1] for m in _PATTERN.finditer(value) if m.group(1) != "%"}
-
-
 def _per_job_dir(directory: str) -> bool:
     """Whether the directory names the job itself: %j, %J, %A or %a (also padded: %3A)."""
-    return not _letters(directory).isdisjoint("jJAa")
+    return not pattern_letters(directory).isdisjoint("jJAa")
 
 
 def _known(path: str) -> bool:
@@ -216,13 +208,13 @@ def _with_job_name(value: str, script: Script, table: frozenset[str]) -> str:
     ``--output=logs/%x-%j.out`` writes into ``logs/open_r1/``. A name the script does
     not set (the file name, or ``sbatch -J``) stays ``%x``: unknown.
     """
-    if "x" not in _letters(value):
+    if "x" not in pattern_letters(value):
         return value
     job_name = _setting(script, "job-name", table)
     name = job_name.value if job_name is not None else None
     if not name or not _known(name):
         return value
-    return _PATTERN.sub(lambda m: name if m.group(1)[-1] == "x" else m.group(0), value)
+    return FILENAME_PATTERN.sub(lambda m: name if m.group(1)[-1] == "x" else m.group(0), value)
 
 
 # A placeholder to fill in (CASE_DIR/slurm.out, LOG_DIR/x.out): all capitals, a "_".
