@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from slurmkit.errors import SlurmParseError
+from slurmkit.grammar.idrange import parse_array
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.rules.launchers import TRAINER, launcher_kind, launcher_lines
@@ -222,19 +224,14 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
         )
 
 
-_ARRAY_PART = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*(?::\s*(\d+)\s*)?)?")
-
-
 def single_task(array: str | None) -> bool:
     """``--array=0``, ``--array=3-3``: one task, which runs with no other task of its array."""
     if array is None:
         return False
-    ranges = re.sub(r"%\d+\s*$", "", array)
-    match = _ARRAY_PART.fullmatch(ranges)
-    if match is None:
-        return False  # a list, a variable, or nothing readable: may be many tasks
-    low, high, step = match.group(1), match.group(2), match.group(3)
-    return high is None or int(high) - int(low) < max(int(step or 1), 1)
+    try:
+        return parse_array(array).count() == 1
+    except SlurmParseError:
+        return False  # a variable, or nothing readable: may be many tasks
 
 
 def _fixed_names(script: Script, context: LintContext, rule: str) -> Iterator[Finding]:
