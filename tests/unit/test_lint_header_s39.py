@@ -28,6 +28,13 @@ def test_before_24_05_sbatch_drops_a_final_escaped_blank() -> None:
     assert of_rule(ESCAPED_BLANK_END, UNKNOWN, V22) == []
 
 
+def test_an_escaped_blank_in_a_directive_comment_is_never_read() -> None:
+    # sbatch's get_argument stops at an unescaped '#': the '\\ ' after it is comment text
+    text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --nodes=2   # two nodes \\ \nhostname\n"
+    assert of_rule(text, CONTINUED, V24) == [(3, "warning")]
+    assert of_rule(text, CONTINUED, UNKNOWN_VERSION) == [(3, "warning")]
+
+
 def test_a_backslash_before_a_blank_line_continues_nothing() -> None:
     text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --nodes=2 \\\n\nhostname\n"
     assert of_rule(text, CONTINUED, V24) == []

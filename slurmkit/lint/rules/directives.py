@@ -145,10 +145,17 @@ def _continued(script: Script, context: LintContext) -> Iterator[Finding]:
 
 
 def _refused_blank(directive: Directive, context: LintContext) -> bool:
-    """``... \\ ``: before 24.05 sbatch drops the escaped blank, from 24.05 it is a word."""
-    return (context.version is None or context.version >= ESCAPED_BLANK_FROM) and bool(
-        TRAILING_ESCAPED_BLANK.search(directive.text)
-    )
+    """``... \\ ``: before 24.05 sbatch drops the escaped blank, from 24.05 it is a word.
+
+    Only where sbatch reads it: after an unescaped ``#`` the line is a comment to
+    ``get_argument``, so a ``\\ `` there is no word.
+    """
+    if context.version is not None and context.version < ESCAPED_BLANK_FROM:
+        return False
+    if not TRAILING_ESCAPED_BLANK.search(directive.text):
+        return False
+    words = sbatch_words(directive.text[len(MAGIC) :])
+    return bool(words) and not words[-1].strip()
 
 
 def _continues_nothing(script: Script, directive: Directive) -> bool:
