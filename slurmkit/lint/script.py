@@ -136,6 +136,11 @@ class _View(Mapping[str, Binding]):
         return repr(dict(self))
 
 
+def is_srun(name: str | None) -> bool:
+    """srun by name or by path (``/opt/slurm/bin/srun``): the same step launcher."""
+    return name is not None and (name == "srun" or name.endswith("/srun"))
+
+
 @dataclass(frozen=True)
 class Srun:
     command: Command
@@ -430,7 +435,7 @@ class Script:
                 continue
             if name is None:
                 continue
-            if name == "srun" or name.endswith("/srun"):  # /opt/slurm/bin/srun too
+            if is_srun(name):
                 srun = self._srun(command, line, shell, prefix)
                 # no command: srun exits at option parsing (opt.c "No command given to
                 # execute."), before any step exists, so no step rule applies to it

@@ -26,7 +26,7 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.helpers import SHELLS, helper_word
 from slurmkit.lint.parsed import Command
-from slurmkit.lint.script import Script, Srun
+from slurmkit.lint.script import Script, Srun, is_srun
 from slurmkit.sbatch.directives import node_range, to_int
 
 LAUNCHER = re.compile(
@@ -157,7 +157,7 @@ def _launcher_lines(script: Script) -> list[tuple[int, str]]:
             if name:
                 found.append((number, re.sub(r"\s+", " ", name)))
     for command, word in helper_commands(script):
-        if _is_srun(command.name):
+        if is_srun(command.name):
             continue
         helper = script.helpers.read(word) if script.helpers else None
         if helper is None or helper.text is None or _places_itself(helper.text):
@@ -174,11 +174,6 @@ def _places_itself(text: str) -> bool:
     )
 
 
-def _is_srun(name: str | None) -> bool:
-    """srun by name or by path (``/opt/slurm/bin/srun``): the same step launcher."""
-    return name is not None and (name == "srun" or name.endswith("/srun"))
-
-
 def helper_commands(script: Script) -> Iterator[tuple[Command, str]]:
     """(command, helper path word) of every command that runs a helper: the program of an
     srun step, or the command itself. Nothing when the script has no directory."""
@@ -190,7 +185,7 @@ def helper_commands(script: Script) -> Iterator[tuple[Command, str]]:
             yield srun.command, word
     for command in script.commands:
         argv = command.argv
-        if not argv or _is_srun(argv[0].text):
+        if not argv or is_srun(argv[0].text):
             continue
         if argv[0].text.rsplit("/", 1)[-1] in SHELLS or "/" in argv[0].text:
             word = helper_word(argv)
@@ -870,7 +865,7 @@ class _CommandsByLine:
             found: set[str] = set()
             for command in self._script.commands:
                 argv = command.argv
-                if not argv or _is_srun(argv[0].text):
+                if not argv or is_srun(argv[0].text):
                     continue
                 found |= argv[0].expands
                 program = argv[0].text.rsplit("/", 1)[-1]
@@ -896,7 +891,7 @@ class _CommandsByLine:
             return False
         before = self._commands[index - 1]
         argv = before.argv
-        if not argv or not _is_srun(argv[0].text):
+        if not argv or not is_srun(argv[0].text):
             return False
         lines = self._script.lines
         last, first = self._ends[index - 1], self._starts[index]
