@@ -28,7 +28,7 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.launchers import SERVER, launcher_in, launcher_kind
-from slurmkit.lint.script import Script, Srun
+from slurmkit.lint.script import Script, Srun, is_srun
 from slurmkit.sbatch.directives import gres_gpus, node_range, to_int
 from slurmkit.slurm.records import SlurmVersion
 
@@ -76,7 +76,7 @@ def _started_in_background(script: Script, command: Command) -> str | None:
     """What a background command starts that must outlive the moment: a step or server."""
     if not command.background:
         return _backgrounds_itself(command)
-    if command.name == "srun":
+    if is_srun(command.name):
         return "srun step"
     name = launcher_in(script.source(command))
     return name
@@ -297,7 +297,7 @@ def exits_on_error(script: Script) -> bool:
 
 
 def _is_step(script: Script, command: Command) -> bool:
-    return command.name == "srun" or launcher_in(script.source(command)) is not None
+    return is_srun(command.name) or launcher_in(script.source(command)) is not None
 
 
 def _status_hidden(script: Script, context: LintContext) -> Iterator[Finding]:

@@ -26,7 +26,7 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import WARNING, Finding, Rule
 from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.launchers import launcher_in
-from slurmkit.lint.script import Script, Srun
+from slurmkit.lint.script import Script, Srun, is_srun
 
 # Set by bash itself, or by every login environment a batch job starts from.
 SHELL_SPECIALS = frozenset(
@@ -143,7 +143,7 @@ def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
     reported: set[str] = set()
     sruns = {id(s.command): s for s in script.sruns}
     for command in script.commands:
-        if command.name != "srun" and launcher_in(script.source(command)) is None:
+        if not is_srun(command.name) and launcher_in(script.source(command)) is None:
             continue
         for name in _counts(script, command, sruns.get(id(command))):
             if name in assigned or name in reported or is_known(name):
