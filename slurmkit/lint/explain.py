@@ -156,9 +156,10 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "Slurm manages GPUs as GRES the job sees no GPU and the program fails. A warning: "
         "a cluster without GPU GRES gives every job the node's GPUs, and sbatch may be "
         "given --gres when the script is submitted. nvidia-smi is not judged: it is nearly "
-        "always a log of the GPUs, whose failure loses nothing. An error where the job is "
+        "always a log of the GPUs, whose failure loses nothing. Also where the job is "
         "sized per GPU yet asks for none: slurmctld refuses --mem-per-gpu (22.05 on) and "
-        "--cpus-per-gpu (23.02 on) without a GPU request, even with --exclusive.",
+        "--cpus-per-gpu (23.02 on) without a GPU request, even with --exclusive (a warning "
+        "too: the GPUs may be given when the script is submitted).",
         "#SBATCH -p gpu\nvllm serve meta-llama/Llama-3-8B",
         "#SBATCH --gpus-per-node=N (or --gres=gpu:N).",
     ),

@@ -257,6 +257,8 @@ _CPUS_PER_GPU_REFUSED_FROM = SlurmVersion(23, 2, 0)
 def _refused_per_gpu(script: Script, context: LintContext) -> Finding | None:
     """A job sized per GPU that asks for none: sbatch's submission fails, nothing runs.
 
+    A warning, as for a GPU program in such a job: the GPUs may come from the command line.
+
     Named on its first step (the GPU work its sizes are for), or on the option itself.
     """
     job = script.job
@@ -274,11 +276,12 @@ def _refused_per_gpu(script: Script, context: LintContext) -> Finding | None:
     line = script.line_of(steps[0].start) if steps else setting.line
     return script.finding(
         line,
-        ERROR,
+        WARNING,  # like a GPU program here: sbatch may be given the GPUs when submitted
         RULE_NO_GPUS.id,
         f"#SBATCH --{name}={setting.value} (line {script.shown(setting.line)}) sizes the "
         f"job per GPU, but it asks for no GPU: from {since} on slurmctld refuses such a job at "
-        "submission (invalid generic resource specification), so none of its steps runs",
+        "submission (invalid generic resource specification), so none of its steps runs "
+        "(unless sbatch is given --gpus or --gres when submitted)",
         "#SBATCH --gpus-per-node=N (or --gres=gpu:N) beside it",
     )
 
