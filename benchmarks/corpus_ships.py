@@ -41,13 +41,18 @@ def directive_words(part: Path, rows: list[dict[str, str]]) -> dict[tuple[str, s
 
 
 def shipped_directories(mirror: Path, commit: str) -> dict[str, str]:
-    """Directory -> one file in it, for every directory of the tree at the commit."""
+    """Directory -> one file in it, for every directory of the tree at the commit.
+
+    Names are read NUL-separated (``-z``): otherwise git quotes a name with non-ASCII
+    letters (``"V\303\251os/x"``) and the quote became part of a directory's name.
+    """
     listing = subprocess.run(
-        ["git", "-C", str(mirror), "ls-tree", "-r", "--name-only", commit],
+        ["git", "-C", str(mirror), "ls-tree", "-r", "-z", "--name-only", commit],
         capture_output=True,
         text=True,
         check=True,
-    ).stdout.splitlines()
+    ).stdout.split("\0")
+    listing = [name for name in listing if name]
     directories: dict[str, str] = {}
     for name in listing:
         parent = PurePosixPath(name).parent
