@@ -52,7 +52,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -170,19 +169,22 @@ def _feeder_decides(script: Script, directory: str, chdir: str | None) -> bool:
 
 
 _MOVES = frozenset({"cd", "pushd"})
-# The last feeder read: its heredocs are judged one after another, each looking up the
-# same facts (a scan per heredoc was quadratic in a file of thousands of heredocs).
-# Held weakly: a finished lint keeps no script alive.
-_LAST_FEEDER: list[tuple[weakref.ref[Script], tuple[int | None, dict[str, int]]]] = []
 
 
 def _feeder_facts(feeder: Script) -> tuple[int | None, dict[str, int]]:
-    """The feeder's first ``cd``/``pushd`` line (None: none) and the directories it makes."""
-    if _LAST_FEEDER and _LAST_FEEDER[0][0]() is feeder:
-        return _LAST_FEEDER[0][1]
-    moves = [c for c in feeder.commands if not c.depth and c.name in _MOVES]
-    facts = (feeder.line_of(moves[0].start) if moves else None, _made_by_script(feeder))
-    _LAST_FEEDER[:] = [(weakref.ref(feeder), facts)]
+    """The feeder's first ``cd``/``pushd`` line (None: none) and the directories it makes.
+
+    Read once per feeder (its ``memo``): its heredocs are judged one after another, and a
+    scan per heredoc was quadratic in a file of thousands of heredocs.
+    """
+    memo = feeder.memo
+    if "feeder_facts" not in memo:
+        moves = [c for c in feeder.commands if not c.depth and c.name in _MOVES]
+        memo["feeder_facts"] = (
+            feeder.line_of(moves[0].start) if moves else None,
+            _made_by_script(feeder),
+        )
+    facts: tuple[int | None, dict[str, int]] = memo["feeder_facts"]
     return facts
 
 
