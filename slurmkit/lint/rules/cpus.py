@@ -79,13 +79,25 @@ ONE_CPU = frozenset(
         "kill",
         "pkill",
         "which",
+        "sysctl",
     }
 )
+# nccl-tests (all_reduce_perf, alltoall_perf_mpi, ...) drive the GPUs from one host
+# thread per rank unless -t asks for more: the CPU count only spaces the ranks out.
+_NCCL_TEST = re.compile(
+    r"(?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|gather"
+    r"|scatter|hypercube)_perf(?:_mpi)?"
+)
+
+
+def _one_cpu_name(name: str) -> bool:
+    return name in ONE_CPU or _NCCL_TEST.fullmatch(name) is not None
 
 
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
 # Shell words that are no program: the first word of a command after them is.
-_KEYWORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{", "}"})
+# (sudo runs the word after it: `sudo /sbin/sysctl vm.drop_caches=3` is sysctl.)
+_KEYWORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{", "}", "sudo"})
 _COMMAND_SPLIT = re.compile(r"\n|;|&&|\|\||\||\$\(|`|\(|\)")
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
@@ -135,7 +147,7 @@ def _helpers_only(command_string: str) -> bool:
             words = words[1:]
         if words and not words[0].startswith(("#", ">", "<", "2>", "[")):
             names.append(_base(words[0]))
-    return bool(names) and all(name in ONE_CPU or name in ("exit", ":") for name in names)
+    return bool(names) and all(_one_cpu_name(name) or name in ("exit", ":") for name in names)
 
 
 # Asked only for its version or usage, any program prints a line and exits.
@@ -154,7 +166,10 @@ def one_cpu_helper(srun: Srun) -> bool:
         return _helpers_only(string)
     if _base(words[0].text) == "julia":
         return _one_julia_thread(srun, words)
-    return _base(words[0].text) in ONE_CPU
+    name = _base(words[0].text)
+    if _NCCL_TEST.fullmatch(name):
+        return not any(w.text.startswith("-t") for w in words[1:])  # -t: threads per rank
+    return name in ONE_CPU
 
 
 def _one_julia_thread(srun: Srun, words: tuple[Word, ...]) -> bool:
