@@ -11,11 +11,13 @@ walked here with an explicit stack, never recursion.
 
 Two things are done around the grammar:
 
-* Template text (Jinja ``{{ … }}``, ``{% … %}``, ``{# … #}``) is not bash. Before
-  parsing each tag is replaced by text of the same length: a tag alone on its line
-  by blanks, any other by a ``${…}`` expansion, so what a template will put there
-  reads as *unknown* (like ``${VAR:-default}``) and never as a wrong literal.
-  Offsets and line numbers stay those of the original text.
+* Template text (Jinja ``{{ … }}``, ``{% … %}``, ``{# … #}``; ERB, EJS and R's brew
+  ``<% … %>``, ``<%= … %>``) is not bash. Before parsing each tag is replaced by text
+  of the same length: a tag alone on its line by blanks, any other by a ``${…}``
+  expansion, so what a template will put there reads as *unknown* (like
+  ``${VAR:-default}``) and never as a wrong literal. A ``<% … %>`` code block that
+  opens a line may span lines (brew's R code before the ``#SBATCH`` lines): it is
+  blanked, line ends kept. Offsets and line numbers stay those of the original text.
 * tree-sitter-bash 0.25 joins a line of assignments only (``A=1 B=2``) with the
   next line's command. A command whose words are separated by an unescaped
   newline is split back into the commands bash sees.
@@ -115,21 +117,75 @@ _NAME_EXPANSION = re.compile(r"\$[A-Za-z_]\w*")
 
 def mask_templates(text: str) -> str:
     """Template tags replaced by same-length shell text that reads as unknown (see above)."""
+    if "<%" in text:
+        text = _mask_erb(text)
     if "{{" not in text and "{%" not in text and "{#" not in text:
         return text
+    return _TEMPLATE_TAG.sub(lambda match: _masked_tag(text, match.start(), match.end()), text)
 
-    def mask(match: re.Match[str]) -> str:
-        tag = match.group(0)
-        start, end = match.start(), match.end()
-        line_start = text.rfind("\n", 0, start) + 1
-        line_end = text.find("\n", end)
-        line_end = len(text) if line_end < 0 else line_end
-        alone = not text[line_start:start].strip() and not text[end:line_end].strip()
-        if alone and not tag.startswith("{{"):
-            return " " * len(tag)
-        return "${" + "_" * (len(tag) - 3) + "}"
 
-    return _TEMPLATE_TAG.sub(mask, text)
+def _masked_tag(text: str, start: int, end: int) -> str:
+    """A one-line tag: blanks when it is code alone on its line, else one unknown word.
+
+    What an output tag (``{{ x }}``, ``<%= x %>``) prints is a word even alone on its
+    line (it may print a command); a code tag prints nothing.
+    """
+    tag = text[start:end]
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    alone = not text[line_start:start].strip() and not text[end:line_end].strip()
+    if alone and not tag.startswith(_OUTPUT_TAGS):
+        return " " * len(tag)
+    return "${" + "_" * (len(tag) - 3) + "}"
+
+
+_OUTPUT_TAGS = ("{{", "<%=", "<%-")
+# ERB/EJS/brew delimiters; ``<%%`` and ``%%>`` are their escapes for a literal one.
+_ERB_MARK = re.compile(r"<%%|%%>|<%|%>")
+_NOT_LINE_BREAK = re.compile(r"[^\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def _mask_erb(text: str) -> str:
+    """``<% … %>`` tags masked; one pass over the delimiters, so linear in the text.
+
+    A tag on one line is masked like a Jinja tag. A tag over several lines is masked
+    only when its ``<%`` opens its line, the way a template's code block is written:
+    a stray ``<%`` in a bash word (``printf '<%s'``) never swallows the lines after it.
+    """
+    pieces: list[str] = []
+    done = 0
+    opened = -1
+    spans = False  # a line break lies between ``opened`` and the last delimiter
+    last = 0
+    for mark in _ERB_MARK.finditer(text):
+        kind, at = mark.group(0), mark.start()
+        if opened >= 0 and not spans:
+            spans = "\n" in text[last:at]
+        last = at
+        if kind in ("<%%", "%%>") or (kind == "%>" and opened < 0):
+            continue
+        if kind == "<%":
+            if opened < 0 or (spans and not _opens_line(text, opened)):
+                opened, spans = at, False
+            continue
+        start, end = opened, mark.end()
+        opened = -1
+        if not spans:
+            pieces += [text[done:start], _masked_tag(text, start, end)]
+        elif _opens_line(text, start):
+            pieces += [text[done:start], _NOT_LINE_BREAK.sub(" ", text[start:end])]
+        else:
+            continue
+        done = end
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _opens_line(text: str, at: int) -> bool:
+    return not text[text.rfind("\n", 0, at) + 1 : at].strip()
 
 
 @lru_cache(maxsize=1)

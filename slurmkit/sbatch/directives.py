@@ -205,7 +205,7 @@ def sbatch_words(text: str, escaped_blank: bool = True) -> list[str]:
 
 # A line that is one template tag alone ({{ extra_directives }}, {% if gpu %}, @batch_extra@):
 # the template is rendered before sbatch reads it, into more directives or nothing.
-_TAG_LINE = re.compile(r"\{\{[^{}]*\}\}|\{%[^%]*%\}|\{#[^#]*#\}|@[A-Za-z_]\w*@")
+_TAG_LINE = re.compile(r"\{\{[^{}]*\}\}|\{%[^%]*%\}|\{#[^#]*#\}|@[A-Za-z_]\w*@|<%(?:(?!%>).)*%>")
 
 
 def read_directives(
@@ -222,12 +222,14 @@ def read_directives(
     ``mask``: applied to a directive's text before it is split, so that a template tag
     (``{{ log_dir }}``) is one unknown word, not words split at its blanks (lint passes
     its ``mask_templates``: it reads templates; sbatch never sees a tag); with it, a header
-    line that is one tag alone does not end the header either. The options
+    line that is one tag alone, or inside a code tag over several lines, does not end
+    the header either. The options
     of an ignored line are not read here, since sbatch never reads them; lint's
     ``sbatch-directive-ignored`` parses one itself, raw, to compare it with the header.
     """
     found: list[Directive] = []
     header = True
+    masked: list[str] = []
     for number, line in enumerate(lines, start=1):
         if not header and "#" not in line:
             continue  # after the header only a #SBATCH-looking line counts
@@ -241,7 +243,11 @@ def read_directives(
             why = INDENTED if stripped.startswith(MAGIC) else WRONG_CASE
             found.append(_directive(number, line, why if header else AFTER_COMMAND, mask))
         elif header and stripped and not stripped.startswith("#"):
-            header = mask is not None and _TAG_LINE.fullmatch(stripped) is not None
+            if mask is not None and not masked:
+                masked = mask("\n".join(lines)).split("\n")  # a code block over lines
+            header = mask is not None and (
+                _TAG_LINE.fullmatch(stripped) is not None or not masked[number - 1].strip()
+            )
     return found
 
 

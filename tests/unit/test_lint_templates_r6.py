@@ -1,0 +1,69 @@
+"""ERB, EJS and R brew templates (``<% %>``, ``<%= %>``): rendered before sbatch reads them."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurmkit.lint.shell import mask_templates
+from tests.lint_headers import of_rule
+
+SPACES = "assignment-with-spaces"
+IGNORED = "sbatch-directive-ignored"
+
+BREW = """#!/bin/bash
+<%
+walltime = asInt(resources$walltime, lower = 1L)
+if (backend == "mpi") {
+  cmd = "mpirun -np 1 Rscript"
+} else {
+  cmd = "Rscript"
+}
+-%>
+
+#SBATCH --job-name=<%= job.name %>
+#SBATCH --time=<%= ceiling(walltime / 60L)%>
+#SBATCH --mem-per-cpu=<%= memory %>
+<%= if (array.jobs) sprintf("#SBATCH --array=1-%i", nrow(jobs)) else "" %>
+#SBATCH --partition=all
+
+export DEBUGME=<%= Sys.getenv("DEBUGME") %>
+<%= cmd %> -e 'batchtools::doJobCollection("<%= uri %>")'
+"""
+
+
+def test_a_code_block_over_lines_is_no_bash() -> None:
+    assert of_rule(BREW, SPACES) == []
+
+
+def test_a_code_block_and_an_output_tag_alone_do_not_end_the_header() -> None:
+    assert of_rule(BREW, IGNORED) == []
+
+
+def test_a_command_after_the_block_still_ends_the_header() -> None:
+    text = "#!/bin/bash\n<%\nx = 1\n%>\nhostname\n#SBATCH --nodes=2\n"
+    assert of_rule(text, IGNORED) == [(6, "warning")]
+
+
+def test_the_mask_keeps_every_offset_and_line() -> None:
+    masked = mask_templates(BREW)
+    assert len(masked) == len(BREW)
+    assert masked.count("\n") == BREW.count("\n")
+    assert "<%" not in masked and "%>" not in masked
+    assert "#SBATCH --partition=all" in masked
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "echo '<%s' | tr a b",  # a printf format, no tag
+        "printf 'a <%s' x; echo '%>'",  # a stray <% that opens no line spans no lines
+    ],
+)
+def test_text_that_only_looks_like_a_tag_is_read_as_bash(line: str) -> None:
+    text = f"#!/bin/bash\n#SBATCH -t 5\n{line}\nx = 1\necho '%>'\n"
+    assert of_rule(text, SPACES) == [(4, "error")]
+
+
+def test_an_escaped_delimiter_opens_no_tag() -> None:
+    text = "#!/bin/bash\n#SBATCH -t 5\n<%%\nx = 1\n%>\n"
+    assert of_rule(text, SPACES) == [(4, "error")]
