@@ -694,7 +694,21 @@ def _nodes_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
                 )
 
 
+# A template's blank for the reader to fill in (--gres=gpu:..., --gpus-per-node=<N>).
+_PLACEHOLDER = re.compile(r"\.\.\.|\u2026|<[^>]*>")
+
+
+def _gpus_left_blank(script: Script) -> bool:
+    for name in ("gres", "gpus", "gpus-per-node", "gpus-per-task"):
+        setting = script.job.get(name)
+        if setting is not None and _PLACEHOLDER.search(setting.value or ""):
+            return True
+    return False
+
+
 def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
+    if _gpus_left_blank(script):
+        return  # the count is the reader's to write: nothing to compare with
     request = script.job.gpus_per_node
     for binding in script.bindings:
         if binding.name != "GPUS_PER_NODE" or binding.value is None or not binding.value.literal:
