@@ -245,3 +245,25 @@ def test_the_corpus_ships_a_directory_only_at_the_commit_that_has_it(tmp_path: P
     )
     findings = lint_corpus(tmp_path, ["a--new.sh", "a--old.sh"], "22.05")
     assert {str(f["file"]) for f in findings if f["rule"] == "output-dir-missing"} == {"a--old.sh"}
+
+
+@pytest.mark.parametrize("source", ["source", "."])
+def test_a_file_sourced_beside_the_script_before_the_submit_directory_is_read(
+    source: str,
+) -> None:
+    # the spool holds no hpc_config.sh; the later cd to the submit directory is too late
+    body = f'{source} "$(dirname "$0")/hpc_config.sh"\ncd "${{SLURM_SUBMIT_DIR}}"\n'
+    assert of_rule(found(SPOOL_HEAD + body), "script-dir-in-spool") == [(4, "error")]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # a kept directory that a later lookup replaces or stands in for
+        'DIR=$(dirname "$0")\n[ -n "$SLURM_SUBMIT_DIR" ] && DIR=$SLURM_SUBMIT_DIR\n',
+        'SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
+        'ROOT="${SLURM_SUBMIT_DIR:-$(cd "${SCRIPT_DIR}/.." && pwd)}"\n',
+    ],
+)
+def test_a_kept_directory_with_a_submit_lookup_after_it_is_quiet(body: str) -> None:
+    assert of_rule(found(SPOOL_HEAD + body), "script-dir-in-spool") == []

@@ -557,23 +557,40 @@ def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     ``$0`` and ``BASH_SOURCE`` name that copy on every cluster, so a directory taken
     from them is the spool directory, and the files the script looks for beside
     itself are not there. A script that reads ``$SLURM_SUBMIT_DIR`` or asks
-    ``scontrol show job`` for its real path knows where it came from: quiet. A heredoc
-    fed to sbatch had ``$0`` expanded by the shell that wrote it (the submitter's).
+    ``scontrol show job`` for its real path knows where it came from: a directory it
+    keeps may be a fallback the lookup replaces (quiet), but a ``source "$(dirname
+    "$0")/env.sh"`` before any lookup reads the spool there and then (a file that is
+    never there). A heredoc fed to sbatch had ``$0`` expanded by the shell that wrote
+    it (the submitter's).
     """
     if script.origin is not None or not any(d.ignored is None for d in script.directives):
         return
     text = script.text
-    if ("dirname" not in text and "%/*}" not in text) or _SUBMIT_LOOKUP.search(text):
+    if "dirname" not in text and "%/*}" not in text:
         return
+    looked = _SUBMIT_LOOKUP.search(text) is not None
+    first_lookup = _first_lookup(script) if looked else 0
     paths: set[str] = set()
     for number, line in script.code_lines():
+        if first_lookup and first_lookup <= number:
+            return
         if "dirname" in line or "%/*}" in line:
-            if _self_directory(_SINGLE_QUOTED.sub("''", line), paths):
+            code = _SINGLE_QUOTED.sub("''", line)
+            if _self_directory(code, paths) and (not looked or _SOURCED.match(code)):
                 yield _spool_finding(script, number)
         elif "=" in line and ("0" in line or "BASH_SOURCE" in line):
             kept = _SELF_PATH.match(_SINGLE_QUOTED.sub("''", line))
             if kept is not None:
                 paths.add(kept.group(1))
+
+
+# ``source DIR/x.sh`` or ``. DIR/x.sh``: a file read from the directory there and then.
+_SOURCED = re.compile(r"^\s*(?:source|\.)\s")
+
+
+def _first_lookup(script: Script) -> int:
+    """The first code line that asks where the job came from (0: none)."""
+    return next((n for n, line in script.code_lines() if _SUBMIT_LOOKUP.search(line)), 0)
 
 
 def _self_directory(code: str, paths: set[str]) -> bool:
