@@ -191,24 +191,31 @@ def _lint(texts: list[tuple[str, str]], context: LintContext) -> list[Finding]:
 
 
 def _print_rules(as_json: bool) -> None:
-    """Each rule with its precision measured on the corpus's development part.
+    """Each rule with two precisions: on the scripts it was tuned on, and on unseen ones.
 
-    Committed data (benchmarks/score_lint_corpus.py --write-precision), never the corpus
-    itself: an installed slurmkit has no corpus, and the test part must stay unread.
+    The tuned figure (the development part) ends near 100% for every rule fixed on it; the
+    unseen one (each test part as first scored) is what a user's script can expect. Both
+    are committed data (benchmarks/score_lint_corpus.py --write-precision,
+    benchmarks/unseen_precision.py), never the corpus itself: an installed slurmkit has no
+    corpus, and the test part must stay unread.
     """
     from slurmkit.cli._output import print_json, print_table
     from slurmkit.lint import RULES
     from slurmkit.lint.precision import PRECISION
+    from slurmkit.lint.precision_unseen import UNSEEN
 
     rows: list[dict[str, Any]] = []  # id and severity are text, the counts ints
     for r in RULES:
         right, judged = PRECISION.get(r.id, (0, 0))
+        unseen_right, unseen_judged = UNSEEN.get(r.id, (0, 0))
         rows.append(
             {
                 "id": r.id,
                 "severity": r.severity,
                 "right": right,
                 "judged": judged,
+                "unseen_right": unseen_right,
+                "unseen_judged": unseen_judged,
                 "summary": r.summary,
             }
         )
@@ -220,21 +227,25 @@ def _print_rules(as_json: bool) -> None:
                 (
                     r["id"],
                     r["severity"],
-                    f"{100 * r['right'] // r['judged']}% ({r['right']}/{r['judged']})"
-                    if r["judged"]
-                    else "unmeasured",
+                    _share(r["right"], r["judged"]),
+                    _share(r["unseen_right"], r["unseen_judged"]),
                     r["summary"],
                 )
                 for r in rows
             ],
-            ["RULE", "SEVERITY", "PRECISION", "WHAT"],
+            ["RULE", "SEVERITY", "TUNED ON", "UNSEEN", "WHAT"],
         )
+
+
+def _share(right: int, judged: int) -> str:
+    return f"{100 * right // judged}% ({right}/{judged})" if judged else "unmeasured"
 
 
 def _explain(rule_id: str) -> None:
     from slurmkit.lint import RULES
     from slurmkit.lint.explain import EXPLAIN
     from slurmkit.lint.precision import PRECISION
+    from slurmkit.lint.precision_unseen import UNSEEN
 
     if rule_id not in EXPLAIN:
         raise UsageError(f"--explain {rule_id!r}: no such rule (see `slurmkit lint --list-rules`)")
@@ -242,9 +253,12 @@ def _explain(rule_id: str) -> None:
     severity = {r.id: r.severity for r in RULES}.get(rule_id, "warning")
     right, judged = PRECISION.get(rule_id, (0, 0))
     measured = f"{right} of {judged} findings right" if judged else "unmeasured"
+    unseen_right, unseen_judged = UNSEEN.get(rule_id, (0, 0))
+    unseen = f"{unseen_right} of {unseen_judged} right" if unseen_judged else "no finding yet"
     example_lines = "".join(f"    {line}\n" for line in example.splitlines())
     click.echo(
-        f"{rule_id} ({severity}; on published scripts: {measured})\n\n"
+        f"{rule_id} ({severity}; on published scripts: {measured}; "
+        f"on scripts it had never seen: {unseen})\n\n"
         f"why: {why}\n\nexample:\n{example_lines}\nfix: {fix}"
     )
 

@@ -94,10 +94,13 @@ def test_warnings_alone_exit_0(run_cli, sinfo, tmp_path) -> None:
 def test_explain_prints_why_example_fix_and_precision(run_cli, sinfo) -> None:
     out = run_cli("lint", "--explain", "tee-without-pipefail").stdout
     from slurmkit.lint.precision import PRECISION
+    from slurmkit.lint.precision_unseen import UNSEEN
 
     right, judged = PRECISION["tee-without-pipefail"]
     measured = f"on published scripts: {right} of {judged} findings right"
-    assert out.startswith(f"tee-without-pipefail (warning; {measured})")
+    unseen_right, unseen_judged = UNSEEN["tee-without-pipefail"]
+    unseen = f"on scripts it had never seen: {unseen_right} of {unseen_judged} right"
+    assert out.startswith(f"tee-without-pipefail (warning; {measured}; {unseen})")
     assert "why:" in out and "example:" in out and "fix: set -o pipefail" in out
     run_cli("lint", "--explain", "no-such-rule", exit_code=2)
 
@@ -163,9 +166,17 @@ def test_list_rules(run_cli, sinfo) -> None:
     by_id = {row["id"]: row for row in rows}
     assert by_id["missing-time"]["severity"] == "info"
     from slurmkit.lint.precision import PRECISION  # the committed table, shown as is
+    from slurmkit.lint.precision_unseen import UNSEEN  # the test parts as first scored
 
     for rule in ("missing-time", "srun-cpus-per-task"):
         assert (by_id[rule]["right"], by_id[rule]["judged"]) == PRECISION[rule]
+        assert (by_id[rule]["unseen_right"], by_id[rule]["unseen_judged"]) == UNSEEN[rule]
+    # the two figures side by side: tuned on, then unseen
+    right, judged = PRECISION["unset-variable-option"]
+    unseen_right, unseen_judged = UNSEEN["unset-variable-option"]
+    row = next(line for line in table.splitlines() if line.startswith("unset-variable-option"))
+    tuned_at = row.index(f"({right}/{judged})")
+    assert row.index(f"({unseen_right}/{unseen_judged})", tuned_at + 1) > tuned_at
     right, judged = PRECISION["output-dir-missing"]
     assert right == judged and f"100% ({right}/{judged})" in table
     # a rule with no finding on the development part is unmeasured, not 0%
@@ -173,7 +184,10 @@ def test_list_rules(run_cli, sinfo) -> None:
     row = next(line for line in table.splitlines() if line.startswith("step-exceeds-job"))
     assert "unmeasured" in row
     explained = run_cli("lint", "--explain", "step-exceeds-job").stdout
-    assert explained.startswith("step-exceeds-job (error; on published scripts: unmeasured)")
+    assert explained.startswith(
+        "step-exceeds-job (error; on published scripts: unmeasured; "
+        "on scripts it had never seen: no finding yet)"
+    )
     assert sinfo.calls == []
 
 
@@ -198,3 +212,20 @@ def test_a_submit_dir_that_does_not_exist_is_one_line(run_cli, sinfo, tmp_path: 
     result = run_cli("lint", "--submit-dir", str(tmp_path / "nope"), script, exit_code=2)
     assert "--submit-dir" in result.stderr and "no such directory" in result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_the_unseen_precision_names_scoring_commits_of_this_history() -> None:
+    """Each test part's figure comes from the commit it was scored at, which must exist."""
+    import subprocess
+
+    from benchmarks.unseen_precision import SCORED
+    from slurmkit.lint import precision_unseen
+
+    doc = precision_unseen.__doc__ or ""
+    for part, commit in SCORED:
+        assert f"``{part}/`` at {commit}" in doc
+        found = subprocess.run(
+            ["git", "-C", str(Path(__file__).parents[2]), "cat-file", "-e", f"{commit}^{{commit}}"],
+            check=False,
+        )
+        assert found.returncode == 0, commit
