@@ -43,3 +43,19 @@ def test_one_host_thread_steps_are_no_finding(step: str) -> None:
 )
 def test_threaded_or_real_work_still_found(step: str) -> None:
     assert found(step) == [4]
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        "export NWORKERS=21\nsrun julia --project=. run.jl",
+        "srun julia -p 8 run.jl",
+        "srun julia --procs=auto run.jl",
+    ],
+)
+def test_julia_starting_workers_needs_its_cpus(step: str) -> None:
+    assert found(step) == [4 + step.count("\n")]
+
+
+def test_julia_alone_is_still_one_thread() -> None:
+    assert found("export DATA=/scratch/x\nsrun julia --project=. run.jl") == []

@@ -172,10 +172,20 @@ def one_cpu_helper(srun: Srun) -> bool:
     return name in ONE_CPU
 
 
+# A count of workers or threads handed to the step (DIONYSOS_NWORKERS=21, NPROCS=8): the
+# program reads it to start them (Distributed's addprocs(n) from inside the script).
+_WORKER_COUNT = re.compile(r"WORKERS|N_?PROCS|NUM_?PROCS|THREADS", re.IGNORECASE)
+
+
 def _one_julia_thread(srun: Srun, words: tuple[Word, ...]) -> bool:
-    """Julia runs one thread unless -t/--threads or JULIA_NUM_THREADS says otherwise."""
-    threads = any(w.text.startswith(("-t", "--threads")) for w in words[1:])
-    return not threads and "JULIA_NUM_THREADS" not in srun.env
+    """Julia runs one thread and no worker unless an option or the environment says so.
+
+    -t/--threads and JULIA_NUM_THREADS give threads; -p/--procs and --machine-file start
+    workers, and so does a script reading a worker count the batch script exports.
+    """
+    options = ("-t", "--threads", "-p", "--procs", "--machine-file")
+    threads = any(w.text.startswith(options) for w in words[1:])
+    return not threads and not any(_WORKER_COUNT.search(name) for name in srun.env)
 
 
 def one_thread_per_task(srun: Srun) -> bool:
