@@ -267,3 +267,23 @@ def test_a_file_sourced_beside_the_script_before_the_submit_directory_is_read(
 )
 def test_a_kept_directory_with_a_submit_lookup_after_it_is_quiet(body: str) -> None:
     assert of_rule(found(SPOOL_HEAD + body), "script-dir-in-spool") == []
+
+
+@pytest.mark.parametrize(
+    ("submit", "expected"),
+    [
+        # run by hand: the directory is made before the job it submits exists
+        ('    sbatch --job-name "$1-x" "$0" "$@"\n', []),
+        ('    sbatch "${BASH_SOURCE[0]}"\n', []),
+        # another script submitted: this job's directory is still made too late
+        ("    sbatch other.sh\n", [(3, "warning")]),
+    ],
+)
+def test_a_script_that_submits_itself_after_making_the_directory_is_in_time(
+    tmp_path: Path, submit: str, expected: list
+) -> None:
+    text = (
+        "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=logs/x-%j.out\n"
+        'if [ -z "$SLURM_JOB_ID" ]; then\n    mkdir -p logs\n' + submit + "    exit\nfi\nhostname\n"
+    )
+    assert in_checkout(tmp_path, "run.sh", text) == expected

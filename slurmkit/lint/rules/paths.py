@@ -145,8 +145,29 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         if isinstance(state, Missing) and (line is None or state.explicit):
             yield _missing(script, setting, state, context)
-        elif line is not None:
+        elif line is not None and not _submits_itself_after(script, line):
             yield _made_too_late(script, setting, directory, line, context)
+
+
+def _submits_itself_after(script: Script, line: int) -> bool:
+    """Whether the script submits itself (``sbatch ... "$0"``) after making the directory.
+
+    A script run by hand that ends in ``mkdir -p logs; sbatch "$0" "$@"; exit`` (outside
+    a job) makes its log directory before the job it submits exists: in time. The last
+    such sbatch counts; read once per script (its ``memo``).
+    """
+    memo = script.memo
+    if "self_submission" not in memo:
+        memo["self_submission"] = max(
+            (
+                script.line_of(c.start)
+                for c in script.commands
+                if c.name == "sbatch" and any(_SELF_WORD.search(w.text) for w in c.argv[1:])
+            ),
+            default=None,
+        )
+    submitted: int | None = memo["self_submission"]
+    return submitted is not None and submitted > line
 
 
 def _feeder_decides(script: Script, directory: str, chdir: str | None) -> bool:
