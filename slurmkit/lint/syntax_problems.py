@@ -105,6 +105,8 @@ class _Finder:
         what = what or _MISSING.get(kind)
         if what is None or opener is None:
             return None
+        if opener.type == "expansion" and _closed_on_its_line(self.data, opener.start_byte):
+            return None
         line, column = self._position(opener)
         return SyntaxProblem(line, column, f"{what} opened here is never closed (missing {kind!r})")
 
@@ -260,6 +262,18 @@ def _unclosed_expansion(raw: bytes) -> int | None:
             openers.pop()
         index += 1
     return openers[0] if openers else None
+
+
+def _closed_on_its_line(data: bytes, start: int) -> bool:
+    """Whether the ``${`` at ``start`` meets its ``}`` on its own line.
+
+    tree-sitter-bash 0.25 cannot read an offset that is an expansion (``${a:$i}``,
+    ``${arr[@]:$from:$n}``, valid bash): it makes the ``}`` missing and reads on. bash
+    reads to the matching ``}``; one on the same line closes it.
+    """
+    end = data.find(b"\n", start)
+    closing = _unclosed_expansion(data[start : len(data) if end < 0 else end])
+    return closing is None
 
 
 def _point(data: bytes, offset: int) -> tuple[int, int]:

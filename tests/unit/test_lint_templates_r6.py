@@ -67,3 +67,38 @@ def test_text_that_only_looks_like_a_tag_is_read_as_bash(line: str) -> None:
 def test_an_escaped_delimiter_opens_no_tag() -> None:
     text = "#!/bin/bash\n#SBATCH -t 5\n<%%\nx = 1\n%>\n"
     assert of_rule(text, SPACES) == [(4, "error")]
+
+
+SYNTAX = "bash-syntax"
+CSH_IF = "#SBATCH -t 5\nif ( $x == 1 ) then\n  echo one\nendif\n"
+
+
+@pytest.mark.parametrize(
+    "shebang", ["#!/bin/tcsh", "#!/bin/csh -f", "#!/usr/bin/env -S tcsh -f", "#!/bin/zsh"]
+)
+def test_a_script_for_another_shell_is_not_judged_by_bash(shebang: str) -> None:
+    assert of_rule(f"{shebang}\n{CSH_IF}", SYNTAX) == []
+
+
+@pytest.mark.parametrize(
+    "shebang", ["#!/bin/bash", "#!/usr/bin/env bash", "#! /bin/sh -l", "#!/usr/bin/env -S bash -l"]
+)
+def test_a_bourne_shell_script_is_still_judged(shebang: str) -> None:
+    assert of_rule(f"{shebang}\n{CSH_IF}", SYNTAX) == [(3, "error")]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "for f in ${freqs[@]:$first:$count}; do echo $f; done",
+        'echo "${name:$offset}"',
+        "echo ${name:$offset:${#name}} done",
+    ],
+)
+def test_an_offset_that_is_an_expansion_closes_its_braces(line: str) -> None:
+    assert of_rule(f"#!/bin/bash\n#SBATCH -t 5\n{line}\n", SYNTAX) == []
+
+
+@pytest.mark.parametrize("line", ["echo ${name:$offset", 'echo "${name:$offset"'])
+def test_an_expansion_left_open_is_still_refused(line: str) -> None:
+    assert of_rule(f"#!/bin/bash\n#SBATCH -t 5\n{line}\necho end\n", SYNTAX) == [(3, "error")]

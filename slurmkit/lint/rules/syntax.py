@@ -7,18 +7,39 @@ unexpected token"): the first error node starting with an operator where a comma
 should be (``a && && b``, a stray ``)``), and a stray ``fi``/``done``/``esac``/``}``
 that the grammar reads as a command. Other error nodes are places the grammar does
 not know (``$(( 8#022 ))``, ``for NAME do``, extended globs), so unknown, never wrong.
+
+sbatch runs a script with its ``#!`` interpreter. A script for csh or tcsh (``if ( … )
+then … endif``), zsh, fish or no shell at all is not bash: bash's refusal says nothing
+about it, so only a Bourne-family shell's script (or one with no ``#!``) is judged.
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, Finding, Rule
 from slurmkit.lint.script import Script
 
+# Shells that refuse what bash refuses here (an if with no fi, an open quote or $().
+_BOURNE = frozenset({"sh", "bash", "dash", "ash", "ksh", "ksh93", "mksh", "pdksh"})
+
+
+def interpreter(text: str) -> str | None:
+    """The program ``#!`` names (``env``'s program, past its options); None without one."""
+    if not text.startswith("#!"):
+        return None
+    words = text[2:].split("\n", 1)[0].split()
+    if words and posixpath.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+    return posixpath.basename(words[0]) if words else ""
+
 
 def _syntax(script: Script, context: LintContext) -> Iterator[Finding]:
+    shell = interpreter(script.text)
+    if shell is not None and shell not in _BOURNE:
+        return
     for problem in script.parsed.problems:
         yield script.finding(
             problem.line,
