@@ -11,6 +11,12 @@ demands a variable of the submitting shell (``${CONT:?}``: configured from there
 a count in ``$((…))`` or ``seq`` beside a name the script sets that differs by whole words
 (``NUM_FILES`` where only ``FILES`` is set): that one was meant to be set here.
 
+A lower-case ``$name`` the script checks for emptiness (``[ -z "$name" ] && exit``, or
+``if [ -n "$name" ]`` around its uses) or handles when unset (``${name+x}``), and every
+name of a script that defaults its own lower-case inputs (``seed=${seed:-0}``), comes
+from the submitting shell (``sbatch --export=…``): no defect, unless the test names a
+slip of a name the script sets.
+
 The shell's own variables (``$RANDOM``, ``$HOSTNAME``, ``$PWD``, positional parameters
 …) are known here, so that such a word neither fires this rule nor makes a launcher's
 options unreadable to the other rules (:mod:`slurmkit.lint.rules.groups`).
@@ -18,6 +24,7 @@ options unreadable to the other rules (:mod:`slurmkit.lint.rules.groups`).
 
 from __future__ import annotations
 
+import bisect
 import re
 import shlex
 from collections.abc import Iterator
@@ -281,6 +288,11 @@ def _sets_unknown_names(text: str) -> bool:
 _LOWERCASE_ENV = frozenset({"http_proxy", "https_proxy", "ftp_proxy", "no_proxy", "all_proxy", "_"})
 
 
+_HANDLED = re.compile(r"\$\{([A-Za-z_]\w*):?[-=+?]")
+# ``seed=${seed:-0}``: a lower-case name read from the submitting shell on purpose.
+_SELF_DEFAULT = re.compile(r"(?<![\w$])([a-z_]\w*)=[\"']?\$\{\1:?[-=]")
+
+
 def _lowercase_candidates(script: Script) -> set[str]:
     """Names with a lowercase letter that the script only ever expands.
 
@@ -292,6 +304,8 @@ def _lowercase_candidates(script: Script) -> set[str]:
     expanded = set(re.findall(r"\$\{?([A-Za-z_]\w*)", script.text))
     names = {n for n in expanded if not n.isupper() and not is_known(n)} - _LOWERCASE_ENV
     names -= {b.name for b in script.bindings}
+    # ``${name:-x}``, ``${name+x}``: the script handles an unset name itself
+    names -= set(_HANDLED.findall(script.text))
     if not names:
         return names
     bare = re.compile(r"(?<![$\w{#!-])(" + "|".join(sorted(names)) + r")(?!\w)")
@@ -300,22 +314,97 @@ def _lowercase_candidates(script: Script) -> set[str]:
     return names - set(bare.findall(code))
 
 
-def _test_lines(script: Script, names: set[str]) -> dict[str, int]:
-    """The first line testing each name (``[[ -n "$name" ]]``): tests are no commands here."""
+def _test_lines(script: Script, names: set[str]) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """The first line testing each name (``[ "$name" = x ]``: tests are no commands here),
+    and the lines testing each name for emptiness (``-z "$name"``, ``-n "$name"``).
+
+    An emptiness test is how a script checks its input (``sbatch --export=name=…``), so it
+    counts as a use only for a slip of a name the script sets (``$head_node_io`` beside
+    ``head_node_ip``); :func:`_unguarded` judges the others."""
     alternatives = "|".join(sorted(names))
-    test = re.compile(rf"(?:-[nz]|\[\[?)\s+!?\s*\"?\$\{{?({alternatives})\}}?\b(?!:?[-=+?])")
+    test = re.compile(rf"(-[nz]|\[\[?)\s+!?\s*\"?\$\{{?({alternatives})\}}?\b(?!:?[-=+?])")
+    assigned = {b.name for b in script.bindings}
     found: dict[str, int] = {}
+    emptiness: dict[str, list[int]] = {}
     for number, line in script.code_lines():
         if "$" in line:
-            for name in test.findall(line):
-                found.setdefault(name, number)
-    return found
+            for kind, name in test.findall(line):
+                if kind.startswith("[") or _slip_of(name, assigned):
+                    found.setdefault(name, number)
+                else:
+                    emptiness.setdefault(name, []).append(number)
+    return found, emptiness
 
 
-def _option_lines(script: Script, names: set[str]) -> dict[str, int]:
-    """The first line giving each name as an option's value: ``--opt $name``, ``--opt=$name``."""
+_EXIT = re.compile(r"(?:^|[;&|{]\s*)exit\b")
+
+
+def _if_bodies(script: Script) -> tuple[dict[int, int], list[int]]:
+    """{``if`` line: its ``fi`` line} for multi-line ifs, and the lines that exit, in one pass."""
+    ends: dict[int, int] = {}
+    exits: list[int] = []
+    open_ifs: list[int] = []
+    for number, line in script.code_lines():
+        words = line.split(None, 1)
+        first = words[0] if words else ""
+        if first == "if" and not re.search(r"\bfi\s*;?\s*$", line):
+            open_ifs.append(number)
+        elif first in ("fi", "fi;") and open_ifs:
+            ends[open_ifs.pop()] = number
+        if "exit" in line and _EXIT.search(line.strip()):
+            exits.append(number)
+    return ends, exits
+
+
+def _exits_within(exits: list[int], first: int, last: int) -> bool:
+    """Whether an ``exit`` lies on lines ``first`` to ``last`` (``exits`` sorted)."""
+    at = bisect.bisect_left(exits, first)
+    return at < len(exits) and exits[at] <= last
+
+
+def _unguarded(
+    script: Script, emptiness: dict[str, list[int]], uses: dict[str, list[int]]
+) -> dict[str, int]:
+    """The line to report for each name tested for emptiness: none when a test's branch
+    exits (the script refuses to run without it) or every use lies inside a test's
+    ``if`` (used only when given); else the first test or use."""
+    ends, exits = _if_bodies(script)
+    report: dict[str, int] = {}
+    for name, tests in emptiness.items():
+        guarded = [(test, ends.get(test, test)) for test in tests]
+        if any(_exits_within(exits, a, b) for a, b in guarded):
+            continue
+        left = [u for u in uses.get(name, []) if not any(a <= u <= b for a, b in guarded)]
+        if left:
+            report[name] = min(tests[0], *left)
+    return report
+
+
+def _slip_of(name: str, assigned: set[str]) -> bool:
+    """Whether ``name`` is one letter away from a name the script sets (a typo), or
+    differs from one by whole ``_`` parts (``rankmap`` beside ``rankmap_file``)."""
+    for other in assigned:
+        if other.startswith(name + "_") or other.endswith("_" + name):
+            return True
+        if abs(len(other) - len(name)) <= 1 and _one_edit(name, other):
+            return True
+    return False
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """One letter changed, added or removed."""
+    if a == b:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def _option_lines(script: Script, names: set[str]) -> dict[str, list[int]]:
+    """The lines giving each name as an option's value: ``--opt $name``, ``--opt=$name``."""
     value = re.compile(r"(?:--?[\w.-]+=)?\"?\$\{?([A-Za-z_]\w*)\}?\"?")
-    found: dict[str, int] = {}
+    found: dict[str, list[int]] = {}
     for command in script.commands:
         words = command.words
         for index in range(1, len(words)):
@@ -325,8 +414,10 @@ def _option_lines(script: Script, names: set[str]) -> dict[str, int]:
             match = value.fullmatch(word.raw)
             if match is None or match.group(1) not in names:
                 continue
-            if "=" in word.raw.split("$", 1)[0] or words[index - 1].text.startswith("-"):
-                found.setdefault(match.group(1), script.line_of(word.start))
+            before = words[index - 1].text
+            # ``--seed=$seed $extra``: the option before has its value already
+            if "=" in word.raw.split("$", 1)[0] or (before.startswith("-") and "=" not in before):
+                found.setdefault(match.group(1), []).append(script.line_of(word.start))
     return found
 
 
@@ -336,11 +427,16 @@ def _unset_option(script: Script, context: LintContext) -> Iterator[Finding]:
     yield from _past_the_array(script)
     if not any(d.ignored is None for d in script.directives) or _sets_unknown_names(script.text):
         return  # a fragment, or a script that may set any name
+    if _SELF_DEFAULT.search(script.text):
+        return  # ``seed=${seed:-0}``: configured by lower-case names from the submitting shell
     names = _lowercase_candidates(script)
     if not names:
         return
-    uses = _option_lines(script, names)
-    for name, line in _test_lines(script, names).items():
+    options = _option_lines(script, names)
+    tests, emptiness = _test_lines(script, names)
+    uses = {name: lines[0] for name, lines in options.items() if name not in emptiness}
+    uses.update(_unguarded(script, {n: t for n, t in emptiness.items() if n not in tests}, options))
+    for name, line in tests.items():
         uses[name] = min(line, uses.get(name, line))
     by_line: dict[int, list[str]] = {}
     for name, line in uses.items():

@@ -1,0 +1,75 @@
+"""Variable and lifecycle rules fixed from the spent sixth hold-out (issue 32): a script
+that checks or defaults its own inputs takes them from the submitting shell on purpose."""
+
+from __future__ import annotations
+
+from slurmkit.lint import LintContext, SlurmVersion, lint_text
+
+V = LintContext(SlurmVersion.parse("24.11.5"))
+HEAD = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 1\n"
+UNSET = "unset-variable-option"
+
+
+def rules(text: str) -> set[tuple[int, str]]:
+    return {(f.line, f.rule) for f in lint_text(text, "t.slurm", V)}
+
+
+def test_an_input_checked_for_emptiness_is_no_defect_anywhere() -> None:
+    text = HEAD + (
+        'if [ ! -n "$project" ]; then\n    echo "an input is missing"\n'
+        "    exit 1\nfi\nrun.py -P $project\n"
+    )
+    assert not {line for line, rule in rules(text) if rule == UNSET}
+
+
+def test_an_optional_input_tested_then_given_is_no_defect() -> None:
+    text = HEAD + (
+        'if [ -z "${quant_dir}" ]; then\n    run.py --config c\n'
+        "else\n    run.py --config c --quant-dir ${quant_dir}\nfi\n"
+    )
+    assert not {line for line, rule in rules(text) if rule == UNSET}
+
+
+def test_an_emptiness_test_of_a_slip_of_a_set_name_is_still_found() -> None:
+    text = HEAD + (
+        "head_node_ip=$(hostname -i)\n"
+        'if [[ ! -n "$head_node_io" ]]; then\n    echo "no IP"\n    exit 1\nfi\n'
+        "srun serve --host $head_node_ip\n"
+    )
+    assert (5, UNSET) in rules(text)
+
+
+def test_a_comparison_with_an_unset_name_is_still_found() -> None:
+    text = HEAD + 'if [ "$mode" = train ]; then\n    srun python train.py\nfi\n'
+    assert (4, UNSET) in rules(text)
+
+
+def test_a_word_after_an_option_with_its_value_is_no_value() -> None:
+    text = HEAD + "srun python t.py --seed=1 $extra\n"
+    assert not {line for line, rule in rules(text) if rule == UNSET}
+    assert (4, UNSET) in rules(HEAD + "srun python t.py --seed $extra\n")
+
+
+def test_a_name_the_script_handles_when_unset_is_no_defect() -> None:
+    text = HEAD + (
+        'if [ ! -z ${force+x} ] && [ "$force" = true ]; then\n    rm -f out\nfi\nsrun python t.py\n'
+    )
+    assert not {line for line, rule in rules(text) if rule == UNSET}
+
+
+def test_a_script_defaulting_its_own_lowercase_inputs_takes_them_from_sbatch() -> None:
+    text = HEAD + "seed=${seed:-0}\nsrun python t.py --seed $seed --headless $args\n"
+    assert not {line for line, rule in rules(text) if rule == UNSET}
+
+
+def test_an_emptiness_test_that_goes_on_with_the_empty_value_is_still_found() -> None:
+    text = HEAD + 'if [ -z "$steps" ]; then\n    echo none\nfi\nsrun ./a.out --steps "$steps"\n'
+    assert (4, UNSET) in rules(text)
+
+
+def test_a_use_outside_the_test_guarding_another_is_still_found() -> None:
+    text = HEAD + (
+        'if [ -n "$ckpt" ]; then\n    srun python t.py --resume $ckpt\nfi\n'
+        "srun python eval.py --ckpt $ckpt\n"
+    )
+    assert (4, UNSET) in rules(text)
