@@ -102,3 +102,15 @@ def test_an_offset_that_is_an_expansion_closes_its_braces(line: str) -> None:
 @pytest.mark.parametrize("line", ["echo ${name:$offset", 'echo "${name:$offset"'])
 def test_an_expansion_left_open_is_still_refused(line: str) -> None:
     assert of_rule(f"#!/bin/bash\n#SBATCH -t 5\n{line}\necho end\n", SYNTAX) == [(3, "error")]
+
+
+@pytest.mark.parametrize("line", ["#sbatch job_next", "#sbatch -d afterok:1 next_step", "#Sbatch"])
+def test_a_commented_out_sbatch_command_is_no_lost_directive(line: str) -> None:
+    text = f"#!/bin/bash\n#SBATCH -t 5\nsrun hostname\n{line}\n"
+    assert of_rule(text, IGNORED) == []
+
+
+@pytest.mark.parametrize("line", ["#sbatch --mem=4G", "#Sbatch -N 2 # two nodes"])
+def test_a_wrong_case_directive_with_options_only_is_still_lost(line: str) -> None:
+    text = f"#!/bin/bash\n#SBATCH -t 5\nsrun hostname\n{line}\n"
+    assert of_rule(text, IGNORED) == [(4, "warning")]

@@ -87,20 +87,21 @@ def _loses_nothing(script: Script, directive: Directive) -> bool:
 
 
 def _commented_command(directive: Directive) -> bool:
-    """``#sbatch --dependency ... << EOF``: an sbatch command shown in a comment.
+    """``#sbatch --dependency ... << EOF``, ``#sbatch job_next``: an sbatch command
+    shown in (or commented out as) a comment.
 
-    The magic word is not #SBATCH, and the line holds shell redirections, pipes or a
-    word that is no option (the script to submit): a command, not a directive.
+    The magic word is not #SBATCH, and the line holds shell redirections, pipes, a word
+    that is no option (the script to submit: a directive has none, sbatch refuses one
+    as an invalid directive) or no option at all: a command, not a lost option.
     """
     if directive.text.lstrip().startswith(MAGIC):
         return False
     rest = directive.text.lstrip()[len(MAGIC) :]
-    return bool(_SHELL_OPERATOR.search(rest)) or _names_a_script(rest)
-
-
-def _names_a_script(rest: str) -> bool:
-    words = rest.split()
-    return bool(words) and words[-1].endswith((".sh", ".slurm", ".sbatch", ".job"))
+    if _SHELL_OPERATOR.search(rest):
+        return True
+    words = sbatch_words(rest)
+    options, end = parse_options(words)
+    return not options or end < len(words)
 
 
 def _ignored(script: Script, context: LintContext) -> Iterator[Finding]:
