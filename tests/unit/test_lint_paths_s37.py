@@ -287,3 +287,38 @@ def test_a_script_that_submits_itself_after_making_the_directory_is_in_time(
         'if [ -z "$SLURM_JOB_ID" ]; then\n    mkdir -p logs\n' + submit + "    exit\nfi\nhostname\n"
     )
     assert in_checkout(tmp_path, "run.sh", text) == expected
+
+
+JOB = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=logs/x-%j.out\nhostname\n"
+
+
+@pytest.mark.parametrize(
+    ("driver", "job", "expected"),
+    [
+        # the driver beside it makes the directory before it submits the job
+        ("#!/bin/bash\nmkdir -p ./logs\nsbatch --array=0-3 ./job.sh\n", JOB, []),
+        # it overrides the log: the environment, then the command line, beat the directive
+        ('#!/bin/bash\nid=$(\\\nSBATCH_OUTPUT="$LOGS/%x.log" \\\nsbatch job.sh)\n', JOB, []),
+        ("#!/bin/bash\nexport SBATCH_OUTPUT=/scratch/%x.log\nsbatch job.sh\n", JOB, []),
+        ("#!/bin/bash\nsbatch -o /scratch/x.log \\\n  job.sh\n", JOB, []),
+        # a driver that does neither, or makes it too late, leaves it missing
+        ("#!/bin/bash\nsbatch job.sh\n", JOB, [(3, "error")]),
+        ("#!/bin/bash\nsbatch job.sh\nmkdir -p logs\n", JOB, [(3, "error")]),
+        # SBATCH_OUTPUT does not move the --error file
+        (
+            "#!/bin/bash\nSBATCH_OUTPUT=/scratch/x.log sbatch job.sh\n",
+            JOB.replace("--output", "--error"),
+            [(3, "error")],
+        ),
+        # an -o after the job's name is another command's (grep -o), not sbatch's
+        ("#!/bin/bash\nsbatch job.sh | grep -o '[0-9]*'\n", JOB, [(3, "error")]),
+        # another job's submission says nothing about this one
+        ("#!/bin/bash\nmkdir -p logs\nsbatch other_job.sh\n", JOB, [(3, "error")]),
+    ],
+)
+def test_a_driver_beside_the_job_settles_its_log_directory(
+    tmp_path: Path, driver: str, job: str, expected: list
+) -> None:
+    (tmp_path / "pipeline").mkdir()
+    (tmp_path / "pipeline" / "submit.sh").write_text(driver)
+    assert in_checkout(tmp_path, "pipeline/job.sh", job) == expected

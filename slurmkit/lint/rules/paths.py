@@ -55,8 +55,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from slurmkit.errors import UsageError
-from slurmkit.files import read_bounded
+from slurmkit.errors import SlurmkitError, UsageError
+from slurmkit.files import read_bounded, read_text_bounded
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.helpers import find_work_tree
@@ -143,10 +143,151 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         if state is None and _elsewhere(directory, None if chdir is None else chdir.value):
             continue
+        if (
+            isinstance(state, Missing)
+            and not state.explicit
+            and _driver_decides(script, setting, directory, context)
+        ):
+            continue
         if isinstance(state, Missing) and (line is None or state.explicit):
             yield _missing(script, setting, state, context)
         elif line is not None and not _submits_itself_after(script, line):
             yield _made_too_late(script, setting, directory, line, context)
+
+
+# How many files beside a script are read for a driver that submits it, and how much of each.
+_MAX_SIBLINGS = 64
+_MAX_DRIVER = 256 * 1024
+_ENV_LOG = {"output": "SBATCH_OUTPUT=", "error": "SBATCH_ERROR="}
+_OPTION_LOG = {
+    "output": re.compile(r"(?:^|\s)(?:-o|--output)(?:[=\s]|\S)"),
+    "error": re.compile(r"(?:^|\s)(?:-e|--error)(?:[=\s]|\S)"),
+}
+
+
+def _driver_decides(script: Script, setting: Setting, directory: str, context: LintContext) -> bool:
+    """Whether a driver beside the script submits it and settles this log first.
+
+    Job scripts of a pipeline are submitted by the repository's own driver (``outer.sh``
+    runs ``mkdir -p ./logs`` and then ``sbatch ./inner.sh``; ``SBATCH_OUTPUT=$LOGS/%x.log
+    sbatch 01.merge``): its ``mkdir`` of the directory before the sbatch makes it in
+    time, and an ``SBATCH_OUTPUT``/``SBATCH_ERROR`` or ``--output``/``--error`` it gives
+    overrides the directive (sbatch(1): the command line, then the environment, then
+    the script). A driver that does neither leaves the directory missing.
+    """
+    name = _long_name(setting)
+    own = posixpath.basename(script.path)
+    for lines, submitted in _submissions(script, context):
+        env = False
+        made: set[str] = set()
+        at = set(submitted)
+        for index, line in enumerate(lines[: submitted[-1] + 1]):
+            if index in at:
+                words = _submission_words(_logical_line(lines, index), own)
+                if env or _ENV_LOG[name] in words or _OPTION_LOG[name].search(words):
+                    return True
+                if directory in made:
+                    return True
+            env = env or _ENV_LOG[name] in line
+            made |= _made_in(line)
+    return False
+
+
+def _submission_words(command: str, own: str) -> str:
+    """The words of a submission up to the job script's name (its options, its prefix).
+
+    What follows the name is the job's own arguments or another command (``| grep -o``).
+    """
+    end = command.find(own)
+    return command if end < 0 else command[:end]
+
+
+def _long_name(setting: Setting) -> str:
+    """``output`` or ``error``: which log the directive names (``-e``, ``--err``: error)."""
+    written = setting.written.lstrip("-").split("=", 1)[0]
+    return "error" if written.startswith("e") else "output"
+
+
+_MKDIR = re.compile(r"(?<![\w-])mkdir\s+(.*)")
+
+
+def _made_in(line: str) -> set[str]:
+    """Directories a driver's line makes with a literal ``mkdir``, normalised."""
+    made: set[str] = set()
+    match = _MKDIR.search(line)
+    if match is not None:
+        for word in match.group(1).split():
+            word = word.strip("\"'")
+            if word.startswith("-") or not word or word in ("&&", ";", "||"):
+                continue
+            if not _known(word):
+                continue
+            made.add(posixpath.normpath(word))
+    return made
+
+
+def _logical_line(lines: list[str], at: int) -> str:
+    """The submission's line with the lines it continues from and onto (``\\``)."""
+    start = at
+    while start > 0 and lines[start - 1].rstrip().endswith("\\"):
+        start -= 1
+    end = at
+    while end + 1 < len(lines) and lines[end].rstrip().endswith("\\"):
+        end += 1
+    return "\n".join(lines[start : end + 1])
+
+
+Submissions = list[tuple[list[str], list[int]]]
+
+
+def _submissions(script: Script, context: LintContext) -> Submissions:
+    """Each file beside the script that submits it: its lines, the submission lines' indices.
+
+    Read once per script (its ``memo``), only when a log directory would be missing.
+    """
+    memo = script.memo
+    if "driver_submissions" not in memo:
+        memo["driver_submissions"] = _read_submissions(script, context)
+    found: Submissions = memo["driver_submissions"]
+    return found
+
+
+def _read_submissions(script: Script, context: LintContext) -> Submissions:
+    where = context.script_dir
+    if where is None or script.origin is not None:
+        return []
+    own = posixpath.basename(script.path)
+    named = re.compile(r"(?<![\w.-])" + re.escape(own) + r"(?![\w.-])")
+    try:
+        siblings = sorted(os.listdir(where))[:_MAX_SIBLINGS]
+    except OSError:
+        return []
+    found: Submissions = []
+    for sibling in siblings:
+        path = posixpath.join(where, sibling)
+        if sibling == own or not os.path.isfile(path):
+            continue
+        text = _driver_text(path)
+        if "sbatch" not in text or own not in text:
+            continue
+        lines = text.splitlines()
+        submitted = [
+            i
+            for i, line in enumerate(lines)
+            if named.search(line) and "sbatch" in _logical_line(lines, i)
+        ]
+        if submitted:
+            found.append((lines, submitted))
+    return found
+
+
+def _driver_text(path: str) -> str:
+    try:
+        return read_text_bounded(
+            path, what="driver script", max_bytes=_MAX_DRIVER, errors="replace"
+        )
+    except (OSError, SlurmkitError):
+        return ""
 
 
 def _submits_itself_after(script: Script, line: int) -> bool:
