@@ -1,5 +1,6 @@
 """Variable and lifecycle rules fixed from the spent sixth hold-out (issue 32): a script
-that checks or defaults its own inputs takes them from the submitting shell on purpose."""
+that checks or defaults its own inputs takes them from the submitting shell on purpose, and
+one that exits right after submitting itself never overlaps its next run."""
 
 from __future__ import annotations
 
@@ -73,3 +74,16 @@ def test_a_use_outside_the_test_guarding_another_is_still_found() -> None:
         "srun python eval.py --ckpt $ckpt\n"
     )
     assert (4, UNSET) in rules(text)
+
+
+RESUBMIT = "resubmit-without-dependency"
+SELF = HEAD + 'if [ -f again ]; then\n    sbatch "$0"{after}\nfi\nsrun python train.py\n'
+
+
+def test_a_submission_followed_by_exit_is_the_runs_last_act() -> None:
+    assert RESUBMIT not in {rule for _, rule in rules(SELF.format(after="\n    exit"))}
+
+
+def test_a_submission_that_exits_only_when_it_failed_is_still_found() -> None:
+    assert (5, RESUBMIT) in rules(SELF.format(after=" || exit 1"))
+    assert (5, RESUBMIT) in rules(SELF.format(after="\n    [ -f stop ] && exit"))

@@ -260,6 +260,8 @@ def _last_act(script: Script, submit: Command) -> bool:
     commands = script.commands
     first = bisect.bisect_right(commands, start, key=_START)
     for command in commands[first:]:
+        if _exits_after(script, submit, command):
+            return True  # ``sbatch "$0"; exit``: this run ends as the next is queued
         if command.depth or command.name is None or command.name in _ENDING:
             continue
         if not script.parsed.exclusive(start, command.start):
@@ -269,6 +271,20 @@ def _last_act(script: Script, submit: Command) -> bool:
         return False  # ``…; do sbatch "$0"; done`` on one line
     after = script.line_of(submit.end)
     return not any(_LOOP_END.search(text) for number, text in script.code_lines() if number > after)
+
+
+# Between a submission and an ``exit`` that always follows it: no branch, loop or
+# ``||`` (``sbatch "$0" || exit 1`` exits only when the submission failed).
+_CONDITIONAL = re.compile(
+    r"\|\||&&|(?:^|[;&|\s(])(?:if|then|else|elif|fi|for|while|until|do|done|case|esac)(?![\w-])"
+)
+
+
+def _exits_after(script: Script, submit: Command, command: Command) -> bool:
+    """``sbatch "$0" …; exit``: the shell ends right after submitting, whatever follows."""
+    if command.name != "exit" or command.depth != submit.depth:
+        return False
+    return _CONDITIONAL.search(script.text, submit.end, command.start) is None
 
 
 RULE_SIGNAL = Rule(
