@@ -30,7 +30,11 @@ run (issue 32 item 3):
   is another host), never an error, even where the script makes it later;
 - the script makes the directory itself (``mkdir -p logs`` after the header): too
   late for the file Slurm has already failed to open (warning: it may exist from
-  an earlier run).
+  an earlier run), unless that ``mkdir`` comes before the script submits itself
+  (``sbatch "$0"`` when run by hand): then it is made before the job exists;
+- a driver beside the script that submits it (``sbatch ./inner.sh``) decides: its
+  ``mkdir`` of the directory before the sbatch makes it in time, and its
+  ``SBATCH_OUTPUT``/``SBATCH_ERROR`` or ``--output``/``--error`` replace the directive.
 
 The log is the one sbatch reads: ``--err``/``--out`` are getopt's abbreviations of
 ``--error``/``--output``, and ``%x`` is the job name the script sets (a name with a ``/``
