@@ -54,8 +54,9 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
     ),
     "output-collides": (
         "a fixed --output/--error name where runs collide: the tasks of an array run at "
-        'once and write one file, and a script that submits itself again (sbatch "$0") '
-        "truncates the last run's log when the next one starts.",
+        "once and write one file (a script with no --array that works on "
+        "$SLURM_ARRAY_TASK_ID is submitted with sbatch --array), and a script that submits "
+        'itself again (sbatch "$0") truncates the last run\'s log when the next one starts.',
         "#SBATCH --array=1-8\n#SBATCH --output=out.log",
         "#SBATCH --output=%x-%A_%a.out (arrays), %x-%j.out (chains)",
     ),

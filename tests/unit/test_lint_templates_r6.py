@@ -114,3 +114,30 @@ def test_a_commented_out_sbatch_command_is_no_lost_directive(line: str) -> None:
 def test_a_wrong_case_directive_with_options_only_is_still_lost(line: str) -> None:
     text = f"#!/bin/bash\n#SBATCH -t 5\nsrun hostname\n{line}\n"
     assert of_rule(text, IGNORED) == [(4, "warning")]
+
+
+COLLIDES = "output-collides"
+
+
+def shard_job(output: str, use: str) -> str:
+    return f"#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output={output}\n{use}\n"
+
+
+def test_a_script_that_works_on_its_task_index_is_an_array_whose_logs_collide() -> None:
+    text = shard_job("logs/%x.out", "zcat part_${SLURM_ARRAY_TASK_ID}.gz | wc -l")
+    assert of_rule(text, COLLIDES) == [(3, "warning")]
+
+
+@pytest.mark.parametrize(
+    ("output", "use"),
+    [
+        ("logs/%x.out", 'echo "task $SLURM_ARRAY_TASK_ID"'),  # only printed
+        ("logs/%x-%A_%a.out", "zcat part_${SLURM_ARRAY_TASK_ID}.gz"),
+        ("logs/%x-%j.out", "zcat part_${SLURM_ARRAY_TASK_ID}.gz"),
+        ("logs/%x.out", "zcat part_1.gz"),
+    ],
+)
+def test_no_collision_without_a_task_index_at_work_or_with_one_in_the_name(
+    output: str, use: str
+) -> None:
+    assert of_rule(shard_job(output, use), COLLIDES) == []

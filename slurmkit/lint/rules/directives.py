@@ -194,7 +194,8 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
     """
     array = script.job.get("array") is not None
     tasks_at_once = array and not single_task(script.job.value("array"))
-    resubmits: int | None = -1  # looked up once, and only for a fixed name
+    index_line = -1  # looked up once, and only for a fixed name in a script with no --array
+    resubmits: int | None = -1
     for name in ("output", "error"):
         setting = script.job.get(name)
         if setting is None or setting.value is None or setting.value.startswith("/dev/"):
@@ -206,13 +207,22 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
         unique = bool(letters & {"j", "J"}) or (
             {"A", "a"} <= letters if tasks_at_once else "A" in letters
         )
-        if unique:
+        if not array and index_line == -1:
+            index_line = _reads_task_index(script)
+        if unique or (index_line and {"A", "a"} <= letters):
             continue
         if resubmits == -1:
             resubmits = resubmits_itself(script)
         if tasks_at_once and "a" not in letters:
             rule, severity = "output-collides", WARNING
             why = "the tasks of this array run at once and write the same file"
+        elif index_line and "a" not in letters:
+            rule, severity = "output-collides", WARNING
+            why = (
+                f"the script works on $SLURM_ARRAY_TASK_ID (line {script.shown(index_line)}), "
+                "so it is submitted as an array (sbatch --array=…), whose tasks run at once "
+                "and write the same file"
+            )
         elif resubmits is not None:
             rule, severity = "output-collides", WARNING
             why = (
@@ -230,6 +240,18 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
             f"--{name}=" + ("%x-%A_%a.out" if array else "%x-%j.out") + " (%j: job id, "
             "%A_%a: array job and task)",
         )
+
+
+def _reads_task_index(script: Script) -> int:
+    """The first line that works on ``$SLURM_ARRAY_TASK_ID`` (not one that only prints it),
+    or 0: a script with no ``--array`` that does is meant to be submitted as an array."""
+    for number, line in script.code_lines():
+        if _TASK_INDEX.search(line) and not _PRINTS.match(line):
+            return number
+    return 0
+
+
+_PRINTS = re.compile(r"\s*(?:echo|printf)\b")
 
 
 def single_task(array: str | None) -> bool:
@@ -343,8 +365,8 @@ RULE_OUTPUT = Rule(
 RULE_COLLIDES = Rule(
     "output-collides",
     WARNING,
-    "--output/--error without %j (%A_%a) in an array or a script that resubmits itself: "
-    "runs at once or in a chain truncate each other's logs",
+    "--output/--error without %j (%A_%a) in an array (or a script working on its task index) "
+    "or a script that resubmits itself: runs at once or in a chain truncate each other's logs",
     lambda script, context: _fixed_names(script, context, "output-collides"),
 )
 RULE_PER_NODE = Rule(
