@@ -87,3 +87,12 @@ def test_a_submission_followed_by_exit_is_the_runs_last_act() -> None:
 def test_a_submission_that_exits_only_when_it_failed_is_still_found() -> None:
     assert (5, RESUBMIT) in rules(SELF.format(after=" || exit 1"))
     assert (5, RESUBMIT) in rules(SELF.format(after="\n    [ -f stop ] && exit"))
+
+
+def test_an_unset_name_given_to_an_option_in_a_stored_command_line() -> None:
+    text = (
+        HEAD
+        + 'CMD="./launch.sh --epochs 1 \\\n    --head_node_ip $head_ip \\\n"\nsrun bash -c "$CMD"\n'
+    )
+    assert (5, UNSET) in rules(text)
+    assert UNSET not in {r for _, r in rules(text.replace("$head_ip", "${head_ip:-x}"))}

@@ -418,7 +418,29 @@ def _option_lines(script: Script, names: set[str]) -> dict[str, list[int]]:
             # ``--seed=$seed $extra``: the option before has its value already
             if "=" in word.raw.split("$", 1)[0] or (before.startswith("-") and "=" not in before):
                 found.setdefault(match.group(1), []).append(script.line_of(word.start))
+    for name, line in _stored_option_lines(script, names):
+        found.setdefault(name, []).append(line)
+    for lines in found.values():
+        lines.sort()
     return found
+
+
+# ``--opt $name`` inside a stored command line (``CMD="train.py --ip $name …"``).
+_STORED_OPTION = re.compile(
+    r"(?:^|\s)--?[A-Za-z][\w.-]*(?:=|[ \t]+(?:\\\n\s*)?)\$\{?([A-Za-z_]\w*)\}?(?=[\s\"'\\]|$)"
+)
+
+
+def _stored_option_lines(script: Script, names: set[str]) -> Iterator[tuple[str, int]]:
+    """Names given to an option inside an assigned command line: bash splits the
+    value into the command's words when it runs, so an empty one is lost there too."""
+    for binding in script.bindings:
+        value = binding.value
+        if value is None or not value.expands & names or "-" not in value.raw:
+            continue
+        for match in _STORED_OPTION.finditer(value.raw):
+            if match.group(1) in names:
+                yield match.group(1), script.line_of(value.start + match.start(1))
 
 
 def _unset_option(script: Script, context: LintContext) -> Iterator[Finding]:
