@@ -96,3 +96,19 @@ def test_an_unset_name_given_to_an_option_in_a_stored_command_line() -> None:
     )
     assert (5, UNSET) in rules(text)
     assert UNSET not in {r for _, r in rules(text.replace("$head_ip", "${head_ip:-x}"))}
+
+
+TEE = "tee-without-pipefail"
+TRIAL_LOOP = HEAD + (
+    'for trial in $(seq 1 "$NEXP"); do\n'
+    '    (\n        echo "trial $trial of $NEXP"\n        srun python train.py{arg}\n'
+    '    ) |& tee "log_${{trial}}.txt"\ndone\n'
+)
+
+
+def test_the_same_run_repeated_into_a_log_each_as_the_last_command() -> None:
+    assert TEE not in {r for _, r in rules(TRIAL_LOOP.format(arg=""))}
+
+
+def test_a_loop_whose_variable_reaches_the_run_is_still_judged() -> None:
+    assert (8, TEE) in rules(TRIAL_LOOP.format(arg=" --seed $trial"))

@@ -72,6 +72,43 @@ def _per_iteration_log(command: Command, last_start: int, loop_names: set[str]) 
     return any(word.expands & loop_names for word in command.argv[1:])
 
 
+class _Trials:
+    """``for trial in $(seq 1 $NEXP); do echo "trial $trial"; run | tee log_$trial; done``
+    as the job's last command: the same run repeated, each into its own log. Its status
+    could report the last trial only (pipefail under set -e would drop the others): the
+    logs are the result. Not so when the loop's variable reaches the run
+    (``train --stage $stage``): a chain of different runs, whose failure matters.
+
+    Each loop's body is read once, up to the furthest tee seen, so lint stays linear."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.loops = [(m.start(), m[1]) for m in _FOR_VARIABLE.finditer(text)]
+        self.read: dict[int, tuple[int, bool]] = {}  # loop start: (read up to, repeats)
+
+    def repeats(self, command: Command) -> bool:
+        names = {n for w in command.argv[1:] for n in w.expands}
+        loop = next(
+            (lp for lp in reversed(self.loops) if lp[0] < command.start and lp[1] in names), None
+        )
+        if loop is None:
+            return False
+        start, name = loop
+        upto, repeats = self.read.get(start, (start, True))
+        if repeats and upto < command.start:
+            use = re.compile(rf"\$\{{?{name}(?!\w)")
+            for match in use.finditer(self.text, upto, command.start):
+                line_start = self.text.rfind("\n", 0, match.start()) + 1
+                first = self.text[line_start : match.start()].split(None, 1)
+                if first and first[0].startswith("#"):
+                    continue  # a comment runs nothing
+                if not first or first[0] not in ("echo", "printf"):
+                    repeats = False
+                    break
+            self.read[start] = (command.start, repeats)
+        return repeats
+
+
 def _tested_by_fallback(script: Script, command: Command) -> bool:
     """``cmd | tee log || echo WARN``: the status is read and the failure tolerated."""
     return _TOLERATED_AFTER.match(script.text, command.end) is not None
@@ -85,7 +122,8 @@ def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
     last_start = _last_command_start(script)
     judged_from = _judged_from(script, last_start)
     hiding: list[Command] = []
-    loop_names = {m[1] for m in _FOR_VARIABLE.finditer(script.text)}
+    trials = _Trials(script.text)
+    loop_names = {name for _, name in trials.loops}
     for command in script.commands:
         if command.name != "tee" or not command.after_pipe or command.pipeline is None:
             continue
@@ -93,7 +131,9 @@ def _tee(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         if command.end < judged_from and not _STATUS_READ.match(script.text, command.end):
             continue
-        if _per_iteration_log(command, last_start, loop_names):
+        if _per_iteration_log(command, last_start, loop_names) or (
+            command.end >= last_start and trials.repeats(command)
+        ):
             # a loop of runs that goes on past a failed one: the job's status reports no
             # run, so neither does a pipeline before the loop (a prelude's NCCL test)
             hiding = []
