@@ -63,7 +63,9 @@ class _Finder:
             if problem is not None:
                 found.append(problem)
         if not any(p.severity == "error" for p in found) and errors_seen:
-            problem = self._unclosed_at(errors_seen)
+            problem = self._unclosed_at(errors_seen) or self._closed_by_another(
+                [e for e in errors_seen if e.end_byte >= end_of_text]
+            )
             if problem is not None:
                 found.append(problem)
         found.sort(key=lambda p: (p.line, p.column))
@@ -85,6 +87,55 @@ class _Finder:
             return None
         line, column = self.parsed.position(self.at(unclosed, _point(self.data, unclosed)))
         return SyntaxProblem(line, column, "the expansion ${… opened here is never closed")
+
+    def _closed_by_another(self, errors: list[Any]) -> SyntaxProblem | None:
+        """An ``if`` that a ``done`` meets before its ``fi`` (a loop's ``done`` inside it).
+
+        The grammar then gives up on the rest of the text: one error node to its end holds
+        the keywords and commands it could not fit together (a ``done`` it reads as a
+        command). Its keywords are paired as bash pairs them, in the order of the text; a
+        closer of another construct where one is still open is bash's "syntax error near
+        unexpected token", unless the closer that is needed stands somewhere in between
+        (the grammar may have read it into a node of its own).
+        """
+        if not errors:
+            return None
+        opened: list[tuple[Any, bytes]] = []
+        stack = [min(errors, key=lambda e: e.start_byte)]
+        while stack:
+            node = stack.pop()
+            if node.type in _CLOSED_BY:
+                opened.append((node, _CLOSED_BY[node.type]))
+                continue
+            closer = self._closer(node)
+            if closer is None:
+                if node.type not in _STATEMENTS or node.has_error:
+                    stack.extend(reversed(node.children))  # a whole statement is paired
+                continue
+            if not opened:
+                continue
+            opener, needed = opened.pop()
+            if closer == needed:
+                continue
+            between = self.data[opener.end_byte : node.start_byte]
+            if re.search(rb"(?<![\w$-])" + needed + rb"(?![\w-])", between):
+                return None
+            line, column = self._position(opener)
+            return SyntaxProblem(
+                line,
+                column,
+                f"this {opener.type} opened here is never closed (missing {needed.decode()!r}): "
+                f"bash meets a {closer.decode()!r} first (syntax error near unexpected token)",
+            )
+        return None
+
+    def _closer(self, node: Any) -> bytes | None:
+        if node.type in _CLOSER_WORDS:
+            return node.type.encode()
+        if node.type == "command" and node.child_count == 1:
+            word = self.data[node.start_byte : node.end_byte]
+            return word if word.decode(errors="replace") in _CLOSER_WORDS else None
+        return None
 
     def _position(self, node: Any) -> tuple[int, int]:
         return self.parsed.position(self.at(node.start_byte, node.start_point))
@@ -209,6 +260,28 @@ _NEEDS = {
     "case": "in",
 }
 _EXTGLOB = re.compile(rb"[?*+@!]\(")
+# The word that closes each compound command bash pairs by keyword.
+_CLOSED_BY = {
+    "if": b"fi",
+    "for": b"done",
+    "select": b"done",
+    "while": b"done",
+    "until": b"done",
+    "case": b"esac",
+}
+_CLOSER_WORDS = frozenset({"fi", "done", "esac"})
+_STATEMENTS = frozenset(
+    {
+        "if_statement",
+        "for_statement",
+        "c_style_for_statement",
+        "while_statement",
+        "case_statement",
+        "function_definition",
+        "compound_statement",
+        "subshell",
+    }
+)
 _MISSING = {
     '"': 'the double-quoted string "…',
     "'": "the single-quoted string '…",

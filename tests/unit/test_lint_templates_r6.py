@@ -141,3 +141,33 @@ def test_no_collision_without_a_task_index_at_work_or_with_one_in_the_name(
     output: str, use: str
 ) -> None:
     assert of_rule(shard_job(output, use), COLLIDES) == []
+
+
+def loop(body: str) -> str:
+    return f"#!/bin/bash\n#SBATCH -t 5\nfor i in 1 2; do\n{body}\ndone\necho end\n"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "if [ $i -lt 2 ]; then\n  echo a\nelse\n  echo b",  # no fi before the loop's done
+        "while read -r x; do\n  echo $x",  # no done of its own: the one done closes it
+    ],
+)
+def test_a_block_left_open_inside_a_loop_is_refused(body: str) -> None:
+    assert [severity for _, severity in of_rule(loop(body), SYNTAX)] == ["error"]
+
+
+def test_the_if_a_done_meets_is_named() -> None:
+    assert of_rule(loop("if [ $i -lt 2 ]; then\n  echo a\nelse\n  echo b"), SYNTAX) == [
+        (4, "error")
+    ]
+
+
+def test_closed_blocks_inside_a_loop_are_bash() -> None:
+    assert of_rule(loop("if [ $i -lt 2 ]; then\n  echo a\nelse\n  echo b\nfi"), SYNTAX) == []
+
+
+def test_a_loop_with_a_brace_body_needs_no_done() -> None:
+    text = loop("for ((j = 0; j < 2; j++)) { echo $j; }\nif [ $i -lt 2 ]; then\n  echo a")
+    assert of_rule(text, SYNTAX) == [(5, "error")]
