@@ -322,3 +322,31 @@ def test_a_driver_beside_the_job_settles_its_log_directory(
     (tmp_path / "pipeline").mkdir()
     (tmp_path / "pipeline" / "submit.sh").write_text(driver)
     assert in_checkout(tmp_path, "pipeline/job.sh", job) == expected
+
+
+def test_a_kept_directory_used_after_a_cd_to_the_submit_directory_is_the_spool() -> None:
+    # the cd moves the shell, not SCRIPT_DIR: t.py is still looked for in the spool
+    body = (
+        'SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'
+        'cd "${SLURM_SUBMIT_DIR:-$HOME}"\npython "${SCRIPT_DIR}/t.py"\n'
+    )
+    assert of_rule(found(SPOOL_HEAD + body), "script-dir-in-spool") == [(4, "error")]
+
+
+def test_a_kept_directory_set_again_by_the_lookup_is_quiet() -> None:
+    body = (
+        'script_path=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")\n'
+        'if ! [[ -f "${script_path}/x.sh" ]]; then\n'
+        '  script_path=$(dirname "$(scontrol show job "$SLURM_JOB_ID" | grep Command=)")\n'
+        'fi\nsource "${script_path}/env.sh"\n'
+    )
+    assert of_rule(found(SPOOL_HEAD + body), "script-dir-in-spool") == []
+
+
+def test_a_kept_directory_tested_before_it_is_taken_is_a_fallback() -> None:
+    body = (
+        'SCRIPT_DIR="$(cd "$(dirname "$0")" && pwd)"\n'
+        'if [ -f "${SLURM_SUBMIT_DIR:-}/t.py" ]; then ROOT="$SLURM_SUBMIT_DIR"\n'
+        'elif [ -f "${SCRIPT_DIR}/t.py" ]; then ROOT="${SCRIPT_DIR}"; fi\n'
+    )
+    assert of_rule(found(SPOOL_HEAD + body), "script-dir-in-spool") == []

@@ -737,13 +737,19 @@ def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     looked = _SUBMIT_LOOKUP.search(text) is not None
     first_lookup = _first_lookup(script) if looked else 0
     paths: set[str] = set()
+    kept_dirs: dict[str, int] = {}
     for number, line in script.code_lines():
         if first_lookup and first_lookup <= number:
+            yield from _kept_past_lookup(script, first_lookup, kept_dirs)
             return
         if "dirname" in line or "%/*}" in line:
             code = _SINGLE_QUOTED.sub("''", line)
-            if _self_directory(code, paths) and (not looked or _SOURCED.match(code)):
+            if not _self_directory(code, paths):
+                continue
+            if not looked or _SOURCED.match(code):
                 yield _spool_finding(script, number)
+            elif (name := _assigned(code)) is not None:
+                kept_dirs.setdefault(name, number)
         elif "=" in line and ("0" in line or "BASH_SOURCE" in line):
             kept = _SELF_PATH.match(_SINGLE_QUOTED.sub("''", line))
             if kept is not None:
@@ -752,6 +758,45 @@ def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
 
 # ``source DIR/x.sh`` or ``. DIR/x.sh``: a file read from the directory there and then.
 _SOURCED = re.compile(r"^\s*(?:source|\.)\s")
+
+
+_ASSIGNED = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?(\w+)=")
+# NAME= anywhere on a line (after ``&&``, ``then``), not an option's --name=.
+_ANY_ASSIGNMENT = re.compile(r"(?<![\w$-])([A-Za-z_]\w*)=(?!=)")
+
+
+# A file test on the directory (``[ -f "$SCRIPT_DIR/x.py" ]``): a fallback that checks.
+_TESTED = re.compile(r"-[defrsx]\s+\"?\$\{?(\w+)")
+
+
+def _assigned(code: str) -> str | None:
+    match = _ASSIGNED.match(code)
+    return match.group(1) if match else None
+
+
+def _kept_past_lookup(script: Script, first: int, kept: dict[str, int]) -> Iterator[Finding]:
+    """A kept spool directory still used after the submit lookup, which never replaced it.
+
+    ``SCRIPT_DIR=$(dirname "$0")`` then ``cd "$SLURM_SUBMIT_DIR"`` and ``python
+    "$SCRIPT_DIR/x.py"``: the lookup moved the shell, not the name, so ``x.py`` is still
+    looked for in the spool. A fallback (``${SLURM_SUBMIT_DIR:-$SCRIPT_DIR}``, or an
+    ``elif [ -f "$SCRIPT_DIR/x.py" ]`` that checks the file is there before it is taken)
+    or a name the script sets again after the lookup (``script_path=$(dirname
+    "$(scontrol ...)")``) is quiet.
+    """
+    if not kept:
+        return
+    used: set[str] = set()
+    replaced: set[str] = set()
+    for number, line in script.code_lines():
+        if number < first:
+            continue
+        replaced.update(n for n in _ANY_ASSIGNMENT.findall(line) if n in kept)
+        replaced.update(n for n in _TESTED.findall(line) if n in kept)
+        if not _SUBMIT_LOOKUP.search(line):
+            used.update(n for n in _REFERENCE.findall(line) if n in kept)
+    for name in sorted(used - replaced, key=kept.__getitem__):
+        yield _spool_finding(script, kept[name])
 
 
 def _first_lookup(script: Script) -> int:
