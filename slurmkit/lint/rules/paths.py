@@ -724,9 +724,9 @@ def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     from them is the spool directory, and the files the script looks for beside
     itself are not there. A script that reads ``$SLURM_SUBMIT_DIR`` or asks
     ``scontrol show job`` for its real path knows where it came from: a directory it
-    keeps may be a fallback the lookup replaces (quiet), but a ``source "$(dirname
-    "$0")/env.sh"`` before any lookup reads the spool there and then (a file that is
-    never there). A heredoc fed to sbatch had ``$0`` expanded by the shell that wrote
+    keeps may be a fallback the lookup replaces (quiet, unless it is still used past
+    the lookup), but a ``source "$(dirname "$0")/env.sh"`` before any lookup reads the
+    spool there and then (a file that is never there). A heredoc fed to sbatch had ``$0`` expanded by the shell that wrote
     it (the submitter's).
     """
     if script.origin is not None or not any(d.ignored is None for d in script.directives):
