@@ -726,8 +726,8 @@ def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     ``scontrol show job`` for its real path knows where it came from: a directory it
     keeps may be a fallback the lookup replaces (quiet, unless it is still used past
     the lookup), but a ``source "$(dirname "$0")/env.sh"`` before any lookup reads the
-    spool there and then (a file that is never there). A heredoc fed to sbatch had ``$0`` expanded by the shell that wrote
-    it (the submitter's).
+    spool there and then (a file that is never there). A heredoc fed to sbatch had
+    ``$0`` expanded by the shell that wrote it (the submitter's).
     """
     if script.origin is not None or not any(d.ignored is None for d in script.directives):
         return
