@@ -112,3 +112,25 @@ def test_the_same_run_repeated_into_a_log_each_as_the_last_command() -> None:
 
 def test_a_loop_whose_variable_reaches_the_run_is_still_judged() -> None:
     assert (8, TEE) in rules(TRIAL_LOOP.format(arg=" --seed $trial"))
+
+
+WAITED = "background-never-waited"
+
+
+def test_runs_beside_a_foreground_run_of_the_same_program_may_be_killed() -> None:
+    runs = "".join(f"python3 main.py --p {p} --cuda_devices {i} &\n" for i, p in enumerate((1, 2)))
+    found = lint_text(HEAD + runs + "python3 main.py --p 10 --cuda_devices 3\n", "t.slurm", V)
+    assert {(f.line, f.rule, f.severity) for f in found if f.rule == WAITED} == {
+        (4, WAITED, "warning"),
+        (5, WAITED, "warning"),
+    }
+
+
+def test_a_foreground_step_of_other_work_keeps_the_background_run() -> None:
+    text = HEAD + "python3 monitor.py &\npython3 train.py --epochs 3\n"
+    assert WAITED not in {r for _, r in rules(text)}
+
+
+def test_a_training_left_in_the_background_at_the_end_is_killed() -> None:
+    assert (4, WAITED) in rules(HEAD + "uv run python train.py --lr 1e-4 &\n")
+    assert WAITED not in {r for _, r in rules(HEAD + "nvidia-smi dmon -s u &\n")}

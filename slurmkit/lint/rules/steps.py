@@ -2,7 +2,9 @@
 
 - A step or server started with ``&`` that nothing waits for: when the batch script
   ends, Slurm ends the job and kills every step still running, so a script whose last
-  act is starting its server in the background (then an ``echo``) ends at once.
+  act is starting its server in the background (then an ``echo``) ends at once. A
+  foreground run of the same program (``python3 main.py --p 10`` after ``python3 main.py
+  --p 1 &``) keeps the others only until it ends, which may be first: a warning.
 - A step asking for more nodes, or more GPUs per node, than the job has: srun refuses
   it inside the allocation ("Requested node configuration is not available").
 - After the last step, only an echo, a clean-up or ``exit 0`` and no ``set -e``: the
@@ -79,7 +81,49 @@ def _started_in_background(script: Script, command: Command) -> str | None:
     if is_srun(command.name):
         return "srun step"
     name = launcher_in(script.source(command))
+    if name is None and _runs_work(command):
+        return f"{_program(command)} run"
     return name
+
+
+# Programs run in the background beside the work: a monitor or a timer loses nothing
+# when the script ends and kills it.
+_SIDE = frozenset(
+    {
+        "sleep",
+        "nvidia-smi",
+        "rocm-smi",
+        "watch",
+        "tail",
+        "top",
+        "htop",
+        "vmstat",
+        "iostat",
+        "mpstat",
+        "dstat",
+        "free",
+        "sar",
+        "nvtop",
+        "dcgmi",
+        "while",
+        "until",
+        "for",
+        "timeout",
+    }
+)
+# Interpreters that run the work a script names (``python3 main.py … &``).
+_INTERPRETERS = re.compile(r"(?:python[\d.]*|Rscript|julia|uv|accelerate|java)")
+
+
+def _program(command: Command) -> str:
+    return command.argv[0].text.rsplit("/", 1)[-1]
+
+
+def _runs_work(command: Command) -> bool:
+    """A program that runs the job's work (``python3 main.py …``, ``uv run python …``),
+    not a monitor or a timer beside it."""
+    program = _program(command)
+    return program not in _SIDE and _INTERPRETERS.fullmatch(program) is not None
 
 
 def _backgrounds_itself(command: Command) -> str | None:
@@ -109,13 +153,47 @@ def _never_waited(script: Script, context: LintContext) -> Iterator[Finding]:
         later = commands[index + 1 :]
         # a program that detached itself left no child: wait returns at once
         keeps, quick = (_KEEPS, _QUICK) if command.background else (_KEEPS - {"wait"}, _WAIT)
-        if any(c.name in keeps or (not c.background and c.name not in quick) for c in later):
-            return  # something waits, kills, or keeps the script running
+        if any(c.name in keeps for c in later):
+            return  # something waits or kills
+        holding = [c for c in later if not c.background and c.name not in quick]
+        if holding and not all(_sibling(command, c) for c in holding):
+            return  # other work keeps the script running
+        if holding:
+            yield _sibling_finding(script, command, what, holding[-1])
+            continue
         message, fix = _unwaited_text(what, command.background)
         yield script.finding(
             script.line_of(command.start), ERROR, RULE_NEVER_WAITED.id, message, fix
         )
         return
+
+
+def _sibling(background: Command, foreground: Command) -> bool:
+    """``python3 main.py --p 1 &`` … ``python3 main.py --p 10``: the same program on the
+    same script, in the foreground, with other arguments: it may well end first."""
+    a, b = background.argv, foreground.argv
+    return (
+        background.background
+        and len(a) > 1
+        and len(b) > 1
+        and not is_srun(a[0].text)
+        and a[0].text == b[0].text
+        and a[1].text == b[1].text
+        and not a[1].text.startswith("-")
+        and [w.text for w in a] != [w.text for w in b]
+    )
+
+
+def _sibling_finding(script: Script, command: Command, what: str, last: Command) -> Finding:
+    return script.finding(
+        script.line_of(command.start),
+        WARNING,
+        RULE_NEVER_WAITED.id,
+        f"the {what} started here with & is never waited for: the script waits only for "
+        f"the same program on line {script.line_of(last.start)}, and when that one ends "
+        "first the script ends and Slurm kills this one with it",
+        "end the script with wait (or start every run with & and wait for them all)",
+    )
 
 
 def _unwaited_text(what: str, with_ampersand: bool) -> tuple[str, str]:
