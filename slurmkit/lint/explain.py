@@ -140,7 +140,9 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "done nothing. So is a program that detaches itself (nextflow -bg, screen -dm, "
         "tmux new -d), which no wait can wait for. Anything that keeps the script running "
         "(wait after &, a foreground step, "
-        "sleep, a polling loop) or kills it on purpose keeps this quiet.",
+        "sleep, a polling loop) or kills it on purpose keeps this quiet; a foreground run "
+        "of the same program (python3 main.py --p 10 after python3 main.py --p 1 &) may end "
+        "first, so that is a warning.",
         'srun vllm serve "$MODEL" &\necho "server started"',
         "wait at the end of the script, or start the last step in the foreground.",
     ),
