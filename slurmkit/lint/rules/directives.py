@@ -194,7 +194,7 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
     """
     array = script.job.get("array") is not None
     tasks_at_once = array and not single_task(script.job.value("array"))
-    index_line = -1  # looked up once, and only for a fixed name in a script with no --array
+    index_line: int | None = None if array else -1  # looked up once, only if needed
     resubmits: int | None = -1
     for name in ("output", "error"):
         setting = script.job.get(name)
@@ -207,10 +207,10 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
         unique = bool(letters & {"j", "J"}) or (
             {"A", "a"} <= letters if tasks_at_once else "A" in letters
         )
-        if not array and index_line == -1:
-            index_line = _reads_task_index(script)
-        if unique or (index_line and {"A", "a"} <= letters):
+        if unique:
             continue
+        if index_line == -1:
+            index_line = _reads_task_index(script)
         if resubmits == -1:
             resubmits = resubmits_itself(script)
         if tasks_at_once and "a" not in letters:
