@@ -18,7 +18,8 @@ them is right everywhere, so the union of the rules never asks for a wrong fix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from slurmkit.slurm.records import SlurmVersion
 
@@ -55,6 +56,9 @@ class LintContext:
     submit_dir: str | None = None
     script_dir: str | None = None
     shellcheck: bool = False
+    # What rules read once for many scripts of one run (files beside them), kept across
+    # replace(): not part of the context's identity.
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def version_text(self) -> str:
