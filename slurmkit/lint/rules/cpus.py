@@ -142,12 +142,19 @@ def _helpers_only(command_string: str) -> bool:
     names = []
     unquoted = _QUOTED.sub('""', command_string.replace("\\(", "").replace("\\)", ""))
     for part in _COMMAND_SPLIT.split(unquoted):
-        words = [w for w in part.split() if not _ASSIGNMENT.match(w)]
-        while words and words[0] in _KEYWORDS:
-            words = words[1:]
+        words = _helper_words(part)
         if words and not words[0].startswith(("#", ">", "<", "2>", "[")):
-            names.append(_base(words[0]))
+            threads = _NCCL_TEST.fullmatch(_base(words[0])) and nccl_threads(words[1:])
+            names.append("" if threads else _base(words[0]))
     return bool(names) and all(_one_cpu_name(name) or name in ("exit", ":") for name in names)
+
+
+def _helper_words(part: str) -> list[str]:
+    """The words of one command of a ``bash -c`` string, from its program on."""
+    words = [w for w in part.split() if not _ASSIGNMENT.match(w)]
+    while words and words[0] in _KEYWORDS:
+        words = words[1:]
+    return words
 
 
 # Asked only for its version or usage, any program prints a line and exits.
@@ -168,8 +175,26 @@ def one_cpu_helper(srun: Srun) -> bool:
         return _one_julia_thread(srun, words)
     name = _base(words[0].text)
     if _NCCL_TEST.fullmatch(name):
-        return not any(w.text.startswith("-t") for w in words[1:])  # -t: threads per rank
+        return not nccl_threads([w.text for w in words[1:]])
     return name in ONE_CPU
+
+
+def nccl_threads(arguments: list[str]) -> bool:
+    """nccl-tests asked for more than one host thread per rank.
+
+    Its getopt_long table reads ``-t N`` (``-tN``) and ``--nthreads N`` (``=N``); a value
+    from a variable may be more than one.
+    """
+    for index, text in enumerate(arguments):
+        if text in ("-t", "--nthreads"):
+            value = arguments[index + 1] if index + 1 < len(arguments) else ""
+        elif text.startswith(("-t", "--nthreads=")):
+            value = text.split("=", 1)[1] if text.startswith("--") else text[2:]
+        else:
+            continue
+        if value.strip("\"'") != "1":
+            return True
+    return False
 
 
 # A count of workers or threads handed to the step (DIONYSOS_NWORKERS=21, NPROCS=8): the
@@ -185,7 +210,19 @@ def _one_julia_thread(srun: Srun, words: tuple[Word, ...]) -> bool:
     """
     options = ("-t", "--threads", "-p", "--procs", "--machine-file")
     threads = any(w.text.startswith(options) for w in words[1:])
-    return not threads and not any(_WORKER_COUNT.search(name) for name in srun.env)
+    return not threads and not any(_asks_for_more(binding) for binding in srun.env.values())
+
+
+def _asks_for_more(binding: Binding) -> bool:
+    """An exported worker or thread count other than one thread.
+
+    A thread count of one (OMP_NUM_THREADS=1, the usual guard against oversubscribing)
+    asks for one thread; one worker still runs beside the main process.
+    """
+    if not _WORKER_COUNT.search(binding.name):
+        return False
+    threads = "THREADS" in binding.name.upper()
+    return not (threads and _literal_int(binding) in (0, 1))
 
 
 def one_thread_per_task(srun: Srun) -> bool:
