@@ -244,14 +244,27 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
 
 def _reads_task_index(script: Script) -> int:
     """The first line that works on ``$SLURM_ARRAY_TASK_ID`` (not one that only prints it),
-    or 0: a script with no ``--array`` that does is meant to be submitted as an array."""
+    or 0: a script with no ``--array`` that does is meant to be submitted as an array.
+
+    A read with a default (``${SLURM_ARRAY_TASK_ID:-0}``) or a test of whether it is set
+    shows the script is built to run alone too: such reads do not count, and a test
+    anywhere settles it.
+    """
+    first = 0
     for number, line in script.code_lines():
-        if _TASK_INDEX.search(line) and not _PRINTS.match(line):
-            return number
-    return 0
+        if _TASK_INDEX_TESTED.search(line):
+            return 0
+        read = _TASK_INDEX.search(_TASK_INDEX_DEFAULT.sub("", line))
+        if not first and read and not _PRINTS.match(line):
+            first = number
+    return first
 
 
 _PRINTS = re.compile(r"\s*(?:echo|printf)\b")
+# ${SLURM_ARRAY_TASK_ID:-0}, -0, :=0, :+x: a value for a run that is no array task.
+_TASK_INDEX_DEFAULT = re.compile(r"\$\{SLURM_ARRAY_TASK_ID:?[-=+]")
+# [ -z "$SLURM_ARRAY_TASK_ID" ], [[ -n ${SLURM_ARRAY_TASK_ID} ]], [[ -v SLURM_ARRAY_TASK_ID ]]
+_TASK_INDEX_TESTED = re.compile(r"(?<!\S)-[nzv]\s+[\"']?(?:\$\{?)?SLURM_ARRAY_TASK_ID\b")
 
 
 def single_task(array: str | None) -> bool:
