@@ -53,9 +53,11 @@ submitted, never wrong.
 
 from __future__ import annotations
 
+import heapq
 import os
 import posixpath
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -64,6 +66,8 @@ from slurmkit.files import read_bounded, read_text_bounded
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.helpers import find_work_tree
+from slurmkit.lint.parsed import Command
+from slurmkit.lint.rules.lifecycle import _exits_after as exits_after
 from slurmkit.lint.sbatch_table import long_options, match_long
 from slurmkit.lint.script import Script
 from slurmkit.sbatch.directives import FILENAME_PATTERN, Setting, pattern_letters
@@ -185,10 +189,10 @@ def _driver_decides(script: Script, setting: Setting, directory: str, context: L
         env = False
         made: set[str] = set()
         at = set(submitted)
+        logical = _Logical(lines)
         for index, line in enumerate(lines[: submitted[-1] + 1]):
             if index in at:
-                words = _submission_words(_logical_line(lines, index), own)
-                if env or _ENV_LOG[name] in words or _OPTION_LOG[name].search(words):
+                if env or logical.overrides(index, own, name):
                     return True
                 if directory in made:
                     return True
@@ -197,13 +201,64 @@ def _driver_decides(script: Script, setting: Setting, directory: str, context: L
     return False
 
 
-def _submission_words(command: str, own: str) -> str:
-    """The words of a submission up to the job script's name (its options, its prefix).
+# The sbatch word of a submission (not SBATCH_OUTPUT=, not a path ending in sbatch.sh).
+_SBATCH_WORD = re.compile(r"(?<![\w.-])sbatch(?![\w.-])")
 
-    What follows the name is the job's own arguments or another command (``| grep -o``).
+
+def _overrides(command: str, own: str, name: str) -> bool:
+    """Whether a submission replaces the directive's log: an ``SBATCH_OUTPUT=``-style
+    variable before the job script's name, or ``--output``/``-o`` among sbatch's own
+    options (between the sbatch word and the name).
+
+    What follows the name is the job's own arguments or another command (``| grep -o``);
+    what precedes the sbatch word is another command (``[ -e f ] && sbatch``).
     """
     end = command.find(own)
-    return command if end < 0 else command[:end]
+    words = command if end < 0 else command[:end]
+    if _ENV_LOG[name] in words:
+        return True
+    starts = [match.start() for match in _SBATCH_WORD.finditer(words)]
+    options = words[starts[-1] :] if starts else words
+    return _OPTION_LOG[name].search(options) is not None
+
+
+class _Logical:
+    """A driver's logical lines (``\\`` continuations joined), each built once.
+
+    The bounds of every continuation run are found in one pass: a run of 14,000
+    continued lines, each naming the job, was once rebuilt per line (quadratic).
+    """
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.first = _run_starts(lines)
+        self.built: dict[int, str] = {}
+        self.judged: dict[tuple[int, str, str], bool] = {}
+
+    def text(self, index: int) -> str:
+        first = self.first[index]
+        built = self.built.get(first)
+        if built is None:
+            end = first
+            while end + 1 < len(self.lines) and self.first[end + 1] == first:
+                end += 1
+            built = self.built[first] = "\n".join(self.lines[first : end + 1])
+        return built
+
+    def overrides(self, index: int, own: str, name: str) -> bool:
+        key = (self.first[index], own, name)
+        if key not in self.judged:
+            self.judged[key] = _overrides(self.text(index), own, name)
+        return self.judged[key]
+
+
+def _run_starts(lines: list[str]) -> list[int]:
+    """For each line, the first line of the ``\\`` continuation run holding it."""
+    starts: list[int] = []
+    for index in range(len(lines)):
+        continued = index > 0 and lines[index - 1].rstrip().endswith("\\")
+        starts.append(starts[-1] if continued else index)
+    return starts
 
 
 def _long_name(setting: Setting) -> str:
@@ -230,17 +285,6 @@ def _made_in(line: str) -> set[str]:
     return made
 
 
-def _logical_line(lines: list[str], at: int) -> str:
-    """The submission's line with the lines it continues from and onto (``\\``)."""
-    start = at
-    while start > 0 and lines[start - 1].rstrip().endswith("\\"):
-        start -= 1
-    end = at
-    while end + 1 < len(lines) and lines[end].rstrip().endswith("\\"):
-        end += 1
-    return "\n".join(lines[start : end + 1])
-
-
 Submissions = list[tuple[list[str], list[int]]]
 
 
@@ -262,27 +306,49 @@ def _read_submissions(script: Script, context: LintContext) -> Submissions:
         return []
     own = posixpath.basename(script.path)
     named = re.compile(r"(?<![\w.-])" + re.escape(own) + r"(?![\w.-])")
-    try:
-        siblings = sorted(os.listdir(where))[:_MAX_SIBLINGS]
-    except OSError:
-        return []
     found: Submissions = []
-    for sibling in siblings:
-        path = posixpath.join(where, sibling)
-        if sibling == own or not os.path.isfile(path):
-            continue
-        text = _driver_text(path)
-        if "sbatch" not in text or own not in text:
+    for name, text in _sibling_texts(where, context):
+        if name == own or own not in text:
             continue
         lines = text.splitlines()
+        logical = _Logical(lines)
         submitted = [
-            i
-            for i, line in enumerate(lines)
-            if named.search(line) and "sbatch" in _logical_line(lines, i)
+            i for i, line in enumerate(lines) if named.search(line) and "sbatch" in logical.text(i)
         ]
         if submitted:
             found.append((lines, submitted))
     return found
+
+
+def _sibling_texts(where: str, context: LintContext) -> list[tuple[str, str]]:
+    """The texts of the files beside the script that run sbatch (the first 64 by name).
+
+    Kept on the context for the directory last read, so the scripts of one directory
+    linted together read their siblings once; a sibling changed since (its size or
+    time) is read again.
+    """
+    try:
+        names = heapq.nsmallest(_MAX_SIBLINGS, os.listdir(where))
+    except OSError:
+        return []
+    files = []
+    for name in names:
+        path = posixpath.join(where, name)
+        try:
+            status = os.stat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(status.st_mode):
+            files.append((name, status.st_size, status.st_mtime_ns))
+    key = (where, tuple(files))
+    cached = context.memo.get("sibling_texts")
+    if cached is not None and cached[0] == key:
+        texts: list[tuple[str, str]] = cached[1]
+    else:
+        texts = [(name, _driver_text(posixpath.join(where, name))) for name, _, _ in files]
+        texts = [(name, text) for name, text in texts if "sbatch" in text]
+        context.memo["sibling_texts"] = (key, texts)
+    return texts
 
 
 def _driver_text(path: str) -> str:
@@ -295,24 +361,50 @@ def _driver_text(path: str) -> str:
 
 
 def _submits_itself_after(script: Script, line: int) -> bool:
-    """Whether the script submits itself (``sbatch ... "$0"``) after making the directory.
+    """Whether the script submits itself by hand after making the directory.
 
-    A script run by hand that ends in ``mkdir -p logs; sbatch "$0" "$@"; exit`` (outside
-    a job) makes its log directory before the job it submits exists: in time. The last
-    such sbatch counts; read once per script (its ``memo``).
+    A script run by hand that goes ``mkdir -p logs; sbatch "$0" "$@"; exit`` before its
+    job's work makes its log directory before the job it submits exists: in time. A
+    chain that resubmits itself from inside the job (``sbatch "$0"`` after the
+    training) is not: its first submission, by hand, still meets no directory. Read
+    once per script (its ``memo``).
     """
     memo = script.memo
     if "self_submission" not in memo:
-        memo["self_submission"] = max(
-            (
-                script.line_of(c.start)
-                for c in script.commands
-                if c.name == "sbatch" and any(_SELF_WORD.search(w.text) for w in c.argv[1:])
-            ),
-            default=None,
-        )
+        memo["self_submission"] = max(_hand_submissions(script), default=None)
     submitted: int | None = memo["self_submission"]
     return submitted is not None and submitted > line
+
+
+# Commands that end a run by hand without doing the job's work.
+_NO_WORK = frozenset({"echo", "printf", ":", "true"})
+
+
+def _hand_submissions(script: Script) -> list[int]:
+    """Lines of the self-submissions that end a run by hand before the job's work.
+
+    The ``exit`` follows the ``sbatch "$0"`` unconditionally (no branch, loop or ``||``
+    between) and work comes after it: the exit skips the job's work outside a job. An
+    exit at the very end skips nothing: that is a chain's last act, in the job.
+    """
+    commands = script.commands
+    work = [
+        c.start for c in commands if not c.depth and c.name and c.name not in _NO_WORK | {"exit"}
+    ]
+    last_work = work[-1] if work else -1
+    found: list[int] = []
+    pending: Command | None = None
+    for command in commands:
+        if command.name == "sbatch" and any(_SELF_WORD.search(w.text) for w in command.argv[1:]):
+            pending = command
+        elif pending is None or command.name in _NO_WORK or command.depth > pending.depth:
+            continue
+        else:
+            ends = command.name == "exit" and last_work > command.start
+            if ends and exits_after(script, pending, command):
+                found.append(script.line_of(pending.start))
+            pending = None
+    return found
 
 
 def _feeder_decides(script: Script, directory: str, chdir: str | None) -> bool:
@@ -794,9 +886,29 @@ def _kept_past_lookup(script: Script, first: int, kept: dict[str, int]) -> Itera
         replaced.update(n for n in _ANY_ASSIGNMENT.findall(line) if n in kept)
         replaced.update(n for n in _TESTED.findall(line) if n in kept)
         if not _SUBMIT_LOOKUP.search(line):
-            used.update(n for n in _REFERENCE.findall(line) if n in kept)
+            used.update(n for n in _used_in(line) if n in kept)
     for name in sorted(used - replaced, key=kept.__getitem__):
         yield _spool_finding(script, kept[name])
+
+
+# Where one command of a line ends and the next begins.
+_SEPARATOR = re.compile(r"&&|\|\||[;|]")
+_PRINTS = re.compile(r"^\s*(?:echo|printf)(?![\w-])")
+# $NAME/ or ${NAME}/: a path under the directory.
+_PATH_USE = re.compile(r"\$\{?(\w+)\}?/")
+
+
+def _used_in(line: str) -> list[str]:
+    """Names a line's commands use: any reference, but in ``echo``/``printf`` a path only.
+
+    ``echo "copy is in $SCRIPT_DIR"`` tells where the copy is and opens nothing there;
+    ``printf ... > "$SCRIPT_DIR/log"`` or a command's argument is a use.
+    """
+    used: list[str] = []
+    for part in _SEPARATOR.split(line):
+        found = _PATH_USE if _PRINTS.match(part) else _REFERENCE
+        used += found.findall(part)
+    return used
 
 
 def _first_lookup(script: Script) -> int:
