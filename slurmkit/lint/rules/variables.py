@@ -14,8 +14,8 @@ a count in ``$((…))`` or ``seq`` beside a name the script sets that differs by
 A lower-case ``$name`` the script checks for emptiness (``[ -z "$name" ] && exit``, or
 ``if [ -n "$name" ]`` around its uses) or handles when unset (``${name+x}``), and every
 name of a script that defaults its own lower-case inputs (``seed=${seed:-0}``), comes
-from the submitting shell (``sbatch --export=…``): no defect, unless the test names a
-slip of a name the script sets.
+from the submitting shell (``sbatch --export=…``): no defect, unless the name is a slip
+of a name the script sets (``$head_node_io`` beside ``head_node_ip``).
 
 The shell's own variables (``$RANDOM``, ``$HOSTNAME``, ``$PWD``, positional parameters
 …) are known here, so that such a word neither fires this rule nor makes a launcher's
@@ -314,22 +314,23 @@ def _lowercase_candidates(script: Script) -> set[str]:
     return names - set(bare.findall(code))
 
 
-def _test_lines(script: Script, names: set[str]) -> tuple[dict[str, int], dict[str, list[int]]]:
+def _test_lines(
+    script: Script, names: set[str], slips: set[str]
+) -> tuple[dict[str, int], dict[str, list[int]]]:
     """The first line testing each name (``[ "$name" = x ]``: tests are no commands here),
     and the lines testing each name for emptiness (``-z "$name"``, ``-n "$name"``).
 
     An emptiness test is how a script checks its input (``sbatch --export=name=…``), so it
     counts as a use only for a slip of a name the script sets (``$head_node_io`` beside
-    ``head_node_ip``); :func:`_unguarded` judges the others."""
+    ``head_node_ip``, in ``slips``); :func:`_unguarded` judges the others."""
     alternatives = "|".join(sorted(names))
     test = re.compile(rf"(-[nz]|\[\[?)\s+!?\s*\"?\$\{{?({alternatives})\}}?\b(?!:?[-=+?])")
-    assigned = {b.name for b in script.bindings}
     found: dict[str, int] = {}
     emptiness: dict[str, list[int]] = {}
     for number, line in script.code_lines():
         if "$" in line:
             for kind, name in test.findall(line):
-                if kind.startswith("[") or _slip_of(name, assigned):
+                if kind.startswith("[") or name in slips:
                     found.setdefault(name, number)
                 else:
                     emptiness.setdefault(name, []).append(number)
@@ -371,34 +372,78 @@ def _unguarded(
     ends, exits = _if_bodies(script)
     report: dict[str, int] = {}
     for name, tests in emptiness.items():
-        guarded = [(test, ends.get(test, test)) for test in tests]
+        guarded = _merged([(test, ends.get(test, test)) for test in tests])
         if any(_exits_within(exits, a, b) for a, b in guarded):
             continue
-        left = [u for u in uses.get(name, []) if not any(a <= u <= b for a, b in guarded)]
+        left = [u for u in uses.get(name, []) if not _inside(guarded, u)]
         if left:
             report[name] = min(tests[0], *left)
     return report
 
 
-def _slip_of(name: str, assigned: set[str]) -> bool:
-    """Whether ``name`` is one letter away from a name the script sets (a typo), or
-    differs from one by whole ``_`` parts (``rankmap`` beside ``rankmap_file``)."""
-    for other in assigned:
-        if other.startswith(name + "_") or other.endswith("_" + name):
-            return True
-        if abs(len(other) - len(name)) <= 1 and _one_edit(name, other):
-            return True
-    return False
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Line spans sorted and joined where they overlap, so that one bisection finds
+    whether a line lies in any of them (a use per test would be quadratic)."""
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(spans):
+        if merged and first <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged
 
 
-def _one_edit(a: str, b: str) -> bool:
-    """One letter changed, added or removed."""
-    if a == b:
+def _inside(merged: list[tuple[int, int]], line: int) -> bool:
+    """Whether ``line`` lies in one of the ``merged`` spans."""
+    at = bisect.bisect_right(merged, line, key=lambda span: span[0]) - 1
+    return at >= 0 and merged[at][1] >= line
+
+
+# Names longer than this are never seen as slips: the deletion index of a name costs the
+# square of its length, and no real script misspells a name this long.
+_SLIP_LONGEST = 64
+
+
+class _Slips:
+    """The names a script sets, indexed once so that whether a name is a slip of one of
+    them costs the name's own length, not a scan of every name set (quadratic in a
+    script of many names and many tests)."""
+
+    def __init__(self, assigned: set[str]) -> None:
+        self.assigned = assigned
+        self.prefixes = sorted(assigned)
+        self.suffixes = sorted(name[::-1] for name in assigned)
+        self.deleted: set[str] = set()
+        self.replaced: set[tuple[str, int]] = set()
+        for name in assigned:
+            if len(name) <= _SLIP_LONGEST:
+                for at in range(len(name)):
+                    cut = name[:at] + name[at + 1 :]
+                    self.deleted.add(cut)
+                    self.replaced.add((cut, at))
+
+    def __contains__(self, name: str) -> bool:
+        """Whether ``name`` is one letter away from a name the script sets (a typo), or
+        differs from one by whole ``_`` parts (``rankmap`` beside ``rankmap_file``)."""
+        if name in self.assigned:
+            return False
+        if _has_prefix(self.prefixes, name + "_") or _has_prefix(self.suffixes, name[::-1] + "_"):
+            return True
+        if len(name) > _SLIP_LONGEST:
+            return False
+        if name in self.deleted:  # a letter left out
+            return True
+        for at in range(len(name)):
+            cut = name[:at] + name[at + 1 :]
+            if cut in self.assigned or (cut, at) in self.replaced:  # one added, one changed
+                return True
         return False
-    if len(a) == len(b):
-        return sum(x != y for x, y in zip(a, b, strict=True)) == 1
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def _has_prefix(ordered: list[str], prefix: str) -> bool:
+    """Whether a string of the sorted list ``ordered`` starts with ``prefix``."""
+    at = bisect.bisect_left(ordered, prefix)
+    return at < len(ordered) and ordered[at].startswith(prefix)
 
 
 def _option_lines(script: Script, names: set[str]) -> dict[str, list[int]]:
@@ -449,13 +494,19 @@ def _unset_option(script: Script, context: LintContext) -> Iterator[Finding]:
     yield from _past_the_array(script)
     if not any(d.ignored is None for d in script.directives) or _sets_unknown_names(script.text):
         return  # a fragment, or a script that may set any name
-    if _SELF_DEFAULT.search(script.text):
-        return  # ``seed=${seed:-0}``: configured by lower-case names from the submitting shell
     names = _lowercase_candidates(script)
     if not names:
         return
+    slips = _Slips({b.name for b in script.bindings})
+    slipped = {name for name in names if name in slips}
+    if _SELF_DEFAULT.search(script.text):
+        # ``seed=${seed:-0}``: configured by lower-case names from the submitting shell,
+        # except a slip of a name the script sets (``$head_node_io``: no one exports that)
+        names = slipped
+        if not names:
+            return
     options = _option_lines(script, names)
-    tests, emptiness = _test_lines(script, names)
+    tests, emptiness = _test_lines(script, names, slipped)
     uses = {name: lines[0] for name, lines in options.items() if name not in emptiness}
     uses.update(_unguarded(script, {n: t for n, t in emptiness.items() if n not in tests}, options))
     for name, line in tests.items():
