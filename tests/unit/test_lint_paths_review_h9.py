@@ -63,6 +63,36 @@ def test_a_run_by_hand_that_submits_itself_and_exits_before_the_work_is_in_time(
     assert missing(script) == []
 
 
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # the branch that runs only outside a job submits: by hand, before the job exists
+        (
+            'if [ -z "$SLURM_JOB_ID" ]; then\n    mkdir -p logs\n    sbatch "$0"\n'
+            "else\n    python train.py\nfi\n",
+            [],
+        ),
+        (
+            "mkdir -p logs\n"
+            'if [[ -n ${SLURM_JOB_ID:-} ]]; then python train.py; else sbatch "$0"; fi\n',
+            [],
+        ),
+        # inside a job (or a negated test): a chain, the first submission meets no directory
+        ('mkdir -p logs\npython train.py\nif [ -n "$SLURM_JOB_ID" ]; then sbatch "$0"; fi\n', [3]),
+        (
+            'mkdir -p logs\npython train.py\nif ! [ -z "$SLURM_JOB_ID" ]; then sbatch "$0"; fi\n',
+            [3],
+        ),
+    ],
+)
+def test_a_self_submission_guarded_to_run_outside_a_job_is_in_time(
+    tmp_path: Path, body: str, expected: list[int]
+) -> None:
+    head = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output=logs/x-%j.out\n"
+    found = missing(in_checkout(tmp_path, "run.sh", head + body))
+    assert [line for line, severity in found if severity == "warning"] == expected
+
+
 SPOOL = '#!/bin/bash\n#SBATCH --time=1:00:00\nSCRIPT_DIR=$(dirname "$0")\n'
 SPOOL += 'cd "$SLURM_SUBMIT_DIR"\n'
 

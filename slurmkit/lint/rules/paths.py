@@ -394,8 +394,10 @@ def _hand_submissions(script: Script) -> list[int]:
     last_work = work[-1] if work else -1
     found: list[int] = []
     pending: Command | None = None
+    selves = [c for c in commands if c.name == "sbatch" and _names_itself(c)]
+    found += (script.line_of(c.start) for c in _outside_a_job(script, selves))
     for command in commands:
-        if command.name == "sbatch" and any(_SELF_WORD.search(w.text) for w in command.argv[1:]):
+        if command.name == "sbatch" and _names_itself(command):
             pending = command
         elif pending is None or command.name in _NO_WORK or command.depth > pending.depth:
             continue
@@ -405,6 +407,64 @@ def _hand_submissions(script: Script) -> list[int]:
                 found.append(script.line_of(pending.start))
             pending = None
     return found
+
+
+def _names_itself(command: Command) -> bool:
+    return any(_SELF_WORD.search(w.text) for w in command.argv[1:])
+
+
+# The words that open, divide and close an ``if``, where a command may start.
+_IF_WORD = re.compile(r"(?:^|[;&|(\s])(if|then|elif|else|fi)(?=[\s;)]|$)")
+# Tests that the job id is empty (``-z``: run by hand) or set (``-n``: in a job).
+_JOB_ID_TEST = re.compile(r"(-[zn])\s+\"?\$\{?SLURM_JOB_?ID(?![\w])")
+
+
+def _outside_a_job(script: Script, selves: list[Command]) -> list[Command]:
+    """The self-submissions in a branch taken only outside a job.
+
+    ``if [ -z "$SLURM_JOB_ID" ]; then mkdir -p logs; sbatch "$0"; else …; fi`` (or the
+    ``else`` of a ``-n`` test) runs by hand only: the directory is made before the job
+    exists. Read from the lines in one pass; other conditions are not known to be so.
+    """
+    if not selves:
+        return []
+    at = {script.parsed.position(c.start): c for c in selves}
+    lines = {line for line, _ in at}
+    found: list[Command] = []
+    stack: list[tuple[str | None, bool]] = []  # per open if: its -z/-n test, in its else
+    last = max(lines)
+    for number, text in script.code_lines():
+        if number > last:
+            break
+        if number in lines:
+            for (line, column), command in at.items():
+                if line == number and _runs_outside(_if_state(text[: column - 1], list(stack))):
+                    found.append(command)
+        stack = _if_state(text, stack)
+    return found
+
+
+def _if_state(text: str, stack: list[tuple[str | None, bool]]) -> list[tuple[str | None, bool]]:
+    """The open ifs after ``text``: each one's job-id test and whether in its else."""
+    for match in _IF_WORD.finditer(text):
+        word = match.group(1)
+        if word in ("if", "elif"):
+            condition = text[match.end() :].split("then", 1)[0]
+            test = None if condition.lstrip().startswith("!") else _JOB_ID_TEST.search(condition)
+            frame = (None if test is None or word == "elif" else test.group(1), False)
+            if word == "if":
+                stack.append(frame)
+            elif stack:
+                stack[-1] = frame
+        elif word == "else" and stack:
+            stack[-1] = (stack[-1][0], True)
+        elif word == "fi" and stack:
+            stack.pop()
+    return stack
+
+
+def _runs_outside(stack: list[tuple[str | None, bool]]) -> bool:
+    return any((test == "-z") != in_else for test, in_else in stack if test)
 
 
 def _feeder_decides(script: Script, directory: str, chdir: str | None) -> bool:
