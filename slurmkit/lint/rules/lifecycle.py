@@ -260,7 +260,7 @@ def _last_act(script: Script, submit: Command) -> bool:
     commands = script.commands
     first = bisect.bisect_right(commands, start, key=_START)
     for command in commands[first:]:
-        if _exits_after(script, submit, command):
+        if exits_after(script, submit, command):
             return True  # ``sbatch "$0"; exit``: this run ends as the next is queued
         if command.depth or command.name is None or command.name in _ENDING:
             continue
@@ -280,7 +280,7 @@ _CONDITIONAL = re.compile(
 )
 
 
-def _exits_after(script: Script, submit: Command, command: Command) -> bool:
+def exits_after(script: Script, submit: Command, command: Command) -> bool:
     """``sbatch "$0" …; exit``: the shell ends right after submitting, whatever follows."""
     if command.name != "exit" or command.depth != submit.depth:
         return False

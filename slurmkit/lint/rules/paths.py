@@ -67,7 +67,7 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.helpers import find_work_tree
 from slurmkit.lint.parsed import Command
-from slurmkit.lint.rules.lifecycle import _exits_after as exits_after
+from slurmkit.lint.rules.lifecycle import exits_after
 from slurmkit.lint.sbatch_table import long_options, match_long
 from slurmkit.lint.script import Script
 from slurmkit.sbatch.directives import FILENAME_PATTERN, Setting, pattern_letters
@@ -185,12 +185,11 @@ def _driver_decides(script: Script, setting: Setting, directory: str, context: L
     """
     name = _long_name(setting)
     own = posixpath.basename(script.path)
-    for lines, submitted in _submissions(script, context):
+    for logical, submitted in _submissions(script, context):
         env = False
         made: set[str] = set()
         at = set(submitted)
-        logical = _Logical(lines)
-        for index, line in enumerate(lines[: submitted[-1] + 1]):
+        for index, line in enumerate(logical.lines[: submitted[-1] + 1]):
             if index in at:
                 if env or logical.overrides(index, own, name):
                     return True
@@ -285,7 +284,8 @@ def _made_in(line: str) -> set[str]:
     return made
 
 
-Submissions = list[tuple[list[str], list[int]]]
+# Each driver's lines (continuations joined once) and the indices of its submissions.
+Submissions = list[tuple[_Logical, list[int]]]
 
 
 def _submissions(script: Script, context: LintContext) -> Submissions:
@@ -316,7 +316,7 @@ def _read_submissions(script: Script, context: LintContext) -> Submissions:
             i for i, line in enumerate(lines) if named.search(line) and "sbatch" in logical.text(i)
         ]
         if submitted:
-            found.append((lines, submitted))
+            found.append((logical, submitted))
     return found
 
 
