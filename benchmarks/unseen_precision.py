@@ -60,15 +60,15 @@ json.dump({"rules": rules, "shown": shown}, sys.stdout)
 """
 
 
-def tally_at(part: str, commit: str) -> dict[str, dict[str, list[int]]]:
-    """The part's per-rule tally with the code and labels of the commit it was scored at."""
+def run_at(part: str, commit: str, script: str) -> str:
+    """``script``'s output, run on ``part`` in a worktree of the commit it was scored at."""
     with tempfile.TemporaryDirectory(prefix="slurmkit-unseen-") as tmp:
         tree = Path(tmp) / "tree"
         git = ["git", "-C", str(ROOT)]
         subprocess.run([*git, "worktree", "add", "-q", "--detach", str(tree), commit], check=True)
         try:
             done = subprocess.run(
-                [sys.executable, "-c", _TALLY, part, ",".join(VERSIONS)],
+                [sys.executable, "-c", script, part, ",".join(VERSIONS)],
                 cwd=tree,
                 env={**os.environ, "PYTHONPATH": str(tree)},
                 capture_output=True,
@@ -77,7 +77,12 @@ def tally_at(part: str, commit: str) -> dict[str, dict[str, list[int]]]:
             )
         finally:
             subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=True)
-    result: dict[str, dict[str, list[int]]] = json.loads(done.stdout)
+    return done.stdout
+
+
+def tally_at(part: str, commit: str) -> dict[str, dict[str, list[int]]]:
+    """The part's per-rule tally with the code and labels of the commit it was scored at."""
+    result: dict[str, dict[str, list[int]]] = json.loads(run_at(part, commit, _TALLY))
     return result
 
 

@@ -1,0 +1,103 @@
+"""Would "severity from unseen precision" have met issue 32's goal? Replayed, not guessed.
+
+The idea: a rule that was wrong on earlier test parts more often than a threshold shows
+its findings as info (not counted, not alarming) until it is fixed. Judged fairly, the
+decision for test part k may use only parts 2..k-1 (what was known on the day part k was
+scored), and the result is part k's precision and recall with those rules demoted. Each
+part is linted with the code and labels of its scoring commit (as
+``unseen_precision.py`` does), so nothing here was tuned on the part it scores.
+
+Run by hand (a minute; needs the git history):
+``.venv/bin/python benchmarks/severity_policy.py``. Prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from unseen_precision import SCORED, VERSIONS, run_at
+
+THRESHOLDS = (None, 0.5, 0.7, 0.9)
+MIN_FINDINGS = 4  # a rule judged on fewer earlier findings keeps its severity
+
+# Inside the worktree: every finding (version, file, line, rule, severity, right) and every
+# high-confidence label (version, file, lines, kind) of the part.
+_RECORDS = """
+import json, sys
+sys.path.insert(0, ".")
+from benchmarks import score_lint_corpus as S
+part = S.CORPUS / sys.argv[1]
+out = {"findings": [], "high": []}
+for version in sys.argv[2].split(","):
+    mine = [lb for lb in S.labels(part)
+            if getattr(lb, "versions", None) in (None, frozenset()) or version in lb.versions]
+    lines = lambda lb: sorted(getattr(lb, "lines", [lb.line]))
+    known = {(lb.file, n, lb.kind) for lb in mine for n in lines(lb)}
+    for f in S.lint_corpus(part, S.scripts(part), version):
+        key = (str(f["file"]), int(str(f["line"])), str(f["rule"]))
+        out["findings"].append([version, *key, str(f["severity"]), key in known])
+    out["high"] += [[version, lb.file, lines(lb), lb.kind] for lb in mine if lb.high]
+json.dump(out, sys.stdout)
+"""
+
+Records = dict[str, list[list]]
+
+
+def demoted(earlier: list[Records], threshold: float | None) -> set[str]:
+    """Rules whose shown (error and warning) findings on earlier parts were right too rarely."""
+    if threshold is None:
+        return set()
+    right: Counter[str] = Counter()
+    shown: Counter[str] = Counter()
+    for records in earlier:
+        for _, _, _, rule, severity, ok in records["findings"]:
+            if severity != "info":
+                shown[rule] += 1
+                right[rule] += ok
+    return {r for r, n in shown.items() if n >= MIN_FINDINGS and right[r] / n < threshold}
+
+
+def score(records: Records, quiet: set[str], version: str) -> str:
+    shown: Counter[str] = Counter()
+    right: Counter[str] = Counter()
+    seen = set()
+    for v, file, line, rule, severity, ok in records["findings"]:
+        if v == version and severity != "info" and rule not in quiet:
+            shown[severity] += 1
+            right[severity] += ok
+            seen.add((file, line, rule))
+    high = [h for h in records["high"] if h[0] == version]
+    found = sum(any((h[1], n, h[3]) in seen for n in h[2]) for h in high)
+    return " | ".join(
+        f"{round(100 * a / b)}% ({a}/{b})" if b else "-"
+        for a, b in (
+            (right["error"], shown["error"]),
+            (right["warning"], shown["warning"]),
+            (found, len(high)),
+        )
+    )
+
+
+def main() -> int:
+    parts = [(part, json.loads(run_at(part, commit, _RECORDS))) for part, commit in SCORED]
+    heads = ("part", "rules demoted", "Slurm", "errors right", "warnings right", "recall (high)")
+    print("| demote below | " + " | ".join(heads) + " |")
+    print("|---|---|---|---|---|---|---|")
+    for threshold in THRESHOLDS:
+        for k in range(1, len(parts)):
+            quiet = demoted([r for _, r in parts[:k]], threshold)
+            for version in VERSIONS:
+                name = "never" if threshold is None else f"{threshold:.0%}"
+                print(
+                    f"| {name} | {parts[k][0]} | {len(quiet)} | {version} | "
+                    f"{score(parts[k][1], quiet, version)} |"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
