@@ -13,38 +13,15 @@ Run by hand (a minute; needs the git history):
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from unseen_precision import SCORED, VERSIONS, run_at
+from unseen_precision import SCORED, VERSIONS, Records, records_at
 
 THRESHOLDS = (None, 0.5, 0.7, 0.9)
 MIN_FINDINGS = 4  # a rule judged on fewer earlier findings keeps its severity
-
-# Inside the worktree: every finding (version, file, line, rule, severity, right) and every
-# high-confidence label (version, file, lines, kind) of the part.
-_RECORDS = """
-import json, sys
-sys.path.insert(0, ".")
-from benchmarks import score_lint_corpus as S
-part = S.CORPUS / sys.argv[1]
-out = {"findings": [], "high": []}
-for version in sys.argv[2].split(","):
-    mine = [lb for lb in S.labels(part)
-            if getattr(lb, "versions", None) in (None, frozenset()) or version in lb.versions]
-    lines = lambda lb: sorted(getattr(lb, "lines", [lb.line]))
-    known = {(lb.file, n, lb.kind) for lb in mine for n in lines(lb)}
-    for f in S.lint_corpus(part, S.scripts(part), version):
-        key = (str(f["file"]), int(str(f["line"])), str(f["rule"]))
-        out["findings"].append([version, *key, str(f["severity"]), key in known])
-    out["high"] += [[version, lb.file, lines(lb), lb.kind] for lb in mine if lb.high]
-json.dump(out, sys.stdout)
-"""
-
-Records = dict[str, list[list]]
 
 
 def demoted(earlier: list[Records], threshold: float | None) -> set[str]:
@@ -83,7 +60,7 @@ def score(records: Records, quiet: set[str], version: str) -> str:
 
 
 def main() -> int:
-    parts = [(part, json.loads(run_at(part, commit, _RECORDS))) for part, commit in SCORED]
+    parts = [(part, records_at(part, commit)) for part, commit in SCORED]
     heads = ("part", "rules demoted", "Slurm", "errors right", "warnings right", "recall (high)")
     print("| demote below | " + " | ".join(heads) + " |")
     print("|---|---|---|---|---|---|---|")

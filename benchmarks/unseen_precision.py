@@ -37,38 +37,38 @@ SCORED = (
     ("holdout6", "0d81e81"),
 )
 
-# Run inside the worktree, with that commit's harness: rule -> [right, findings], and the
-# error/warning totals that must equal the recorded scores.
-_TALLY = """
+# Run inside the worktree, with that commit's harness: every finding (version, file, line,
+# rule, severity, right) and every high-confidence label (version, file, lines, kind).
+_RECORDS = """
 import json, sys
 sys.path.insert(0, ".")
 from benchmarks import score_lint_corpus as S
-part, versions = S.CORPUS / sys.argv[1], sys.argv[2].split(",")
-rules, shown = {}, {}
-for version in versions:
-    labels = S.labels(part)
-    mine = [lb for lb in labels if getattr(lb, "versions", None) in (None, frozenset())
-            or version in lb.versions]
-    known = {(lb.file, line, lb.kind) for lb in mine for line in getattr(lb, "lines", [lb.line])}
+part = S.CORPUS / sys.argv[1]
+out = {"findings": [], "high": []}
+for version in sys.argv[2].split(","):
+    mine = [lb for lb in S.labels(part)
+            if getattr(lb, "versions", None) in (None, frozenset()) or version in lb.versions]
+    lines = lambda lb: sorted(getattr(lb, "lines", [lb.line]))
+    known = {(lb.file, n, lb.kind) for lb in mine for n in lines(lb)}
     for f in S.lint_corpus(part, S.scripts(part), version):
         key = (str(f["file"]), int(str(f["line"])), str(f["rule"]))
-        for table, name in ((rules, key[2]), (shown, version + " " + str(f["severity"]))):
-            tally = table.setdefault(name, [0, 0])
-            tally[0] += key in known
-            tally[1] += 1
-json.dump({"rules": rules, "shown": shown}, sys.stdout)
+        out["findings"].append([version, *key, str(f["severity"]), key in known])
+    out["high"] += [[version, lb.file, lines(lb), lb.kind] for lb in mine if lb.high]
+json.dump(out, sys.stdout)
 """
 
+Records = dict[str, list[list]]
 
-def run_at(part: str, commit: str, script: str) -> str:
-    """``script``'s output, run on ``part`` in a worktree of the commit it was scored at."""
+
+def records_at(part: str, commit: str) -> Records:
+    """The part's findings and labels with the code and labels of the commit it was scored at."""
     with tempfile.TemporaryDirectory(prefix="slurmkit-unseen-") as tmp:
         tree = Path(tmp) / "tree"
         git = ["git", "-C", str(ROOT)]
         subprocess.run([*git, "worktree", "add", "-q", "--detach", str(tree), commit], check=True)
         try:
             done = subprocess.run(
-                [sys.executable, "-c", script, part, ",".join(VERSIONS)],
+                [sys.executable, "-c", _RECORDS, part, ",".join(VERSIONS)],
                 cwd=tree,
                 env={**os.environ, "PYTHONPATH": str(tree)},
                 capture_output=True,
@@ -77,13 +77,21 @@ def run_at(part: str, commit: str, script: str) -> str:
             )
         finally:
             subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=True)
-    return done.stdout
+    records: Records = json.loads(done.stdout)
+    return records
 
 
 def tally_at(part: str, commit: str) -> dict[str, dict[str, list[int]]]:
-    """The part's per-rule tally with the code and labels of the commit it was scored at."""
-    result: dict[str, dict[str, list[int]]] = json.loads(run_at(part, commit, _TALLY))
-    return result
+    """Per rule, and per version and severity (the totals that must equal the recorded
+    scores): [right findings, findings]."""
+    rules: dict[str, list[int]] = {}
+    shown: dict[str, list[int]] = {}
+    for version, _, _, rule, severity, right in records_at(part, commit)["findings"]:
+        for table, name in ((rules, rule), (shown, f"{version} {severity}")):
+            tally = table.setdefault(name, [0, 0])
+            tally[0] += right
+            tally[1] += 1
+    return {"rules": rules, "shown": shown}
 
 
 def write(pooled: dict[str, list[int]], parts: int) -> None:
