@@ -105,10 +105,18 @@ def _commented_command(directive: Directive) -> bool:
 
 
 def _ignored(script: Script, context: LintContext) -> Iterator[Finding]:
+    # The verdict depends only on the line's text and the header: a script that repeats
+    # a block of ignored lines (a second job's header, a commented-out copy) splits each
+    # distinct text once.
+    harmless: dict[str, bool] = {}
     for directive in script.directives:
-        if directive.ignored and not (
-            _loses_nothing(script, directive) or _commented_command(directive)
-        ):
+        if not directive.ignored:
+            continue
+        verdict = harmless.get(directive.text)
+        if verdict is None:
+            verdict = _loses_nothing(script, directive) or _commented_command(directive)
+            harmless[directive.text] = verdict
+        if not verdict:
             yield script.finding(
                 directive.line,
                 WARNING,
