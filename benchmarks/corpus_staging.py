@@ -53,12 +53,17 @@ def corpus_directories() -> list[Path]:
     return [CORPUS, *sorted(p for p in CORPUS.iterdir() if p.is_dir())]
 
 
-def corpus_repositories() -> set[str]:
-    """Every repository of every subset, lower case (GitHub names are case-insensitive)."""
+def corpus_repositories(deepening: Path | None = None) -> set[str]:
+    """Every repository of every subset, lower case (GitHub names are case-insensitive).
+
+    ``deepening``: a test part whose own repositories may give more scripts (a deepening
+    pass takes more different jobs from repositories the part already holds).
+    """
     return {
         r["repository"].lower()
         for d in corpus_directories()
         if (d / "SOURCES.tsv").is_file()
+        and (deepening is None or d.resolve() != deepening.resolve())
         for r in rows(d / "SOURCES.tsv")
     }
 
@@ -106,23 +111,23 @@ def pool_beside(part: Path) -> list[Path]:
     return pool
 
 
-def check_part(part: Path) -> list[str]:
+def check_part(part: Path, deepening: Path | None = None) -> list[str]:
     """Everything that would keep a staged part out of the test part, one line each."""
     problems: list[str] = []
     source_path = part / "SOURCES.tsv"
     sources = rows(source_path) if source_path.is_file() else []
     if not sources:
         return ["SOURCES.tsv is missing or empty"]
-    problems += _check_sources(part, sources)
+    problems += _check_sources(part, sources, deepening)
     problems += _check_copies(part)
     problems += _check_labels(part)
     problems += _check_ships(part)
     return problems
 
 
-def _check_sources(part: Path, sources: list[dict[str, str]]) -> list[str]:
+def _check_sources(part: Path, sources: list[dict[str, str]], deepening: Path | None) -> list[str]:
     problems = []
-    used = corpus_repositories()
+    used = corpus_repositories(deepening)
     used_names = {repo.split("/")[-1] for repo in used}
     elsewhere = {
         r["repository"].lower(): other.name
@@ -139,7 +144,7 @@ def _check_sources(part: Path, sources: list[dict[str, str]]) -> list[str]:
             problems.append(
                 f"{name}: WARNING {repo} has a corpus repository's name: a fork or rename?"
             )
-        if repo in elsewhere:
+        if repo in elsewhere and deepening is None:
             problems.append(f"{name}: {row['repository']} is also staged in {elsewhere[repo]}")
         if len(row.get("commit", "")) != 40:
             problems.append(f"{name}: the commit is not 40 hex digits")
@@ -205,13 +210,15 @@ def _check_ships(part: Path) -> list[str]:
     ]
 
 
-def merge(into: Path, parts: list[Path], drops: set[str], dry_run: bool) -> list[str]:
+def merge(
+    into: Path, parts: list[Path], drops: set[str], dry_run: bool, deepening: bool = False
+) -> list[str]:
     """Append staged parts to a test part; returns what was refused, one line each.
 
     A repository already in the corpus or in two parts, a byte copy and a name the corpus
     has are refused; SHIPS rows follow their repository.
     """
-    used = corpus_repositories()
+    used = corpus_repositories(into if deepening else None)
     digests = {
         hashlib.md5(p.read_bytes()).hexdigest(): p
         for d in corpus_directories()
@@ -282,12 +289,17 @@ def _append(
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
-    verbs.add_parser("check").add_argument("part", type=Path)
+    checking = verbs.add_parser("check")
+    checking.add_argument("part", type=Path)
+    checking.add_argument(
+        "--deepening", type=Path, help="a test part whose repositories may give more"
+    )
     verbs.add_parser("similar").add_argument("file", type=Path)
     merging = verbs.add_parser("merge")
     merging.add_argument("--into", type=Path, required=True)
     merging.add_argument("--dry-run", action="store_true")
     merging.add_argument("--drop", action="append", default=[])
+    merging.add_argument("--deepening", action="store_true", help="allow --into's repositories")
     merging.add_argument("parts", type=Path, nargs="+")
     args = parser.parse_args(argv)
     if args.verb == "similar":
@@ -298,10 +310,10 @@ def main(argv: list[str]) -> int:
             print(f"{near.share:.0%}\t{near.other}")
         return 0
     if args.verb == "check":
-        problems = check_part(args.part)
+        problems = check_part(args.part, args.deepening)
         print("\n".join(problems) if problems else "no problem")
         return 1 if problems else 0
-    refused = merge(args.into, args.parts, set(args.drop), args.dry_run)
+    refused = merge(args.into, args.parts, set(args.drop), args.dry_run, args.deepening)
     print("\n".join(refused), file=sys.stderr)
     return 1 if any("dropped on" not in line for line in refused) else 0
 
