@@ -35,6 +35,7 @@ SCORED = (
     ("holdout4", "c291779"),
     ("holdout5", "47410a2"),
     ("holdout6", "0d81e81"),
+    ("holdout7", "f39e0fd"),
 )
 
 # Run inside the worktree, with that commit's harness: every finding (version, file, line,

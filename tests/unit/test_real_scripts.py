@@ -2,8 +2,8 @@
 
 The corpus was split once, by repository, into a development part (rules are tuned on it)
 and a test part (then ``holdout/``). That test part was scored once and is development
-data since (``spent-holdout/``), as are the second to sixth (``spent-holdout2/`` to
-``spent-holdout6/``); the fresh test part is ``holdout7/``, filled by others later. These
+data since (``spent-holdout/``), as are the second to seventh (``spent-holdout2/`` to
+``spent-holdout7/``); the fresh test part is ``holdout8/``, filled by others later. These
 tests keep the first split as recorded, the new one disjoint and large enough, the labels
 well-formed, and the harness on the CLI's own code path; they never require a score, and
 none of them lints the test part.
@@ -25,7 +25,7 @@ from benchmarks import score_lint_corpus
 from benchmarks.score_lint_corpus import (
     CORPUS,
     DEVELOPMENT,
-    HOLDOUT7,
+    HOLDOUT8,
     LABEL_KINDS,
     NOT_SCRIPTS,
     ROOT,
@@ -35,6 +35,7 @@ from benchmarks.score_lint_corpus import (
     SPENT4,
     SPENT5,
     SPENT6,
+    SPENT7,
     lint_as_cli,
     lint_corpus,
     score,
@@ -42,9 +43,9 @@ from benchmarks.score_lint_corpus import (
 from slurmkit.lint.rules import RULE_IDS
 
 SEED = 3202
-NO_HOLDOUT7 = pytest.mark.skipif(
-    not (HOLDOUT7 / "SOURCES.tsv").is_file(),
-    reason="holdout7/ (the fresh test part) is not collected yet",
+NO_HOLDOUT8 = pytest.mark.skipif(
+    not (HOLDOUT8 / "SOURCES.tsv").is_file(),
+    reason="holdout8/ (the fresh test part) is not collected yet",
 )
 
 
@@ -103,8 +104,9 @@ def test_the_development_part_is_every_spent_subset() -> None:
         SPENT4,
         SPENT5,
         SPENT6,
+        SPENT7,
     )
-    assert score_lint_corpus.PARTS["test"] == (HOLDOUT7,)
+    assert score_lint_corpus.PARTS["test"] == (HOLDOUT8,)
 
 
 def test_the_spent_subsets_share_no_repository() -> None:
@@ -123,6 +125,7 @@ def test_the_spent_subsets_share_no_repository() -> None:
         (SPENT4, "92% (74/80)"),
         (SPENT5, "92% (185/200)"),
         (SPENT6, "88% (197/223)"),
+        (SPENT7, "91% (271/299)"),
     ],
 )
 def test_each_spent_holdout_says_it_is_development_data(directory: Path, score: str) -> None:
@@ -131,24 +134,24 @@ def test_each_spent_holdout_says_it_is_development_data(directory: Path, score: 
     assert score in text
 
 
-@NO_HOLDOUT7
-def test_holdout7_repositories_are_in_no_other_part() -> None:
-    fresh = {r["repository"] for r in _rows(HOLDOUT7 / "SOURCES.tsv")}
+@NO_HOLDOUT8
+def test_holdout8_repositories_are_in_no_other_part() -> None:
+    fresh = {r["repository"] for r in _rows(HOLDOUT8 / "SOURCES.tsv")}
     used = {r["repository"] for d in DEVELOPMENT for r in _rows(d / "SOURCES.tsv")}
     assert fresh and not fresh & used
 
 
-@NO_HOLDOUT7
-def test_holdout7_is_scored_only_once_it_holds_30_percent(
+@NO_HOLDOUT8
+def test_holdout8_is_scored_only_once_it_holds_30_percent(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Under 30% of the corpus (the fetch quota cut its collection short), the scorer refuses
     to spend it and says how many scripts it lacks; at 30% or more it scores (not run here:
     the test part is scored once, by hand)."""
-    test = len(_scripts(HOLDOUT7))
+    test = len(_scripts(HOLDOUT8))
     dev = sum(len(_scripts(d)) for d in DEVELOPMENT)
     if test / (test + dev) >= 0.3:
-        assert score_lint_corpus._too_small((HOLDOUT7,), DEVELOPMENT) == ""
+        assert score_lint_corpus._too_small((HOLDOUT8,), DEVELOPMENT) == ""
         return
     assert score_lint_corpus.main(["--part", "test"]) == 2
     captured = capsys.readouterr()
@@ -183,9 +186,10 @@ def test_a_test_part_under_30_percent_is_not_scored(
         SPENT4,
         SPENT5,
         SPENT6,
-        pytest.param(HOLDOUT7, marks=NO_HOLDOUT7),
+        SPENT7,
+        pytest.param(HOLDOUT8, marks=NO_HOLDOUT8),
     ],
-    ids=["dev", "spent", "spent2", "spent3", "spent4", "spent5", "spent6", "holdout7"],
+    ids=["dev", "spent", "spent2", "spent3", "spent4", "spent5", "spent6", "spent7", "holdout8"],
 )
 def test_every_new_script_is_labelled(directory: Path) -> None:
     """Labels name scripts of their part, lines inside them, and a known kind."""
