@@ -49,6 +49,9 @@ class LintContext:
     ``shellcheck``: also run ShellCheck when it is installed (:mod:`slurmkit.lint.shellcheck`);
     off by default so that the library and the corpus give the same answer everywhere,
     on in the CLI unless ``--no-shellcheck``.
+    ``bash_check``: ask ``bash -n`` whether bash refuses the script
+    (:mod:`slurmkit.lint.bash_check`): bash is on every node that runs a batch script, and it
+    is the authority on bash-syntax.
     """
 
     version: SlurmVersion | None = None
@@ -56,6 +59,7 @@ class LintContext:
     submit_dir: str | None = None
     script_dir: str | None = None
     shellcheck: bool = False
+    bash_check: bool = True
     # What rules read once for many scripts of one run (files beside them), kept across
     # replace(): not part of the context's identity.
     memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)

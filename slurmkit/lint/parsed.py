@@ -20,6 +20,8 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)(\[[^\]]*\])?(\+?)=(.*)", re.S)
 _KEYWORDS = frozenset(
     {"if", "then", "elif", "else", "do", "while", "until", "!", "{", "time", "coproc"}
 )
+# timeout(1) options whose value is the next word (-k 60, --signal TERM)
+_TIMEOUT_VALUED = frozenset({"-k", "--kill-after", "-s", "--signal"})
 _WRAPPERS = frozenset({"exec", "command", "builtin", "nohup", "stdbuf"})
 
 _T = TypeVar("_T")
@@ -143,7 +145,8 @@ class Command:
         if words and words[0].text == "timeout":
             words.pop(0)
             while words and words[0].text.startswith("-"):
-                words.pop(0)
+                if words.pop(0).text in _TIMEOUT_VALUED and words:
+                    words.pop(0)  # its value: timeout -k 60 --signal TERM 1h cmd
             words = words[1:]  # the duration
         return tuple(words)
 

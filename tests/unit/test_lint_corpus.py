@@ -123,6 +123,13 @@ BELOW_90 = {
     # `# SBATCH --reservation=...`: a past reservation switched off on purpose, info,
     # unlabelled; its warnings are all right
     "sbatch-misspelt",
+    # the seventh part's wrong ones (round seven, 2026-11-30), one script each:
+    # a Python str.format template (`{weights}&` is a tag, not a server started)
+    "background-never-waited",
+    # a course script whose --cpus-per-task comes on sbatch's command line
+    "slurm-variable-unset",
+    # a wrapper that, run by hand, submits itself once (not a chain from inside the job)
+    "resubmit-without-dependency",
 }
 
 

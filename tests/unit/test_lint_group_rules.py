@@ -211,13 +211,16 @@ def test_absolute_paths_missing_here_are_another_host_s(tmp_path: Path) -> None:
 
 
 def test_a_directory_named_after_the_job_never_exists_before_it() -> None:
-    """Issue 32 item 3: %j/%J/%A/%a in the directory: error on every cluster."""
+    """Issue 32 item 3: %j/%J/%A in the directory: error on every cluster. An array index
+    (%a) is known in advance, so its directories can be made before (fold_0 ... fold_4):
+    unknown, not an error (the issue names %a too; reality differs)."""
     for pattern in ("%j", "%J", "%A", "%a"):
         text = LOGS.replace("logs/%x-%j.out", f"logs/{pattern}/out.txt").replace(
             "mkdir -p logs\n", ""
         )
         dirs = [f for f in found_old(text) if f[2] == "output-dir-missing"]
-        assert dirs == [(4, "error", "output-dir-missing")], pattern
+        expected = [] if pattern == "%a" else [(4, "error", "output-dir-missing")]
+        assert dirs == expected, pattern
     named = found_old(LOGS.replace("logs/%x-%j.out", "logs/%x/%j.txt"))
     assert named == [(5, "warning", "output-dir-missing")]  # %x: unknown; logs/ made late
 

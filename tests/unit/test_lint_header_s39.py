@@ -135,7 +135,7 @@ def test_an_array_of_one_task_has_no_task_to_run_at_once_with(array: str) -> Non
 
 def test_an_array_of_several_tasks_still_collides_and_runs_at_once() -> None:
     text = _array("0-3", "out.txt")
-    assert of_rule(text, "array-without-limit", V24) == [(3, "warning")]
+    assert of_rule(text, "array-without-limit", V24) == [(3, "info")]  # a sweep may mean it
     assert of_rule(text, "output-collides", V24) == [(4, "warning")]
 
 

@@ -30,12 +30,19 @@ def in_checkout(tmp_path: Path, where: str, text: str) -> list[tuple[int, str]]:
     return [(f.line, f.severity) for f in lint_path(script, V22) if f.rule == "output-dir-missing"]
 
 
-@pytest.mark.parametrize("directory", ["%3A", "%10j", "run_%4a", "logs/%2J"])
+@pytest.mark.parametrize("directory", ["%3A", "%10j", "logs/%2J"])
 def test_a_padded_job_pattern_names_the_job_too(directory: str) -> None:
     # sbatch(1): a number between % and the letter zero-pads it; %3A is still the job id
     text = f"#!/bin/bash\n#SBATCH -t 5\n#SBATCH --output={directory}/out.txt\nhostname\n"
     assert missing(text) == [(3, "error")]
     assert missing(text, V24) == []  # slurmstepd makes it from 23.02
+
+
+@pytest.mark.parametrize("directory", ["run_%4a", "/scratch/folds/fold_%a"])
+def test_an_array_index_directory_may_exist_before(directory: str) -> None:
+    # fold_0 ... fold_4 can be made before the array is submitted: unknown, never an error
+    header = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --array=0-4\n"
+    assert missing(f"{header}#SBATCH --output={directory}/o\nhostname\n") == []
 
 
 @pytest.mark.parametrize("directory", ["%%j", "100%%3A"])

@@ -312,8 +312,8 @@ def test_output_names(directives: str, expected: list) -> None:
 @pytest.mark.parametrize(
     ("array", "name", "expected"),
     [
-        ("1-10", "train-7b", [(4, "warning", "array-without-limit")]),
-        ("1-10%4", "train-7b", [(4, "warning", "array-without-limit")]),
+        ("1-10", "train-7b", [(4, "info", "array-without-limit")]),
+        ("1-10%4", "train-7b", [(4, "info", "array-without-limit")]),
         ("1-10%1", "train-7b", []),
         ("1-10", "preprocess", []),
     ],

@@ -138,7 +138,7 @@ def test_a_lowercase_name_set_nowhere_loses_its_option_or_decides_a_test() -> No
     text = HEAD + "head_node_ip=$(hostname -i)\n"
     text += 'if [[ ! -n "$head_node_io" ]]; then exit 1; fi\n'
     text += "python run.py --root $data_root --ip $head_node_ip\n"
-    assert found(text, "unset-variable-option") == [(5, "warning"), (6, "warning")]
+    assert found(text, "unset-variable-option") == [(5, "info"), (6, "info")]
     set_by_read = HEAD + "read -r data_root < cfg\npython run.py --root $data_root\n"
     assert found(set_by_read, "unset-variable-option") == []
     loops = HEAD + "for lr in 1 2; do python run.py --lr $lr; done\n"
@@ -146,7 +146,7 @@ def test_a_lowercase_name_set_nowhere_loses_its_option_or_decides_a_test() -> No
     upper = HEAD + "python run.py --root $DATA_ROOT --p ${data:-x}\n"
     assert found(upper, "unset-variable-option") == []
     activate = HEAD + "source venv/bin/activate\npython run.py --root $data_root\n"
-    assert found(activate, "unset-variable-option") == [(5, "warning")]
+    assert found(activate, "unset-variable-option") == [(5, "info")]
     config = HEAD + "source config.sh\npython run.py --root $data_root\n"
     assert found(config, "unset-variable-option") == []
 

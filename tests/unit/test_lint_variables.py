@@ -24,7 +24,7 @@ def rules(text: str) -> list[tuple[int, str, str]]:
     ],
 )
 def test_an_option_value_nobody_sets(step: str) -> None:
-    assert (6, "warning", "variable-never-set") in rules(HEAD + step + "\n")
+    assert (6, "info", "variable-never-set") in rules(HEAD + step + "\n")
 
 
 @pytest.mark.parametrize(

@@ -103,7 +103,7 @@ def test_a_script_whose_directives_name_shell_variables_takes_them_from_the_subm
 
 
 def test_counts_nobody_sets_are_still_found_in_a_script_with_literal_directives() -> None:
-    assert (5, "warning", "variable-never-set") in found(FROM_ENV.format(nodes="2"))
+    assert (5, "info", "variable-never-set") in found(FROM_ENV.format(nodes="2"))
 
 
 def _server_job(gres: str) -> str:
@@ -150,7 +150,7 @@ def _by_task(array: str, names: str) -> str:
 
 
 def test_an_array_range_past_the_last_element_gives_empty_values() -> None:
-    assert (7, "warning", "unset-variable-option") in found(_by_task("0-3%2", "a b c"))
+    assert (7, "info", "unset-variable-option") in found(_by_task("0-3%2", "a b c"))
 
 
 def test_an_array_range_within_the_list_is_fine() -> None:

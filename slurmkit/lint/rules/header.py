@@ -527,11 +527,19 @@ def _overridden(
     line whose value it applies: the last one.
     """
     given: dict[str, list[tuple[str | None, int, str]]] = {}
+    stock = long_options(None)
     for directive in directives:
         for option in directive.options:
-            if option.name in _ADDS_UP or (option.name == "mail-type" and mail_types_add(context)):
+            # getopt takes an unambiguous prefix (--accoun is --account); a name sbatch does
+            # not know is a site plugin's (PC2's repeated --fpgalink adds links), whose
+            # repeats only the plugin can judge
+            meant = match_long(option.name, stock)
+            if len(meant) != 1:
                 continue
-            given.setdefault(option.name, []).append((option.value, directive.line, option.written))
+            name = meant[0]
+            if name in _ADDS_UP or (name == "mail-type" and mail_types_add(context)):
+                continue
+            given.setdefault(name, []).append((option.value, directive.line, option.written))
     for name, values in given.items():
         final, last_line, last_written = values[-1]
         for value, line, written in values[:-1]:

@@ -683,13 +683,15 @@ def _nodes_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
         for match in _NODE_ARGS.finditer(line):
             low, _, high = match["n"].partition(":")
             asked = (int(low), int(high or low))
-            if asked[1] < nodes[0] or asked[0] > nodes[1]:
+            # fewer nodes than the job holds may be meant (a server on 4 of 9 nodes, clients
+            # on the rest); more can never join
+            if asked[0] > nodes[1]:
                 yield script.finding(
                     number,
                     ERROR,
                     RULE_NODES.id,
-                    f"--{match['opt']} {match['n']} but {wanted}: the launcher's node count must "
-                    "be the allocation's",
+                    f"--{match['opt']} {match['n']} but {wanted}: the launcher waits for nodes "
+                    "the job never gets",
                     f"--{match['opt']}=$SLURM_NNODES",
                 )
 

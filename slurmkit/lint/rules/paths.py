@@ -9,8 +9,10 @@ missing directory is judged only for a version before 23.02 (or an unknown one).
 directory is judged from the script's context, never from wherever lint happens to
 run (issue 32 item 3):
 
-- a directory containing ``%j``, ``%J``, ``%A`` or ``%a`` (also zero-padded: ``%3A``)
-  names the job itself, so it cannot exist before the job starts: error before 23.02;
+- a directory containing ``%j``, ``%J`` or ``%A`` (also zero-padded: ``%3A``) names the job
+  itself, so it cannot exist before the job starts: error before 23.02. ``%a``, an array
+  task's index, is known before the job (``fold_%a/`` for folds 0-4 made by an earlier
+  step): such a directory is unknown, not wrong (issue 32 names ``%a`` too; reality differs);
 - a relative directory is looked up under the submit directory when it is known:
   ``lint --submit-dir DIR`` (joined with a relative ``--chdir``), or an absolute
   ``--chdir``; missing there: error (an absolute ``--chdir`` missing on this host is
@@ -89,8 +91,12 @@ def _directory(value: str) -> str | None:
 
 
 def _per_job_dir(directory: str) -> bool:
-    """Whether the directory names the job itself: %j, %J, %A or %a (also padded: %3A)."""
-    return not pattern_letters(directory).isdisjoint("jJAa")
+    """Whether the directory names the job itself: %j, %J or %A (also padded: %3A).
+
+    Not %a: a task index is known in advance, and directories per index can be made before
+    the array is submitted.
+    """
+    return not pattern_letters(directory).isdisjoint("jJA")
 
 
 def _known(path: str) -> bool:
@@ -697,8 +703,8 @@ def _per_job(script: Script, setting: Setting, directory: str, context: LintCont
         setting.line,
         ERROR,
         RULE_LOG_DIR.id,
-        f"#SBATCH {setting.written}: the directory {directory} names the job itself (%j, %J, "
-        f"%A, %a, padded or not), so it cannot exist before the job starts, and "
+        f"#SBATCH {setting.written}: the directory {directory} names the job itself (%j, %J "
+        f"or %A, padded or not), so it cannot exist before the job starts, and "
         f"{_no_mkdir(context)}: the job fails at once and leaves no log",
         "keep the job id in the file name (logs/%x-%j.out) and the directory fixed "
         "(mkdir -p logs before sbatch)",

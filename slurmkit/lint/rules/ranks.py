@@ -71,11 +71,21 @@ def _harmless(script: Script, srun: Srun, text: str, value: str, via: str) -> bo
     """
     if via and _harmless_uses(script, srun, script.source(srun.command), value, _ref(via)):
         return True
-    if value.startswith("$("):
+    if _names_node(value):
         if via and _ADDRESS_NAME.search(via):
             return True
-        return _harmless_uses(script, srun, text, value, _HOSTNAME)
+        ref = _HOSTNAME if value.startswith("$(") else _ref(value[1:])
+        return _harmless_uses(script, srun, text, value, ref)
     return _harmless_uses(script, srun, text, value, _ref(value[1:]))
+
+
+def _names_node(value: str) -> bool:
+    """``$(hostname)`` and ``$SLURMD_NODENAME``: the batch step's node, by name.
+
+    As a rendezvous or master address (``--rdzv_endpoint=$SLURMD_NODENAME:29500``,
+    ``PRIMARY_ADDR=$SLURMD_NODENAME``) the first node is the one meant, like ``$(hostname)``.
+    """
+    return value.startswith("$(") or value == "$SLURMD_NODENAME"
 
 
 def _ref(name: str) -> str:
@@ -86,7 +96,7 @@ def _ref(name: str) -> str:
 
 def _harmless_uses(script: Script, srun: Srun, text: str, value: str, ref: str) -> bool:
     """Whether every use of ``ref`` in ``text`` is one where the first node's value is meant."""
-    if value.startswith("$("):
+    if _names_node(value):
         hosts = re.findall("(" + _ROLE + "|" + _ADDRESS + ")?" + ref, text)
         return bool(hosts) and all(hosts)
     uses = re.findall("(" + _ROLE + ")?(" + _NODE_RANK + ")?" + ref, text)

@@ -185,7 +185,7 @@ def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
         number, line = code[index]
         stripped = line.strip()
         first = stripped.split(None, 1)[0] if stripped else ""
-        if first in _STANDALONE and not stripped.endswith("\\"):
+        if first in _STANDALONE and not stripped.endswith("\\") and not _runs_it(code, index):
             yield script.finding(
                 number,
                 ERROR,
@@ -195,6 +195,25 @@ def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
                 "(it fails on arguments it does not know, and this line never runs)",
                 f"remove the backslash at the end of line {script.shown(number - 1)}",
             )
+
+
+_LEADING = frozenset({"if", "then", "elif", "while", "until", "do", "!", "time", "exec"})
+
+
+def _runs_it(code: list[tuple[int, str]], index: int) -> bool:
+    """Whether the continued command above ``code[index]`` takes a command as its arguments
+    (``srun --mpi=pmix \\`` then ``echo up``: echo is what srun runs, on every task)."""
+    start = index - 1
+    while (
+        start > 0
+        and code[start - 1][0] == code[start][0] - 1
+        and code[start - 1][1].rstrip().endswith("\\")
+    ):
+        start -= 1
+    words = code[start][1].split()
+    while words and words[0] in _LEADING:
+        words.pop(0)
+    return bool(words) and words[0].rsplit("/", 1)[-1] in _RUNS_COMMANDS
 
 
 # Programs that take another command, or themselves, as their arguments.

@@ -311,6 +311,8 @@ def _gpus_missing(script: Script, context: LintContext) -> Iterator[Finding]:
     if refused is not None:
         yield refused
         return
+    if script.job.get("exclusive") is not None:
+        return  # whole nodes: where GPUs are no GRES (cloud clusters often) it sees them all
     for command in _top(script):
         program = _gpu_program(script, command)
         if program is None:

@@ -30,7 +30,7 @@ import shlex
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.findings import WARNING, Finding, Rule
+from slurmkit.lint.findings import INFO, Finding, Rule
 from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.launchers import launcher_in
 from slurmkit.lint.script import Script, Srun, is_srun
@@ -160,7 +160,7 @@ def _never_set(script: Script, context: LintContext) -> Iterator[Finding]:
             reported.add(name)
             yield script.finding(
                 script.line_of(command.start),
-                WARNING,
+                RULE_NEVER_SET.severity,
                 RULE_NEVER_SET.id,
                 f"${name} is a count here, but neither the script nor Slurm sets "
                 "it: unless the submitting shell exports it, the option gets an empty value "
@@ -256,7 +256,7 @@ def _misspelt_counts(script: Script, assigned: set[str]) -> Iterator[Finding]:
     for name, other in sorted(missed.items(), key=lambda item: uses[item[0]]):
         yield script.finding(
             uses[name],
-            WARNING,
+            RULE_NEVER_SET.severity,
             RULE_NEVER_SET.id,
             f"${name} is a count here, but neither the script nor Slurm sets it (the script "
             f"sets {other}): it is empty (0 in arithmetic), so the count is wrong",
@@ -518,7 +518,7 @@ def _unset_option(script: Script, context: LintContext) -> Iterator[Finding]:
         shown = ", ".join(f"${name}" for name in sorted(found))
         yield script.finding(
             line,
-            WARNING,
+            RULE_UNSET_OPTION.severity,
             RULE_UNSET_OPTION.id,
             f"{shown} set nowhere in the script (lower-case: not from Slurm or a module): "
             "empty here, so the option loses its value or the test always goes one way",
@@ -571,7 +571,7 @@ def _past_the_array(script: Script) -> Iterator[Finding]:
             continue
         yield script.finding(
             script.line_of(use.start()),
-            WARNING,
+            RULE_UNSET_OPTION.severity,
             RULE_UNSET_OPTION.id,
             f"--array={spec} runs task {last}, but {name} holds {size} elements (0 to "
             f"{size - 1}): ${{{name}[$SLURM_ARRAY_TASK_ID]}} is empty in the last "
@@ -580,15 +580,18 @@ def _past_the_array(script: Script) -> Iterator[Finding]:
         )
 
 
+# Info since round seven: a variable a framework or the submit environment sets (worker's
+# data file, a wrapper's export) is invisible to the script, and the development part's
+# seven test parts had it right on 6 of 10 and 12 of 18 findings.
 RULE_NEVER_SET = Rule(
     "variable-never-set",
-    WARNING,
+    INFO,
     "an srun or launcher count (-N, --nproc_per_node…) is a variable nobody sets",
     _never_set,
 )
 RULE_UNSET_OPTION = Rule(
     "unset-variable-option",
-    WARNING,
+    INFO,
     "a lower-case $name the script never sets, used as an option's value or a test operand",
     _unset_option,
 )
