@@ -17,7 +17,6 @@ them without seeing what lint says. Run by hand, not in tests.
 from __future__ import annotations
 
 import argparse
-import csv
 import hashlib
 import json
 import shutil
@@ -28,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.score_lint_corpus import CORPUS, LABEL_KINDS, NOT_SCRIPTS
+from benchmarks.score_lint_corpus import CORPUS, LABEL_KINDS, scripts
+from benchmarks.score_lint_corpus import read_rows as rows
 from slurmkit.lint.rules import RULE_IDS
 
 STAGED_EXTRA = {"NOTES.md"}
@@ -38,15 +38,9 @@ SOURCE_COLUMNS = ("file", "repository", "path", "commit", "licence", "labels")
 SHIPS_COLUMNS = ("repository", "directory", "commit", "evidence")
 
 
-def rows(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="") as stream:
-        lines = (line for line in stream if not line.startswith("#"))
-        return list(csv.DictReader(lines, delimiter="\t"))
-
-
 def script_files(directory: Path) -> list[Path]:
-    skip = NOT_SCRIPTS | STAGED_EXTRA
-    return sorted(p for p in directory.iterdir() if p.is_file() and p.name not in skip)
+    """The scorer's scripts of a directory, less a staged part's NOTES.md."""
+    return [directory / name for name in scripts(directory) if name not in STAGED_EXTRA]
 
 
 def corpus_directories() -> list[Path]:
@@ -306,7 +300,7 @@ def main(argv: list[str]) -> int:
         pool = [p for d in corpus_directories() for p in script_files(d)]
         if args.file.parent.parent.is_dir():
             pool += [p for d in staged_parts(args.file.parent.parent) for p in script_files(d)]
-        for near in closest(args.file, pool):
+        for near in closest(args.file, list(dict.fromkeys(p.resolve() for p in pool))):
             print(f"{near.share:.0%}\t{near.other}")
         return 0
     if args.verb == "check":

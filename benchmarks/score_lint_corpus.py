@@ -176,8 +176,8 @@ def lint_corpus(directory: Path, names: list[str], version: str) -> list[dict[st
     (``SHIPS.tsv``: checked at the commit with ``git ls-tree``) kept by a ``.gitkeep``.
     Findings name the corpus files again.
     """
-    rows = {r["file"]: r for r in _rows(directory / "SOURCES.tsv")}
-    ships = _rows(directory / "SHIPS.tsv") if (directory / "SHIPS.tsv").is_file() else []
+    rows = {r["file"]: r for r in read_rows(directory / "SOURCES.tsv")}
+    ships = read_rows(directory / "SHIPS.tsv") if (directory / "SHIPS.tsv").is_file() else []
     with tempfile.TemporaryDirectory(prefix="slurmkit-corpus-") as tmp:
         root = Path(tmp)
         placed: dict[str, str] = {}
@@ -197,7 +197,7 @@ def lint_corpus(directory: Path, names: list[str], version: str) -> list[dict[st
     return findings
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
+def read_rows(path: Path) -> list[dict[str, str]]:
     with open(path, newline="") as stream:
         return list(csv.DictReader(stream, delimiter="\t"))
 
