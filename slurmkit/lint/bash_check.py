@@ -3,11 +3,12 @@
 ``bash-syntax`` means "bash refuses this script", and the one authority on that is bash.
 The grammar lint reads (tree-sitter-bash) recovers from anything and misreads some valid
 bash: a ``<(…)`` inside backquotes, a ``fi`` after a construct it does not know. On the
-seventh test part 6 of its bash-syntax errors were such misreadings (or template tags), and
-it missed 4 that bash refuses. So where bash can run, its verdict decides: a script bash
-reads without complaint has no bash-syntax error, and one it refuses has one, at the line
-bash names when the grammar saw nothing. Where bash cannot run (no bash, a timeout), the
-grammar's reading stands, as before.
+seventh test part 5 of its 6 wrong bash-syntax errors were scripts bash reads whole (valid
+bash, or templates whose tags bash takes for words). So where the grammar reports an error
+and bash can run, bash confirms it: a script bash reads without complaint has no bash-syntax
+error (:mod:`slurmkit.lint.rules.syntax`). Where bash cannot run (no bash, a timeout), the
+grammar's reading stands, as before. The verdict names the line bash complains of, for
+whoever reads it; lint itself keeps the grammar's place, which has a column.
 
 ``-O extglob``: ``bash -n`` runs no ``shopt``, so a script that turns extended globs on and
 then uses them would be refused by ``-n`` alone while it runs fine. Nothing is executed: the

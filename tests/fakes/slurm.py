@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from slurmkit import _proc
-from slurmkit.lint.bash_check import ARGV
+from slurmkit.lint.bash_check import ARGV  # lint's bash -n, answered by bash itself
 from tests.unit import fixtures_path
 
 Reply: TypeAlias = "str | tuple[int, str, str] | _proc.Completed | BaseException"
@@ -55,7 +55,6 @@ Answer: TypeAlias = "Reply | Sequence[Reply] | Callable[[Call], Answer]"
 Pattern: TypeAlias = "str | Sequence[str] | Callable[[tuple[str, ...]], bool]"
 
 _REAL = object()  # the answer of run_really(): the real process runs
-_LINT_BASH_CHECK = ARGV
 
 
 def _matches(pattern: Sequence[str], argv: Sequence[str]) -> bool:
@@ -174,7 +173,7 @@ class FakeSlurm:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
     ) -> _proc.Completed:
-        if tuple(argv) == _LINT_BASH_CHECK:
+        if tuple(argv) == ARGV:
             # lint's syntax check (slurmkit.lint.bash_check): no Slurm call, not recorded, and
             # bash itself answers, as wherever lint runs
             return self._real(argv, timeout=timeout, input=input, env=env, cwd=cwd)
