@@ -32,7 +32,7 @@ PRECISION: dict[str, tuple[int, int]] = {
     "output-collides": (22, 22),
     "output-dir-missing": (1086, 1095),
     "output-per-node": (0, 114),
-    "output-without-jobid": (0, 1038),
+    "output-without-jobid": (0, 1102),
     "resubmit-without-dependency": (2, 4),
     "rm-own-log": (2, 2),
     "sbatch-continuation": (3, 3),

@@ -16,6 +16,9 @@ prefixes. Short options: the letters sbatch accepts (all three versions alike).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+from slurmkit.sbatch.options import canonical
 from slurmkit.slurm.records import SlurmVersion
 
 NEWER_THAN_PROBED = SlurmVersion(26, 6, 0)
@@ -171,6 +174,19 @@ def long_options(version: SlurmVersion | None) -> frozenset[str]:
     if version < SlurmVersion(26, 5, 0):
         return LONG_24_11 | LONG_26_05
     return LONG_26_05
+
+
+@lru_cache(maxsize=1024)
+def stock_meaning(name: str) -> str:
+    """The sbatch option ``--name`` means at any version: itself or the one it abbreviates.
+
+    getopt_long takes any unambiguous prefix (``--accoun=x`` sets ``--account``), so every
+    rule must see the option meant, not the word written. Judged against every version's
+    table at once, because the job a script requests is read once for all versions: a
+    prefix ambiguous there, or a name no version knows (a SPANK plugin's), stays as written.
+    """
+    meant = match_long(name, long_options(None))
+    return canonical(meant[0]) if len(meant) == 1 else name  # --tasks: --ntasks-per-node
 
 
 def match_long(name: str, table: frozenset[str]) -> list[str]:

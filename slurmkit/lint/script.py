@@ -18,6 +18,7 @@ from typing import Any
 
 from slurmkit.lint.findings import Finding
 from slurmkit.lint.helpers import Helpers
+from slurmkit.lint.sbatch_table import stock_meaning
 from slurmkit.lint.shell import (
     Assignment,
     Command,
@@ -201,7 +202,7 @@ class Script:
         self.directives = read_directives(
             self.lines, self.parsed.comment_lines, mask=mask_templates
         )
-        self.job = job_request(self.directives)
+        self.job = job_request(self.directives, stock_meaning)
 
     # ------------------------------------------------------------ job scripts inside
 

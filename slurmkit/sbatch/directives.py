@@ -269,12 +269,19 @@ def _directive(
     )
 
 
-def job_request(directives: list[Directive]) -> JobRequest:
+def job_request(
+    directives: list[Directive], meaning: Callable[[str], str] | None = None
+) -> JobRequest:
+    """The last value of each option the read directives give.
+
+    ``meaning``: the option a written long name stands for (getopt's unambiguous prefix:
+    ``--accoun`` is ``--account``); the caller owns sbatch's option table. Without it
+    options are keyed as written.
+    """
     request = JobRequest()
     for directive in directives:
         if directive.ignored is None:
             for option in directive.options:
-                request.settings[option.name] = Setting(
-                    option.value, directive.line, option.written
-                )
+                name = meaning(option.name) if meaning is not None else option.name
+                request.settings[name] = Setting(option.value, directive.line, option.written)
     return request

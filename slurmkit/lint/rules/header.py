@@ -24,6 +24,7 @@ from slurmkit.lint.sbatch_table import (
     SHORT_WITH_VALUE,
     long_options,
     match_long,
+    stock_meaning,
 )
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import mask_templates
@@ -530,13 +531,12 @@ def _overridden(
     stock = long_options(None)
     for directive in directives:
         for option in directive.options:
-            # getopt takes an unambiguous prefix (--accoun is --account); a name sbatch does
+            # by the option an abbreviation means (--accoun is --account); a name sbatch does
             # not know is a site plugin's (PC2's repeated --fpgalink adds links), whose
             # repeats only the plugin can judge
-            meant = match_long(option.name, stock)
-            if len(meant) != 1:
+            name = stock_meaning(option.name)
+            if name not in stock:
                 continue
-            name = meant[0]
             if name in _ADDS_UP or (name == "mail-type" and mail_types_add(context)):
                 continue
             given.setdefault(name, []).append((option.value, directive.line, option.written))

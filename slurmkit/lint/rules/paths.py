@@ -70,7 +70,6 @@ from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.helpers import find_work_tree
 from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.lifecycle import exits_after
-from slurmkit.lint.sbatch_table import long_options, match_long
 from slurmkit.lint.script import Script
 from slurmkit.sbatch.directives import FILENAME_PATTERN, Setting, pattern_letters
 
@@ -117,9 +116,8 @@ def _made_by_script(script: Script) -> dict[str, int]:
 
 
 def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
-    table = long_options(context.version)
-    logs = [s for s in (_setting(script, name, table) for name in ("output", "error")) if s]
-    chdir = _setting(script, "chdir", table)
+    logs = [s for s in (_setting(script, name) for name in ("output", "error")) if s]
+    chdir = _setting(script, "chdir")
     if chdir is not None and chdir.value and _template(chdir.value):
         return
     word = _literal_variable(script, chdir.value) if chdir is not None and chdir.value else None
@@ -130,7 +128,7 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     fails = context.log_dir_not_created
     made: dict[str, int] | None = None
     for setting in logs:
-        directory = _directory(_with_job_name(setting.value or "", script, table))
+        directory = _directory(_with_job_name(setting.value or "", script))
         if directory is None:
             continue
         if _per_job_dir(directory):
@@ -512,22 +510,17 @@ def _feeder_facts(feeder: Script) -> tuple[int | None, dict[str, int]]:
     return facts
 
 
-def _setting(script: Script, name: str, table: frozenset[str]) -> Setting | None:
+def _setting(script: Script, name: str) -> Setting | None:
     """The last ``--name`` sbatch reads, also written as getopt's abbreviation (``--err``).
 
-    sbatch reads directives with getopt_long, which takes any unambiguous prefix of a
-    long option: ``#SBATCH --err=logs/x.err`` sets the error file like ``--error``.
+    The job request keys each option by the one it means (``#SBATCH --err=logs/x.err``
+    sets the error file like ``--error``); an empty value sets nothing.
     """
     chosen = script.job.get(name)
-    for written, setting in script.job.settings.items():
-        if written == name or match_long(written, table) != [name]:
-            continue
-        if chosen is None or setting.line >= chosen.line:
-            chosen = setting
     return chosen if chosen is not None and chosen.value else None
 
 
-def _with_job_name(value: str, script: Script, table: frozenset[str]) -> str:
+def _with_job_name(value: str, script: Script) -> str:
     """``%x`` replaced by the job name the script sets, which may add directories.
 
     Slurm puts the name in as it is: ``--job-name=open_r1/eval`` with
@@ -536,7 +529,7 @@ def _with_job_name(value: str, script: Script, table: frozenset[str]) -> str:
     """
     if "x" not in pattern_letters(value):
         return value
-    job_name = _setting(script, "job-name", table)
+    job_name = _setting(script, "job-name")
     name = job_name.value if job_name is not None else None
     if not name or not _known(name):
         return value
