@@ -285,6 +285,18 @@ def test_missing_time_and_shebang() -> None:
     assert found("echo not a batch script\n") == []  # no #SBATCH: nothing to say
 
 
+def test_a_shebang_that_lost_its_hash_bang_is_the_one_finding() -> None:
+    """``bin/bash`` on line 1 is a command, so every #SBATCH below reads as after it; but
+    sbatch refuses the script for its first line, and that is the one fix to name."""
+    broken = "bin/bash\n#SBATCH -t 5\n#SBATCH -N 1\nsrun hostname\n"
+    assert found(broken) == [(1, "error", "missing-shebang")]
+    # a real command before the header is the other defect: the header is ignored
+    late = "#!/bin/bash\nmodule load x\n#SBATCH -t 5\nsrun hostname\n"
+    assert found(late) == [(3, "warning", "sbatch-directive-ignored")]
+    wrapper = "bin/bash\necho run\n#SBATCH -t 5\n"  # line 2 still ends the header
+    assert found(wrapper) == [(3, "warning", "sbatch-directive-ignored")]
+
+
 @pytest.mark.parametrize(
     ("directives", "expected"),
     [

@@ -11,6 +11,7 @@ from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.rules.launchers import TRAINER, launcher_kind, launcher_lines
 from slurmkit.lint.script import Script
+from slurmkit.lint.shell import mask_templates
 from slurmkit.sbatch.directives import (
     AFTER_COMMAND,
     ESCAPED_BLANK_FROM,
@@ -20,6 +21,7 @@ from slurmkit.sbatch.directives import (
     WRONG_CASE,
     Directive,
     pattern_letters,
+    read_directives,
     sbatch_words,
 )
 from slurmkit.sbatch.options import parse_options
@@ -44,9 +46,28 @@ def _has_directives(script: Script) -> bool:
     return any(d.ignored is None for d in script.directives)
 
 
+def _lost_to_first_line(script: Script) -> set[int]:
+    """Directives ignored only because line 1 is a command: a shebang that lost its ``#!``.
+
+    ``bin/bash`` or ``!/bin/bash`` as line 1 is a command to sbatch's header reader, so
+    every ``#SBATCH`` below it reads as "after the first command"; but the defect is the
+    first line, and sbatch refuses such a script whole. The lines that a real shebang
+    would make directives (none when line 1 is a comment, blank or a shebang).
+    """
+    first = script.lines[0].strip() if script.lines else ""
+    if not first or first.startswith("#"):
+        return set()
+    repaired = read_directives(
+        ["#", *script.lines[1:]], script.parsed.comment_lines, mask=mask_templates
+    )
+    return {d.line for d in repaired if d.ignored is None}
+
+
 def _shebang(script: Script, context: LintContext) -> Iterator[Finding]:
     body = script.text
-    if _has_directives(script) and not body.startswith("#!"):
+    if body.startswith("#!"):
+        return
+    if _has_directives(script) or _lost_to_first_line(script):
         first = body.split("\n", 1)[0]
         yield script.finding(
             1,
@@ -109,8 +130,9 @@ def _ignored(script: Script, context: LintContext) -> Iterator[Finding]:
     # a block of ignored lines (a second job's header, a commented-out copy) splits each
     # distinct text once.
     harmless: dict[str, bool] = {}
+    lost = _lost_to_first_line(script)  # missing-shebang names the one fix
     for directive in script.directives:
-        if not directive.ignored:
+        if not directive.ignored or directive.line in lost:
             continue
         verdict = harmless.get(directive.text)
         if verdict is None:
