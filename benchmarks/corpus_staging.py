@@ -62,12 +62,24 @@ def corpus_repositories(deepening: Path | None = None) -> set[str]:
     }
 
 
+def _bytes(path: Path) -> bytes:
+    """A file's bytes; none for one another collector removed since it was listed.
+
+    Collectors stage at the same time, each dropping near-copies of its own; a check of
+    one part reads every other part, and must not crash on a file gone a moment later.
+    """
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def distinct_lines(path: Path) -> frozenset[str]:
     """The non-blank lines, stripped: what two copies of one job share whatever the layout.
 
     The commonest shebang is left out, so that two three-line scripts are not copies for it.
     """
-    text = path.read_bytes().decode("utf-8", "replace")
+    text = _bytes(path).decode("utf-8", "replace")
     return frozenset(
         s for s in (line.strip() for line in text.splitlines()) if s and s != "#!/bin/bash"
     )
@@ -152,7 +164,7 @@ def _check_sources(part: Path, sources: list[dict[str, str]], deepening: Path | 
 def _check_copies(part: Path) -> list[str]:
     problems = []
     pool = pool_beside(part)
-    digests = {hashlib.md5(p.read_bytes()).hexdigest(): p for p in pool}
+    digests = {hashlib.md5(body).hexdigest(): p for p in pool if (body := _bytes(p))}
     mine = script_files(part)
     for path in mine:
         copy = digests.get(hashlib.md5(path.read_bytes()).hexdigest())
