@@ -300,7 +300,13 @@ def main(argv: list[str]) -> int:
     checking.add_argument(
         "--deepening", type=Path, help="a test part whose repositories may give more"
     )
-    verbs.add_parser("similar").add_argument("file", type=Path)
+    similar = verbs.add_parser("similar")
+    similar.add_argument("file", type=Path)
+    similar.add_argument(
+        "--stage",
+        type=Path,
+        help="the staging directory whose parts to compare with (default: the file's part's)",
+    )
     merging = verbs.add_parser("merge")
     merging.add_argument("--into", type=Path, required=True)
     merging.add_argument("--dry-run", action="store_true")
@@ -309,9 +315,12 @@ def main(argv: list[str]) -> int:
     merging.add_argument("parts", type=Path, nargs="+")
     args = parser.parse_args(argv)
     if args.verb == "similar":
+        # a candidate still outside the stage (in /tmp) is compared with the stage it is
+        # meant for, not with whatever lies beside /tmp
+        stage = args.stage or args.file.parent.parent
         pool = [p for d in corpus_directories() for p in script_files(d)]
-        if args.file.parent.parent.is_dir():
-            pool += [p for d in staged_parts(args.file.parent.parent) for p in script_files(d)]
+        if stage.is_dir():
+            pool += [p for d in staged_parts(stage) for p in script_files(d)]
         for near in closest(args.file, list(dict.fromkeys(p.resolve() for p in pool))):
             print(f"{near.share:.0%}\t{near.other}")
         return 0
