@@ -85,7 +85,13 @@ def test_findings_match_the_judgments(version: str) -> None:
         k for k, sev in found.items() if sev != INFO and verdicts.get(k) != "right"
     )
     assert shown_wrong == [], "errors/warnings not judged right"
-    missing = sorted(k for k, v in verdicts.items() if v == "right" and found.get(k, INFO) == INFO)
+    # a rule made info by its measured precision still finds what was judged right, as info
+    quieted = {rule.id for rule in RULES if rule.severity == INFO}
+    missing = sorted(
+        k
+        for k, v in verdicts.items()
+        if v == "right" and (k not in found or (found[k] == INFO and k[2] not in quieted))
+    )
     assert missing == [], "findings judged right, not shown"
     unjudged = sorted(k for k in found if verdicts.get(k) not in ("right", "wrong"))
     assert unjudged == [], "findings nobody judged"
@@ -116,10 +122,6 @@ BELOW_90 = {
     # SPANK plugin options (Shifter --image, pyxis --container-*, CSCS --environment) are
     # info, unlabelled: real on their sites; its errors are all right
     "sbatch-unknown-option",
-    # one CPU for a launcher and its workers is right by Slurm unless the site gives CPUs per
-    # GPU (DefCpuPerGPU), which the script cannot show; the labellers mostly left it alone
-    # (right on 12 of 52 unseen findings: lint --list-rules shows it)
-    "launcher-cpus-per-task",
     # `# SBATCH --reservation=...`: a past reservation switched off on purpose, info,
     # unlabelled; its warnings are all right
     "sbatch-misspelt",
@@ -128,8 +130,6 @@ BELOW_90 = {
     "background-never-waited",
     # a course script whose --cpus-per-task comes on sbatch's command line
     "slurm-variable-unset",
-    # a wrapper that, run by hand, submits itself once (not a chain from inside the job)
-    "resubmit-without-dependency",
 }
 
 

@@ -135,7 +135,7 @@ def test_quoted_node_list_in_an_array_is_an_error() -> None:
     assert found(RAY) == [(7, "error", "hostlist-one-element")]
     # ray start is a launcher (issue 32 item 5): its daemon and every worker on 1 CPU
     one_cpu = RAY.replace(" --cpus-per-task=8", "")
-    assert (9, "warning", "launcher-cpus-per-task") in found(one_cpu)
+    assert (9, "info", "launcher-cpus-per-task") in found(one_cpu)
     direct = RAY.replace(
         'nodes_array=("$nodes")', 'nodes_array=("$(scontrol show hostnames $SLURM_NODELIST)")'
     )

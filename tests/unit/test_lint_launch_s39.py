@@ -85,7 +85,7 @@ def test_a_header_with_no_shape_leaves_the_cpus_to_the_command_line() -> None:
     # a name and a time limit only: the submitter passes nodes, GPUs and CPUs
     assert "launcher-cpus-per-task" not in rules("#!/bin/bash\n#SBATCH -J x -t 10\n" + command)
     shaped = "#!/bin/bash\n#SBATCH -J x -t 10\n#SBATCH --gres=gpu:4\n" + command
-    assert (4, "warning", "launcher-cpus-per-task") in found(shaped)
+    assert (4, "info", "launcher-cpus-per-task") in found(shaped)
 
 
 def test_workers_of_a_job_with_no_gpus_are_cpu_workers() -> None:

@@ -30,7 +30,7 @@ def found(text: str) -> list[tuple[int, str, str]]:
     ],
 )
 def test_new_launchers_on_one_cpu(command: str) -> None:
-    assert (4, "warning", "launcher-cpus-per-task") in found(ONE_NODE + command + "\n")
+    assert (4, "info", "launcher-cpus-per-task") in found(ONE_NODE + command + "\n")
     assert found(ONE_NODE + "#SBATCH -c 16\n" + command + "\n") == []
 
 

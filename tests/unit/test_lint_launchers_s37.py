@@ -218,13 +218,13 @@ def test_the_jobs_own_count_passed_to_the_step_is_the_jobs() -> None:
     one = (
         "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -N 2 --ntasks-per-node=1\n#SBATCH --gpus-per-node=4\n"
     )
-    assert (5, "warning", "launcher-cpus-per-task") in found(one + step)
+    assert (5, "info", "launcher-cpus-per-task") in found(one + step)
 
 
 def test_a_launcher_in_a_comment_after_code_runs_nothing() -> None:
     head = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH --gpus-per-node=4\n"
     assert found(head + "python train.py  # was: torchrun --nproc_per_node 4 train.py\n") == []
-    assert (4, "warning", "launcher-cpus-per-task") in found(
+    assert (4, "info", "launcher-cpus-per-task") in found(
         head + "torchrun --nproc_per_node 4 train.py  # four workers\n"
     )
 

@@ -152,7 +152,7 @@ def test_a_term_trap_that_requeues() -> None:
 def test_self_resubmission_without_a_dependency() -> None:
     text = HEAD + 'python t.py\nsbatch "$0"\npython eval.py\n'  # work after it: overlap
     assert found(text, rule="resubmit-without-dependency") == [
-        (6, "warning", "resubmit-without-dependency")
+        (6, "info", "resubmit-without-dependency")
     ]
     single = text.replace('sbatch "$0"', 'sbatch --dependency=singleton "$0"')
     assert found(single, rule="resubmit-without-dependency") == []

@@ -252,7 +252,7 @@ def test_nproc_per_node_against_gres_and_gpus_without_request() -> None:
 
 def test_launcher_cpus() -> None:
     text = HEAD + "#SBATCH --gres=gpu:8\nsrun torchrun --nproc_per_node=8 t.py\n"
-    assert found(text) == [(5, "warning", "launcher-cpus-per-task")]
+    assert found(text) == [(5, "info", "launcher-cpus-per-task")]
     text = HEAD + "#SBATCH --gres=gpu:8\nsrun -c 32 torchrun --nproc_per_node=8 t.py\n"
     assert found(text) == []
     text = HEAD + "#SBATCH --gres=gpu:8 --exclusive\nsrun torchrun --nproc_per_node=8 t.py\n"
@@ -265,7 +265,7 @@ def test_launcher_cpus_with_one_worker_is_a_plain_training() -> None:
     assert found(text) == []
     assert found(HEAD + "#SBATCH --gres=gpu:1\ntorchrun --standalone t.py\n") == []
     text = HEAD + "#SBATCH --gres=gpu:2\ntorchrun --standalone --nproc-per-node 2 t.py\n"
-    assert found(text) == [(5, "warning", "launcher-cpus-per-task")]
+    assert found(text) == [(5, "info", "launcher-cpus-per-task")]
 
 
 def test_launcher_outside_srun_on_several_nodes() -> None:

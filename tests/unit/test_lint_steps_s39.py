@@ -54,7 +54,7 @@ def test_a_resubmission_as_the_last_act_cannot_overlap(tail: str) -> None:
     ],
 )
 def test_a_resubmission_while_work_goes_on_still_overlaps(body: str) -> None:
-    assert [s for _, s in found(RESUBMIT, body)] == ["warning"]
+    assert [s for _, s in found(RESUBMIT, body)] == ["info"]
 
 
 def test_a_steps_only_signal_with_a_trap_that_only_prints_loses_nothing() -> None:
@@ -129,4 +129,4 @@ def test_a_negated_group_is_bash(line: str) -> None:
 
 def test_a_negated_group_keeps_its_commands() -> None:
     body = 'if ! { [ -f a ] || [ -f b ]; }; then\n  sbatch "$0"\n  srun x\nfi\n'
-    assert [s for _, s in found(RESUBMIT, body)] == ["warning"]
+    assert [s for _, s in found(RESUBMIT, body)] == ["info"]

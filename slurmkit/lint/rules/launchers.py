@@ -441,7 +441,7 @@ def _launcher_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     )
     yield script.finding(
         line,
-        WARNING,
+        INFO,
         RULE_CPUS.id,
         f"no --cpus-per-task: the task running {name} gets 1 CPU"
         + (" (unless the cluster gives CPUs with each GPU)" if script.job.gpus_per_node else "")
@@ -962,7 +962,7 @@ RULE_TASKS = Rule(
 )
 RULE_CPUS = Rule(
     "launcher-cpus-per-task",
-    WARNING,
+    INFO,
     "a launcher and all its workers share 1 CPU (no --cpus-per-task anywhere)",
     _launcher_cpus,
 )

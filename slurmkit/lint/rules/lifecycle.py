@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from operator import attrgetter
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.directives import resubmits_itself
 from slurmkit.lint.script import Script
@@ -231,7 +231,7 @@ def _resubmit(script: Script, context: LintContext) -> Iterator[Finding]:
         return
     yield script.finding(
         line,
-        WARNING,
+        INFO,
         RULE_RESUBMIT.id,
         "the script submits itself again with no dependency: the next run can start while "
         "this one still runs, and both write the same checkpoints and logs",
@@ -301,7 +301,7 @@ RULE_TERM_REQUEUE = Rule(
 )
 RULE_RESUBMIT = Rule(
     "resubmit-without-dependency",
-    WARNING,
+    INFO,
     'sbatch "$0" without --dependency=singleton: two runs of one training at once',
     _resubmit,
 )
