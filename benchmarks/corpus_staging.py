@@ -21,6 +21,7 @@ import hashlib
 import json
 import shutil
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,11 @@ from slurmkit.lint.rules import RULE_IDS
 
 STAGED_EXTRA = {"NOTES.md"}
 NEAR_COPY = 0.6  # a script sharing this share of its distinct lines with another is a copy
+# One GitHub owner gives at most this many scripts to a test part (2% of holdout8's 1,116):
+# a lab that keeps six jobs in each of ten pipeline repositories would otherwise weigh as
+# much as forty independent authors (the 2026-11-30 round staged 75 from one lab).
+OWNER_CAP = 24
+RENAMED_OWNERS = {"natlabrockies": "nrel"}  # NREL's organisation, renamed in 2025
 VERSIONS = {"22.05", "24.11", "26.05"}
 SOURCE_COLUMNS = ("file", "repository", "path", "commit", "licence", "labels")
 SHIPS_COLUMNS = ("repository", "directory", "commit", "evidence")
@@ -131,8 +137,38 @@ def check_part(part: Path, deepening: Path | None = None) -> list[str]:
     return problems
 
 
+def owner_of(repository: str) -> str:
+    owner = repository.split("/")[0].lower()
+    return RENAMED_OWNERS.get(owner, owner)
+
+
+def owner_counts(stage: Path) -> Counter[str]:
+    """Scripts per owner in the test parts not yet scored and in every staged part."""
+    parts = [d for d in corpus_directories() if d.name.startswith("holdout")]
+    parts += staged_parts(stage)
+    return Counter(
+        owner_of(r["repository"])
+        for d in parts
+        if (d / "SOURCES.tsv").is_file()
+        for r in rows(d / "SOURCES.tsv")
+    )
+
+
+def _check_owner_cap(part: Path, sources: list[dict[str, str]]) -> list[str]:
+    counts = owner_counts(part.parent)
+    over = sorted(
+        {owner_of(r["repository"]) for r in sources}
+        & {o for o, n in counts.items() if n > OWNER_CAP}
+    )
+    return [
+        f"owner {o}: {counts[o]} scripts in the test part and the stage, above the cap of "
+        f"{OWNER_CAP}: leave out whole repositories"
+        for o in over
+    ]
+
+
 def _check_sources(part: Path, sources: list[dict[str, str]], deepening: Path | None) -> list[str]:
-    problems = []
+    problems = _check_owner_cap(part, sources)
     used = corpus_repositories(deepening)
     used_names = {repo.split("/")[-1] for repo in used}
     elsewhere = {
@@ -235,6 +271,7 @@ def merge(
     added: list[dict[str, str]] = []
     ships: list[dict[str, str]] = []
     owner: dict[str, str] = {}
+    per_owner = Counter(owner_of(r["repository"]) for r in rows(into / "SOURCES.tsv"))
     refused: list[str] = []
     for part in parts:
         part_labels = json.loads((part / "LABELS.json").read_text())["scripts"]
@@ -254,6 +291,8 @@ def merge(
                 if digest in digests
                 else "the corpus has that name"
                 if name in names
+                else f"its owner has {OWNER_CAP} scripts already (the cap)"
+                if per_owner[owner_of(repo)] >= OWNER_CAP
                 else ""
             )
             if why:
@@ -261,6 +300,7 @@ def merge(
                 continue
             digests[digest], kept = part / name, kept | {repo}
             names.add(name)
+            per_owner[owner_of(repo)] += 1
             added.append(row)
             labels["scripts"][name] = part_labels[name]
             if not dry_run:
