@@ -39,6 +39,16 @@ NEAR_COPY = 0.6  # a script sharing this share of its distinct lines with anothe
 # much as forty independent authors (the 2026-11-30 round staged 75 from one lab).
 OWNER_CAP = 24
 RENAMED_OWNERS = {"natlabrockies": "nrel"}  # NREL's organisation, renamed in 2025
+JUDGED = Path(__file__).with_name("corpus-judged.txt")  # fetched by a round, left out
+
+
+def judged_repositories() -> set[str]:
+    if not JUDGED.is_file():
+        return set()
+    lines = (line.strip() for line in JUDGED.read_text().splitlines())
+    return {line for line in lines if line and not line.startswith("#")}
+
+
 VERSIONS = {"22.05", "24.11", "26.05"}
 SOURCE_COLUMNS = ("file", "repository", "path", "commit", "licence", "labels")
 SHIPS_COLUMNS = ("repository", "directory", "commit", "evidence")
@@ -170,6 +180,7 @@ def _check_owner_cap(part: Path, sources: list[dict[str, str]]) -> list[str]:
 def _check_sources(part: Path, sources: list[dict[str, str]], deepening: Path | None) -> list[str]:
     problems = _check_owner_cap(part, sources)
     used = corpus_repositories(deepening)
+    judged = judged_repositories()
     used_names = {repo.split("/")[-1] for repo in used}
     elsewhere = {
         r["repository"].lower(): other.name
@@ -182,6 +193,11 @@ def _check_sources(part: Path, sources: list[dict[str, str]], deepening: Path | 
         problems += [f"{name}: empty {c}" for c in SOURCE_COLUMNS if not row.get(c)]
         if repo in used:
             problems.append(f"{name}: {row['repository']} is already in the corpus")
+        elif repo in judged:
+            problems.append(
+                f"{name}: {row['repository']} was fetched and left out by an earlier round "
+                f"({JUDGED.name}): say why it qualifies now, or leave it out"
+            )
         elif repo.split("/")[-1] in used_names:
             problems.append(
                 f"{name}: WARNING {repo} has a corpus repository's name: a fork or rename?"
