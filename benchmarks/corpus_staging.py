@@ -40,15 +40,6 @@ NEAR_COPY = 0.6  # a script sharing this share of its distinct lines with anothe
 OWNER_CAP = 24
 RENAMED_OWNERS = {"natlabrockies": "nrel"}  # NREL's organisation, renamed in 2025
 JUDGED = Path(__file__).with_name("corpus-judged.txt")  # fetched by a round, left out
-
-
-def judged_repositories() -> set[str]:
-    if not JUDGED.is_file():
-        return set()
-    lines = (line.strip() for line in JUDGED.read_text().splitlines())
-    return {line for line in lines if line and not line.startswith("#")}
-
-
 VERSIONS = {"22.05", "24.11", "26.05"}
 SOURCE_COLUMNS = ("file", "repository", "path", "commit", "licence", "labels")
 SHIPS_COLUMNS = ("repository", "directory", "commit", "evidence")
@@ -145,6 +136,13 @@ def check_part(part: Path, deepening: Path | None = None) -> list[str]:
     problems += _check_labels(part)
     problems += _check_ships(part)
     return problems
+
+
+def judged_repositories() -> set[str]:
+    if not JUDGED.is_file():
+        return set()
+    lines = (line.strip() for line in JUDGED.read_text().splitlines())
+    return {line for line in lines if line and not line.startswith("#")}
 
 
 def owner_of(repository: str) -> str:
@@ -286,7 +284,7 @@ def merge(
     labels = json.loads((into / "LABELS.json").read_text())
     added: list[dict[str, str]] = []
     ships: list[dict[str, str]] = []
-    owner: dict[str, str] = {}
+    staged_in: dict[str, str] = {}
     per_owner = Counter(owner_of(r["repository"]) for r in rows(into / "SOURCES.tsv"))
     refused: list[str] = []
     for part in parts:
@@ -301,8 +299,8 @@ def merge(
                 if name in drops
                 else "its repository is in the corpus"
                 if repo in used
-                else f"its repository is also in {owner[repo]}"
-                if owner.setdefault(repo, part.name) != part.name
+                else f"its repository is also in {staged_in[repo]}"
+                if staged_in.setdefault(repo, part.name) != part.name
                 else f"a byte copy of {digests[digest]}"
                 if digest in digests
                 else "the corpus has that name"
