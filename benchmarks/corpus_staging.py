@@ -132,7 +132,7 @@ def check_part(part: Path, deepening: Path | None = None) -> list[str]:
     if not sources:
         return ["SOURCES.tsv is missing or empty"]
     problems += _check_sources(part, sources, deepening)
-    problems += _check_copies(part)
+    problems += _check_copies(part, deepening is not None)
     problems += _check_labels(part)
     problems += _check_ships(part)
     return problems
@@ -211,7 +211,13 @@ def _check_sources(part: Path, sources: list[dict[str, str]], deepening: Path | 
     return problems
 
 
-def _check_copies(part: Path) -> list[str]:
+def _check_copies(part: Path, deepening: bool = False) -> list[str]:
+    """Byte copies and near-copies, the share counted on this part's script.
+
+    A deepening part comes after the scripts already taken from its repositories, so one of
+    its scripts can hold a smaller taken script whole (a job with a stage added): the share
+    is then counted on the taken script too, and the deepener's copy is the one to drop.
+    """
     problems = []
     pool = pool_beside(part)
     digests = {hashlib.md5(body).hexdigest(): p for p in pool if (body := _bytes(p))}
@@ -224,7 +230,24 @@ def _check_copies(part: Path) -> list[str]:
         if near and near[0].share >= NEAR_COPY:
             share, other = near[0].share, near[0].other
             problems.append(f"{path.name}: shares {share:.0%} of its distinct lines with {other}")
+        if deepening:
+            problems += [
+                f"{path.name}: holds {share:.0%} of the distinct lines of {other}, taken before"
+                for share, other in _held_in(path, pool)
+                if share >= NEAR_COPY
+            ][:1]
     return problems
+
+
+def _held_in(path: Path, pool: Iterable[Path]) -> list[tuple[float, Path]]:
+    """The pool's scripts by the share of their own distinct lines that ``path`` holds."""
+    mine = distinct_lines(path)
+    found = [
+        (len(mine & theirs) / len(theirs), other)
+        for other in pool
+        if (theirs := distinct_lines(other)) and other.resolve() != path.resolve()
+    ]
+    return sorted(found, key=lambda pair: -pair[0])
 
 
 def _check_labels(part: Path) -> list[str]:
