@@ -36,6 +36,7 @@ SCORED = (
     ("holdout5", "47410a2"),
     ("holdout6", "0d81e81"),
     ("holdout7", "f39e0fd"),
+    ("holdout8", "47af241"),
 )
 
 # Run inside the worktree, with that commit's harness: every finding (version, file, line,
