@@ -80,8 +80,33 @@ ONE_CPU = frozenset(
         "pkill",
         "which",
         "sysctl",
+        # single-threaded text tools, transfers and shell builtins of a `bash -c` string
+        "awk",
+        "gawk",
+        "sed",
+        "curl",
+        "wget",
+        "basename",
+        "dirname",
+        "ps",
+        "pgrep",
+        "set",
+        "declare",
+        "read",
+        "local",
+        "break",
+        "continue",
+        "return",
+        "false",
+        # conda-pack's prefix rewriter and likwid's topology report: one thread each
+        "conda-unpack",
+        "likwid-topology",
     }
 )
+# The docker client only asks dockerd to run or exec: the container's processes are
+# children of containerd-shim, outside the step's cgroup and CPU mask (a site whose
+# `docker` is podman-docker runs them under the step; not the common case where docker is).
+_OUTSIDE_STEP = frozenset({"docker"})
 # nccl-tests (all_reduce_perf, alltoall_perf_mpi, ...) drive the GPUs from one host
 # thread per rank unless -t asks for more: the CPU count only spaces the ranks out.
 _NCCL_TEST = re.compile(
@@ -91,13 +116,43 @@ _NCCL_TEST = re.compile(
 
 
 def _one_cpu_name(name: str) -> bool:
-    return name in ONE_CPU or _NCCL_TEST.fullmatch(name) is not None
+    return name in ONE_CPU or name in _OUTSIDE_STEP or _NCCL_TEST.fullmatch(name) is not None
+
+
+# tar runs gzip or bzip2 (one thread each) for -z/-j; a compressor it is told to use (-I,
+# --use-compress-program: pigz, zstd -T0) or xz (-J, threaded from xz 5.4) may use more.
+_TAR_THREADED = ("-I", "--use-compress", "--xz", "--zstd")
+_COMPRESSORS = frozenset({"xz", "zstd", "pigz", "pbzip2", "pixz", "lbzip2", "pzstd"})
+
+
+def _one_cpu_tar(arguments: list[str]) -> bool:
+    """tar that asks for no threaded compressor: one CPU is all it uses."""
+    for index, text in enumerate(arguments):
+        if text.startswith(_TAR_THREADED) or _base(text) in _COMPRESSORS:
+            return False
+        # -xJf, or the old dashless first word (tar xJf)
+        short = text[1:] if text[:1] == "-" and text[:2] != "--" else ""
+        if "J" in short or (index == 0 and text[:1] != "-" and "J" in text):
+            return False
+    return True
+
+
+def _one_cpu_command(words: list[str]) -> bool:
+    """A command (program and arguments) that needs one CPU."""
+    name = _base(words[0])
+    if name == "tar":
+        return _one_cpu_tar(words[1:])
+    if _NCCL_TEST.fullmatch(name):
+        return not nccl_threads(words[1:])
+    return _one_cpu_name(name)
 
 
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
 # Shell words that are no program: the first word of a command after them is.
 # (sudo runs the word after it: `sudo /sbin/sysctl vm.drop_caches=3` is sysctl.)
-_KEYWORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{", "}", "sudo"})
+_KEYWORDS = frozenset(
+    {"then", "do", "else", "elif", "if", "while", "until", "!", "{", "}", "sudo", "fi", "done"}
+)
 _COMMAND_SPLIT = re.compile(r"\n|;|&&|\|\||\||\$\(|`|\(|\)")
 _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'")
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
@@ -139,14 +194,16 @@ def _shell_string(words: tuple[Word, ...]) -> str | None:
 
 def _helpers_only(command_string: str) -> bool:
     """Every command of a ``bash -c`` string is a one-CPU helper (echo, rm, hostname)."""
-    names = []
+    commands = []
     unquoted = _QUOTED.sub('""', command_string.replace("\\(", "").replace("\\)", ""))
     for part in _COMMAND_SPLIT.split(unquoted):
         words = _helper_words(part)
-        if words and not words[0].startswith(("#", ">", "<", "2>", "[")):
-            threads = _NCCL_TEST.fullmatch(_base(words[0])) and nccl_threads(words[1:])
-            names.append("" if threads else _base(words[0]))
-    return bool(names) and all(_one_cpu_name(name) or name in ("exit", ":") for name in names)
+        # `) -ge $deadline ]]`, `) + 10 ))`: the rest of a test or sum after a `$(...)`
+        if words and not words[0].startswith(("#", ">", "<", "2>", "[", "-", "+", "]")):
+            commands.append(words)
+    return bool(commands) and all(
+        _one_cpu_command(words) or words[0] in ("exit", ":") for words in commands
+    )
 
 
 def _helper_words(part: str) -> list[str]:
@@ -173,10 +230,7 @@ def one_cpu_helper(srun: Srun) -> bool:
         return _helpers_only(string)
     if _base(words[0].text) == "julia":
         return _one_julia_thread(srun, words)
-    name = _base(words[0].text)
-    if _NCCL_TEST.fullmatch(name):
-        return not nccl_threads([w.text for w in words[1:]])
-    return name in ONE_CPU
+    return _one_cpu_command([w.text for w in words])
 
 
 def nccl_threads(arguments: list[str]) -> bool:
@@ -234,12 +288,80 @@ def one_thread_per_task(srun: Srun) -> bool:
     variable (srun $SRUN_ARGS bash -c "$RUN").
     """
     threads = srun.env.get("OMP_NUM_THREADS")
-    if threads is None or threads.value is None or threads.value.text.strip() != "1":
+    if threads is None or threads.value is None or _value(srun, threads.value) != "1":
         return False
     words = step_program(srun)
     if not words or any(w.literal and _base(w.text) in _RUNS_ANOTHER for w in words):
         return False  # runs something else, which the string or image names
     return not any(_INTERPRETERS.search(word.text) for word in words)
+
+
+_SIMPLE_REF = re.compile(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)\})")
+
+
+def _value(srun: Srun, word: Word) -> str | None:
+    """A word's value: its text, or the literal value of the one variable it names.
+
+    ``threads=1; export OMP_NUM_THREADS=${threads}`` and ``EXE=./main3d.gnu.MPI.CUDA.ex;
+    srun $EXE`` say what the literal would; a value set outside the script is unknown.
+    """
+    text = word.text.strip()
+    if word.literal:
+        return text
+    ref = _SIMPLE_REF.fullmatch(text)
+    binding = srun.shell.get(ref.group(1) or ref.group(2)) if ref else None
+    if binding is None or binding.value is None or not binding.value.literal:
+        return None
+    return binding.value.text.strip()
+
+
+# An AMReX GNU make build names its executable after its options (Tools/GNUMake/Make.defs:
+# main3d.gnu.TPROF.MPI.CUDA.ex); `.OMP` is there exactly when it was built with OpenMP.
+_AMREX_EXE = re.compile(r"\w*[123]d\.[a-z][\w-]*(?:\.[\w-]+)*\.ex")
+
+
+def single_threaded_build(srun: Srun) -> bool:
+    """The step runs an AMReX executable built without OpenMP: one thread per rank.
+
+    Its ranks drive a GPU or compute alone, whatever OMP_NUM_THREADS says; the CPUs per
+    task only space them out.
+    """
+    words = step_program(srun)
+    program = _value(srun, words[0]) if words else None
+    if program is None or not _AMREX_EXE.fullmatch(_base(program)):
+        return False
+    return "OMP" not in _base(program).split(".")
+
+
+# Commands that may run a function the text never names: `eval "$cmd"`, `"$@"`, `$launcher`.
+_DYNAMIC = frozenset({"eval"})
+
+
+def uncalled_bodies(script: Script) -> list[tuple[int, int]]:
+    """The bodies of the functions the script never calls: their steps never run.
+
+    A function is called when its name appears anywhere else in the text (a call, a
+    trap, a comment: any mention counts). A command that runs or evaluates a word only
+    known at run time (``"$@"``, ``$launcher``, ``eval``) may call any function, unless
+    it stands in such a body itself. A batch script is run, never sourced.
+    """
+    functions = script.parsed.functions
+    if not functions:
+        return []
+    text = script.text
+    unnamed = [span for name, span in functions.items() if _mentions(text, name) < 2]
+    for command in script.commands if unnamed else ():
+        argv = command.argv
+        if not argv or (argv[0].literal and argv[0].text not in _DYNAMIC):
+            continue
+        if not any(start <= command.start < end for start, end in unnamed):
+            return []
+    return unnamed
+
+
+def _mentions(text: str, name: str) -> int:
+    """How often ``name`` stands as a word of its own in ``text`` (its definition is one)."""
+    return len(re.findall(rf"(?<![\w.:-]){re.escape(name)}(?![\w.:-])", text))
 
 
 def other_job(srun: Srun) -> bool:
@@ -277,10 +399,13 @@ def cpus_in_variable(srun: Srun) -> bool:
 def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     job_cpus = script.job.cpus_per_task
     setting = script.job.get("cpus-per-task")
+    never_run = uncalled_bodies(script) if script.sruns else []
     for srun in script.sruns:
         if srun.has("cpus-per-task", "cpus-per-gpu") or srun.has("overlap") or other_job(srun):
             continue
         if one_cpu_helper(srun) or one_thread_per_task(srun) or cpus_in_variable(srun):
+            continue
+        if single_threaded_build(srun) or any(a <= srun.command.start < b for a, b in never_run):
             continue
         env = srun.env.get(SRUN_ENV)
         if env is None and context.may_not_inherit and job_cpus and job_cpus > 1:
