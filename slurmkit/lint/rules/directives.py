@@ -9,6 +9,7 @@ from slurmkit.errors import SlurmParseError
 from slurmkit.grammar.idrange import parse_array
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
+from slurmkit.lint.rules.header import filled_in_first, named_template, placeholder_lines
 from slurmkit.lint.rules.launchers import TRAINER, launcher_kind, launcher_lines
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import mask_templates
@@ -63,6 +64,25 @@ def _lost_to_first_line(script: Script) -> set[int]:
     return {d.line for d in repaired if d.ignored is None}
 
 
+def _read_once_filled_in(script: Script) -> set[int]:
+    """Directives after a template's placeholder line, which sbatch reads once it is filled in.
+
+    ``${PARTITION_OPTION}`` alone on a header line of Ray's ``slurm-template.sh`` (and
+    dagster-slurm's copy) is replaced by an ``#SBATCH --partition=...`` line or by nothing
+    before sbatch reads the file: it ends no header. Only in a heredoc or a file named
+    as a template; elsewhere such a line runs a command (one the caller exports, say),
+    and ends the header.
+    """
+    if not any(d.ignored == AFTER_COMMAND for d in script.directives):
+        return set()
+    blanks = placeholder_lines(script)
+    if not blanks or not named_template(script):
+        return set()  # the line itself is no evidence: in a plain script it is a command
+    lines = ["" if number in blanks else line for number, line in enumerate(script.lines, 1)]
+    repaired = read_directives(lines, script.parsed.comment_lines, mask=mask_templates)
+    return {d.line for d in repaired if d.ignored is None}
+
+
 def _shebang(script: Script, context: LintContext) -> Iterator[Finding]:
     body = script.text
     if body.startswith("#!"):
@@ -80,7 +100,18 @@ def _shebang(script: Script, context: LintContext) -> Iterator[Finding]:
 
 
 def _dos(script: Script, context: LintContext) -> Iterator[Finding]:
-    if script.crlf_line:
+    if script.crlf_line and _rendered_by_code(script):
+        yield script.finding(
+            script.crlf_line,
+            INFO,
+            RULE_DOS.id,
+            "DOS line breaks (\\r\\n) in a template that code fills in before sbatch reads "
+            "it: Python's text mode (str.format, string.Template, Jinja) writes \\n line "
+            "breaks, sed and envsubst keep \\r\\n, so whether sbatch refuses it depends on "
+            "the renderer",
+            "convert it anyway: dos2unix SCRIPT (or sed -i 's/\\r$//' SCRIPT)",
+        )
+    elif script.crlf_line:
         yield script.finding(
             script.crlf_line,
             ERROR,
@@ -89,6 +120,29 @@ def _dos(script: Script, context: LintContext) -> Iterator[Finding]:
             "line with a stray carriage return",
             "convert it: dos2unix SCRIPT (or sed -i 's/\\r$//' SCRIPT)",
         )
+
+
+# A Python format field standing alone in a word: ``python {extract_script}``. Bash has no
+# such syntax (``${x}`` and ``{a,b}`` are other things), so it is a blank code fills in.
+_FORMAT_FIELD = re.compile(r"(?<![$\w{])\{[A-Za-z_]\w*\}(?!\})")
+_JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}")
+
+
+def _rendered_by_code(script: Script) -> bool:
+    """A template (by its name, or a placeholder line) whose blanks a program fills in.
+
+    Such a file is never what sbatch reads: what renders it writes the script. Python's
+    text mode (universal newlines) and Jinja's lexer write Unix line breaks whatever they
+    read; sed and envsubst keep them (C2SM's processing-chain copies
+    ``sbatch_extract_template``, ``python {extract_script}``, for Python to fill in).
+    A template a person fills in by hand (blank values: ``--job-name=``) keeps them:
+    judged as any script.
+    """
+    if script.origin is not None or not filled_in_first(script):
+        return False
+    if placeholder_lines(script):
+        return True
+    return any(_FORMAT_FIELD.search(line) or _JINJA.search(line) for _, line in script.code_lines())
 
 
 _SHELL_OPERATOR = re.compile(r"<<|>|\||;|&&|\$\(")
@@ -131,8 +185,9 @@ def _ignored(script: Script, context: LintContext) -> Iterator[Finding]:
     # distinct text once.
     harmless: dict[str, bool] = {}
     lost = _lost_to_first_line(script)  # missing-shebang names the one fix
+    filled = _read_once_filled_in(script)
     for directive in script.directives:
-        if not directive.ignored or directive.line in lost:
+        if not directive.ignored or directive.line in lost or directive.line in filled:
             continue
         verdict = harmless.get(directive.text)
         if verdict is None:

@@ -208,23 +208,92 @@ _SHELL_VARIABLE = re.compile(r"\$(?:\{?[A-Za-z]|\()")
 _SHELL_BRACES = re.compile(r"\$\{[A-Za-z]\w*\}")
 
 
+# EAR (Energy Aware Runtime, BSC and Lenovo; SuperMUC-NG, MareNostrum): its SPANK plugin's
+# options (src/slurm_plugin/slurm_plugin_options.c); --ear-verbose ends in a real option's
+# name, --verbose, so without this it read as a misspelling (an error) and not a plugin's.
+_EAR = frozenset(
+    {
+        "ear",
+        "ear-policy",
+        "ear-cpufreq",
+        "ear-policy-th",
+        "ear-user-db",
+        "ear-verbose",
+        "ear-learning",
+        "ear-learning-phase",
+        "ear-tag",
+        "ear-mpi-dist",
+        "ear-traces",
+    }
+)
+
+
 def spank_plugin(name: str) -> str | None:
     """The SPANK plugin whose option ``--name`` is, or None."""
     if name in _PYXIS:
         return "pyxis"
+    if name in _EAR:
+        return "EAR (Energy Aware Runtime)"
     return SPANK_PLUGINS.get(name)
 
 
 _TEMPLATE_NAME = re.compile(r"templ|tmpl|\.j2$|\.jinja|\.in$|\.tpl$", re.I)
+# A line that is one expansion and nothing else: ${PARTITION_OPTION}, $MODULES.
+_LONE_EXPANSION = re.compile(r"\s*\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))\s*")
 
 
-def _filled_in_first(script: Script) -> bool:
+def filled_in_first(script: Script) -> bool:
     """Its variables may be filled in before sbatch reads it.
 
-    A heredoc's by the shell that feeds it to sbatch; a template file's (named so) by
-    whatever renders it (envsubst, string.Template).
+    A heredoc's by the shell that feeds it to sbatch; a template file's by whatever
+    renders it (envsubst, string.Template): a file named so, or one with a placeholder
+    line (see ``placeholder_lines``).
     """
+    return named_template(script) or bool(placeholder_lines(script))
+
+
+def named_template(script: Script) -> bool:
+    """A heredoc the shell fills in, or a file named as a template (``slurm-template.sh``)."""
     return script.origin is not None or bool(_TEMPLATE_NAME.search(script.path))
+
+
+def placeholder_lines(script: Script) -> frozenset[int]:
+    """Lines that are one variable alone which the script never sets: a template's blanks.
+
+    ``$MODULES`` or ``${PARTITION_OPTION}`` on a line of its own stands for lines a
+    renderer puts there (Python's string.Template in DALiuGE's Setonix script, Ray's
+    ``slurm-template.sh``: module loads, an ``#SBATCH --partition`` line or nothing). A
+    script that runs a command it keeps in a variable sets that variable (``$CMD``).
+    """
+    key = "header.placeholder_lines"
+    found: frozenset[int] | None = script.memo.get(key)
+    if found is None:
+        lines = set()
+        if "$" in script.text:
+            for number, line in script.code_lines():
+                match = _LONE_EXPANSION.fullmatch(line)
+                if match is None:
+                    continue
+                name = match.group(1) or match.group(2)
+                if not _set_anywhere(script.text, name):
+                    lines.add(number)
+        found = frozenset(lines)
+        script.memo[key] = found
+    return found
+
+
+def _set_anywhere(text: str, name: str) -> bool:
+    """``name`` is assigned, read or looped over somewhere in ``text`` (or is the shell's)."""
+    if name.isupper() and name in _SHELL_OWN:
+        return True
+    word = re.escape(name)
+    return bool(
+        re.search(rf"(?<![\w$]){word}\+?=", text)
+        or re.search(rf"\b(?:read|for|select|local|declare|typeset|export)\b[^\n]*\b{word}\b", text)
+    )
+
+
+_SHELL_OWN = frozenset({"HOME", "PWD", "OLDPWD", "SHELL", "USER", "PATH", "HOSTNAME", "RANDOM"})
 
 
 def _unknown(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -237,12 +306,55 @@ def _unknown(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         if words and not words[-1].strip() and TRAILING_ESCAPED_BLANK.search(directive.text):
             words = words[:-1]  # the blank a trailing '\\ ' makes: sbatch-continuation's
-        if _filled_in_first(script) and any(_SHELL_VARIABLE.search(w) for w in words):
+        if filled_in_first(script) and any(_SHELL_VARIABLE.search(w) for w in words):
             continue  # expanded before sbatch reads it: unknown
-        problem = _first_problem(words, table)
+        problem = _first_problem(words, table, context.version)
         if problem is not None:
             yield _unknown_finding(script, directive.line, directive.text, problem, context)
+    yield from _second_magic_word(script, context, table)
     yield from _unknown_in_commands(script, context, table)
+
+
+SECOND_MAGIC = "#SLURM"
+
+
+def _second_magic_word(
+    script: Script, context: LintContext, table: frozenset[str]
+) -> Iterator[Finding]:
+    """A header line that starts ``#SLURM``: sbatch reads it as a directive too.
+
+    ``_opt_batch_script`` (src/sbatch/opt.c) takes ``#SLURM`` as a second magic word
+    beside ``#SBATCH``, warns "Change from #SLURM to #SBATCH", and reads the rest of the
+    line as options: ``#SLURM_ARRAY_TASK_ID=42``, a debug line meant as a comment, is the
+    word ``_ARRAY_TASK_ID=42`` and sbatch refuses the script ("Invalid directive found in
+    batch script"; checked with the 22.05.8 client). Only in the header: sbatch stops
+    reading at the first command.
+    """
+    if SECOND_MAGIC not in script.text:
+        return
+    for number, line in _header_comments(script):
+        if not line.startswith(SECOND_MAGIC) or line.startswith(MAGIC):
+            continue
+        escaped_blank = context.version is None or context.version >= ESCAPED_BLANK_FROM
+        words = sbatch_words(mask_templates(line[len(SECOND_MAGIC) :]), escaped_blank)
+        if words and words[0].lower() in _COMPONENT:
+            continue
+        if filled_in_first(script) and any(_SHELL_VARIABLE.search(w) for w in words):
+            continue
+        problem = _first_problem(words, table, context.version)
+        if problem is None or problem[0] != ERROR:
+            continue
+        yield script.finding(
+            number,
+            ERROR,
+            RULE_UNKNOWN.id,
+            f"{line.strip()!r}: sbatch reads a header line starting with #SLURM as a "
+            f"directive (its second magic word), and {problem[1]} "
+            f"{context.on_versions('on Slurm 22.05 to 26.05')}: sbatch refuses the whole "
+            "script and nothing is queued",
+            "make it a comment sbatch does not read ('# SLURM...', with a blank), or "
+            "write the option as #SBATCH",
+        )
 
 
 def _unknown_in_commands(
@@ -315,7 +427,9 @@ def _fix(what: str) -> str:
     return "fix the option (sbatch --help lists them) or remove the line"
 
 
-def _first_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] | None:
+def _first_problem(
+    words: list[str], table: frozenset[str], version: SlurmVersion | None = None
+) -> tuple[str, str] | None:
     """(severity, what sbatch says) about the first word it refuses, or None.
 
     A site plugin's option (info) does not end the reading: a later word may still be
@@ -340,7 +454,7 @@ def _first_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] |
             index += 1  # a trailing backslash: sbatch reads past it (sbatch-continuation's)
             continue
         if word.startswith("--") and len(word) > 2:
-            step = _long(word[2:], following, table)
+            step = _long(word[2:], following, table, version)
             if isinstance(step, tuple):
                 if step[0] == ERROR:
                     return step
@@ -356,8 +470,16 @@ def _first_problem(words: list[str], table: frozenset[str]) -> tuple[str, str] |
             continue
         if word[:1] in DASHES or "${" in word:
             return None  # the dash rule's, or a template's word in place of an option
+        if _PLACEHOLDER_WORD.search(word):
+            return None  # the reader's to fill in (#SBATCH ..., insert your_project_here)
         return ERROR, f"{word!r} is no option (sbatch: Invalid directive found in batch script)"
     return plugin
+
+
+# A word standing for what the reader is to write: an ellipsis (documentation's
+# "#SBATCH ..." for other options), "your_projectID_here", "XXXX". sbatch refuses it as
+# written, but like <account> it is a blank to fill in before submitting (README: unknown).
+_PLACEHOLDER_WORD = re.compile(r"^(?:\.{2,}|\u2026)$|your|(?:^|_)here$|xxx", re.I)
 
 
 # A bash expansion with an operator (${A:?text}, ${A:-x}, ${A//a/b}) left open in its word.
@@ -386,7 +508,9 @@ def _bracket_placeholder(word: str) -> bool:
     return word.count("[") != word.count("]")
 
 
-def _long(word: str, following: str, table: frozenset[str]) -> int | tuple[str, str]:
+def _long(
+    word: str, following: str, table: frozenset[str], version: SlurmVersion | None = None
+) -> int | tuple[str, str]:
     """Words ``--word`` takes (1 or 2), or (severity, complaint) as getopt reads it."""
     name, has_value, value = word.partition("=")
     option = _long_option(name, table)
@@ -394,6 +518,9 @@ def _long(word: str, following: str, table: frozenset[str]) -> int | tuple[str, 
         return INFO, f"--{name} is an option of the {spank_plugin(name)} SPANK plugin"
     if isinstance(option, tuple):
         return option
+    if option == "exclusive" and has_value:
+        refused = _exclusive_refused(value, version)
+        return (ERROR, refused) if refused else 1
     if option in LONG_FLAGS:
         return 1
     refused = _refused_value(f"--{option}", option, value if has_value else following)
@@ -414,7 +541,58 @@ def _long_option(name: str, table: frozenset[str]) -> str | tuple[str, str] | No
 
 
 # Options sbatch once had: a script written for an old Slurm, refused by every current one.
-_REMOVED = {"workdir": "--chdir", "checkpoint": None, "checkpoint-dir": None}
+# --share: the old name of --oversubscribe ("unrecognized option '--share'" from the
+# 22.05.8 client; no "share" in 25.11's src/common/slurm_opt.c).
+_REMOVED = {
+    "workdir": "--chdir",
+    "checkpoint": None,
+    "checkpoint-dir": None,
+    "share": "--oversubscribe",
+}
+# srun's own options, which sbatch has not (setters for srun only in 25.11's
+# src/common/slurm_opt.c; every one "unrecognized" to the 22.05.8 sbatch): a line copied
+# from an interactive srun (--pty) or a step. --x11 is left out: old sites gave sbatch one
+# through a SPANK plugin (slurm-spank-x11).
+_SRUN_ONLY = frozenset(
+    {
+        "accel-bind",
+        "bcast",
+        "bcast-exclude",
+        "compress",
+        "cpu-bind",
+        "cpu_bind",
+        "debugger-test",
+        "disable-status",
+        "epilog",
+        "exact",
+        "external-launcher",
+        "het-group",
+        "immediate",
+        "interactive",
+        "jobid",
+        "kill-on-bad-exit",
+        "label",
+        "mpi",
+        "msg-timeout",
+        "multi-prog",
+        "no-allocate",
+        "overlap",
+        "pack-group",
+        "preserve-env",
+        "prolog",
+        "pty",
+        "quit-on-interrupt",
+        "relative",
+        "send-libs",
+        "slurmd-debug",
+        "task-epilog",
+        "task-prolog",
+        "treewidth",
+        "unbuffered",
+        "wait-for-children",
+        "whole",
+    }
+)
 # Words of other schedulers (PBS, LSF) written as if sbatch had them.
 _GUESSED = frozenset({"ppn", "email", "project", "log", "logs", "walltime", "queue"})
 # How alike an unknown name must be to a real option to be its misspelling (difflib ratio):
@@ -433,6 +611,8 @@ def _not_stock(name: str) -> tuple[str, str]:
     """
     if name in _REMOVED:
         return ERROR, f"--{name} is not an sbatch option (removed from Slurm)"
+    if name in _SRUN_ONLY:
+        return ERROR, f"--{name} is an srun option, not an sbatch one"
     if name.lower() in _GUESSED:
         return ERROR, f"--{name} is not an sbatch option (another scheduler's word)"
     if _misspelt_option(name, long_options(None)):
@@ -462,13 +642,79 @@ def _names_option(name: str, option: str) -> bool:
 
 
 def _refused_value(written: str, option: str, value: str) -> str | None:
-    """Why sbatch refuses a shell variable as the value of a number or count option."""
+    """Why sbatch refuses a shell variable as the value of a number or count option,
+    or a time limit it cannot read."""
     if option in _COUNTS and _SHELL_VARIABLE.search(value):
         return (
             f"{written} {value}: sbatch never expands shell variables in a directive, so "
             "the option gets this very text, which is no number,"
         )
+    if option in _TIMES and value and not _time_readable(value):
+        return f"{written} {value} is no time sbatch reads (Invalid --{option} specification)"
     return None
+
+
+_TIMES = frozenset({"time", "time-min"})
+_NO_LIMIT = frozenset({"-1", "infinite", "unlimited"})
+
+
+def _time_readable(value: str) -> bool:
+    """sbatch reads ``value`` as a time limit, or it is no time written with a slip.
+
+    Only a value that starts with a digit is judged: one that does not is a template's
+    or a reader's blank (unknown), never a slip of the fingers.
+
+    ``time_str2secs`` and ``_is_valid_timespec`` (src/common/parse_time.c): digits, at
+    most one dash, before at most two colons, and enough numbers for them. Anything
+    else (``1-00:00:0q``, ``24h``, ``2:00:00:00``) is "Invalid --time specification"
+    and sbatch refuses the script (checked with the 22.05.8 client).
+    """
+    if value.lower() in _NO_LIMIT or not value[:1].isdigit() or not value.isascii():
+        return True  # or a blank to fill in: TIME, @@time@@, __FWD_TIME__, DD-HH:MM:SS
+    digits = dashes = colons = 0
+    in_number = False
+    for char in value:
+        if char.isdigit() and char.isascii():
+            digits += not in_number
+            in_number = True
+            continue
+        in_number = False
+        if char == "-":
+            dashes += 1
+            if colons:
+                return False
+        elif char == ":":
+            colons += 1
+        else:
+            return False
+    if not digits or dashes > 1 or colons > 2:
+        return False
+    least = {1: 3, 2: 4} if dashes else {1: 2, 2: 3}
+    return digits >= least.get(colons, 0)
+
+
+# --exclusive's values (arg_set_exclusive, src/common/slurm_opt.c); topo came with 24.05
+# (CHANGELOG/slurm-24.05.md: "Add --exclusive=topo for use with topology/block").
+_EXCLUSIVE = frozenset({"exclusive", "oversubscribe", "user", "mcs"})
+EXCLUSIVE_TOPO_FROM = SlurmVersion(24, 5, 0)
+
+
+def _exclusive_refused(value: str, version: SlurmVersion | None) -> str | None:
+    """Why sbatch refuses ``--exclusive=value`` at ``version``, or None."""
+    chosen = value.lower()
+    if not chosen or chosen in _EXCLUSIVE or any(mark in value for mark in "$<>{}[]"):
+        return None
+    if chosen == "topo":
+        if version is None or version >= EXCLUSIVE_TOPO_FROM:
+            return None
+        return (
+            f"--exclusive={value}: sbatch before 24.05 knows only user, mcs and "
+            "oversubscribe (Invalid --exclusive specification)"
+        )
+    return (
+        f"--exclusive={value}: sbatch knows only user, mcs, oversubscribe and (from 24.05) "
+        "topo (Invalid --exclusive specification)"
+    )
 
 
 def _short(word: str, following: str, table: frozenset[str]) -> int | str:
