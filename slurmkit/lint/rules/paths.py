@@ -34,9 +34,15 @@ run (issue 32 item 3):
   late for the file Slurm has already failed to open (warning: it may exist from
   an earlier run), unless that ``mkdir`` comes before the script submits itself
   (``sbatch "$0"`` when run by hand): then it is made before the job exists;
-- a driver beside the script that submits it (``sbatch ./inner.sh``) decides: its
-  ``mkdir`` of the directory before the sbatch makes it in time, and its
-  ``SBATCH_OUTPUT``/``SBATCH_ERROR`` or ``--output``/``--error`` replace the directive.
+- a driver beside the script that submits it (``sbatch ./inner.sh``, or ``sbatch
+  ${job_file}`` with ``job_file=inner.sh``) decides: its ``mkdir`` of the directory
+  before the sbatch (also ``mkdir -p $PWD/logs``, ``$WORKDIR/logs`` with ``WORKDIR=$PWD``)
+  makes it in time, and its ``SBATCH_OUTPUT``/``SBATCH_ERROR`` or ``--output``/``--error``
+  replace the directive; so does the script's own usage comment (``# sbatch
+  --output="$LOG_ROOT/%x.log" slurm/x.sbatch``);
+- a relative ``--chdir`` with no ``--output`` is where Slurm opens the default log
+  (``slurm-%j.out``): judged like a log directory (``#SBATCH -D ./log/`` unshipped: error
+  before 23.02).
 
 The log is the one sbatch reads: ``--err``/``--out`` are getopt's abbreviations of
 ``--error``/``--output``, and ``%x`` is the job name the script sets (a name with a ``/``
@@ -49,8 +55,10 @@ directory that climbs (``../watch_folder``) is judged from the submit directorie
 it stays in the checkout.
 
 A directory with another pattern (``%u``), a job name the script does not set, a
-placeholder (``CASE_DIR/``) or a template tag in it is unknown until the job is
-submitted, never wrong.
+placeholder (``CASE_DIR/``, ``localpath/``, ``your_dir/``) or a template tag in it is
+unknown until the job is submitted, never wrong; so are the ``${NAME}`` words of a file
+named as a template (``disbatch_template.sbatch``), and the log directory of a file whose
+directives hold a renderer's tags (``--ntasks={{ntasks}}``).
 """
 
 from __future__ import annotations
@@ -127,9 +135,11 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         return
     fails = context.log_dir_not_created
     made: dict[str, int] | None = None
+    if chdir is not None and fails and _setting(script, "output") is None:
+        yield from _work_dir(script, chdir, context)
     for setting in logs:
         directory = _directory(_with_job_name(setting.value or "", script))
-        if directory is None:
+        if directory is None or _documented_override(script, _long_name(setting)):
             continue
         if _per_job_dir(directory):
             if fails:
@@ -158,7 +168,7 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         if (
             isinstance(state, Missing)
             and not state.explicit
-            and _driver_decides(script, setting, directory, context)
+            and _driver_decides(script, _long_name(setting), directory, context)
         ):
             continue
         if isinstance(state, Missing) and (line is None or state.explicit):
@@ -177,7 +187,73 @@ _OPTION_LOG = {
 }
 
 
-def _driver_decides(script: Script, setting: Setting, directory: str, context: LintContext) -> bool:
+def _work_dir(script: Script, chdir: Setting, context: LintContext) -> Iterator[Finding]:
+    """A relative ``--chdir`` that is missing, where Slurm opens the default log.
+
+    sbatch makes a relative ``--chdir`` absolute under the submit directory, and
+    slurmstepd opens the default log (``slurm-%j.out``, ``slurm-%A_%a.out``) in that
+    work directory (``expand_stdio_fields`` prefixes a relative log with the job's
+    work_dir, src/common/print_fields.c): before 23.02 a missing one fails the job at
+    once with no log, like a missing ``--output`` directory (``-D ./log/`` that the
+    repository does not ship). Judged like a log directory; an ``--output`` of its own
+    is judged instead (its directory under the work directory).
+    """
+    value = chdir.value or ""
+    if not _known(value) or posixpath.isabs(value) or _template(value):
+        return
+    directory = posixpath.normpath(value)
+    if directory == "." or _documented_override(script, "output"):
+        return
+    if _feeder_decides(script, directory, None):
+        return
+    state = _lookup(directory, None, context)
+    if state is True or not isinstance(state, Missing):
+        return
+    if not state.explicit and (
+        _assembled(script) or _driver_decides(script, "output", directory, context)
+    ):
+        return
+    line = _made_by_script(script).get(directory)
+    if line is None or state.explicit:
+        yield _missing(script, chdir, state, context, work=True)
+    elif not _submits_itself_after(script, line):
+        yield _made_too_late(script, chdir, directory, line, context)
+
+
+def _documented_override(script: Script, name: str) -> bool:
+    """Whether the script's own comments submit it with another log (its usage line).
+
+    ``# sbatch --output="$LOG_ROOT/%x_%j.log" slurm/pretrain.sbatch`` beside a directive
+    ``--output=logs/%x_%j.log`` says the directive is a default the documented
+    submission replaces (sbatch(1): the command line over the script's directives);
+    which directory that one lands in is the submitter's. Read once per script.
+    """
+    memo = script.memo
+    if "usage_lines" not in memo:
+        memo["usage_lines"] = _usage_lines(script)
+    usage: list[str] = memo["usage_lines"]
+    own = posixpath.basename(script.path)
+    return any(_overrides(line, own, name) for line in usage)
+
+
+def _usage_lines(script: Script) -> list[str]:
+    """The script's comment lines that run sbatch on the script itself (``# sbatch … x.sh``)."""
+    own = posixpath.basename(script.path)
+    if not own or own == "-" or own not in script.text:
+        return []
+    named = re.compile(r"(?<![\w.-])" + re.escape(own) + r"(?![\w.-])")
+    found: list[str] = []
+    for line in script.lines:
+        stripped = line.lstrip()
+        if not stripped.startswith("#") or stripped.startswith(("#SBATCH", "#!")):
+            continue
+        text = stripped.lstrip("#")
+        if _SBATCH_WORD.search(text) and named.search(text):
+            found.append(text)
+    return found
+
+
+def _driver_decides(script: Script, name: str, directory: str, context: LintContext) -> bool:
     """Whether a driver beside the script submits it and settles this log first.
 
     Job scripts of a pipeline are submitted by the repository's own driver (``outer.sh``
@@ -185,13 +261,14 @@ def _driver_decides(script: Script, setting: Setting, directory: str, context: L
     sbatch 01.merge``): its ``mkdir`` of the directory before the sbatch makes it in
     time, and an ``SBATCH_OUTPUT``/``SBATCH_ERROR`` or ``--output``/``--error`` it gives
     overrides the directive (sbatch(1): the command line, then the environment, then
-    the script). A driver that does neither leaves the directory missing.
+    the script). A driver that does neither leaves the directory missing. ``name``:
+    which log (``output``/``error``) the directory is for.
     """
-    name = _long_name(setting)
     own = posixpath.basename(script.path)
     for logical, submitted in _submissions(script, context):
         env = False
         made: set[str] = set()
+        here: frozenset[str] = frozenset()
         at = set(submitted)
         for index, line in enumerate(logical.lines[: submitted[-1] + 1]):
             if index in at:
@@ -200,7 +277,10 @@ def _driver_decides(script: Script, setting: Setting, directory: str, context: L
                 if directory in made:
                     return True
             env = env or _ENV_LOG[name] in line
-            made |= _made_in(line)
+            here_name = _PWD_NAME.match(line)
+            if here_name is not None:
+                here = here | {here_name.group(1)}
+            made |= _made_in(line, here)
     return False
 
 
@@ -271,21 +351,39 @@ def _long_name(setting: Setting) -> str:
 
 
 _MKDIR = re.compile(r"(?<![\w-])mkdir\s+(.*)")
+# Where a command ends on a driver's line (``mkdir logs; fi``, ``mkdir logs && sbatch``).
+_COMMAND_END = re.compile(r";|&&|\|\||[|)]")
+# NAME=$PWD (also ${PWD}, $(pwd), `pwd`): a name for the driver's working directory.
+_PWD_NAME = re.compile(
+    r"^\s*(?:export\s+)?([A-Za-z_]\w*)=[\"']?(?:\$PWD|\$\{PWD\}|\$\(pwd\)|`pwd`)[\"']?\s*(?:#.*)?$"
+)
 
 
-def _made_in(line: str) -> set[str]:
-    """Directories a driver's line makes with a literal ``mkdir``, normalised."""
+def _made_in(line: str, here: frozenset[str] = frozenset()) -> set[str]:
+    """Directories a driver's line makes with ``mkdir``, normalised, relative to where it runs.
+
+    ``$PWD/log`` (or ``$WORKDIR/logs`` with ``WORKDIR=$PWD``: a name in ``here``) is
+    ``log`` under the driver's working directory, where its sbatch runs: the submit
+    directory. What follows the ``mkdir`` command (``; fi``) is not a directory.
+    """
     made: set[str] = set()
     match = _MKDIR.search(line)
     if match is not None:
-        for word in match.group(1).split():
-            word = word.strip("\"'")
-            if word.startswith("-") or not word or word in ("&&", ";", "||"):
-                continue
-            if not _known(word):
+        for word in _COMMAND_END.split(match.group(1), maxsplit=1)[0].split():
+            word = _under_pwd(word.replace('"', "").replace("'", ""), here)
+            if word.startswith("-") or not word or not _known(word):
                 continue
             made.add(posixpath.normpath(word))
     return made
+
+
+def _under_pwd(word: str, here: frozenset[str]) -> str:
+    """``$PWD/x``, ``${PWD}/x``, ``$NAME/x`` (NAME in ``here``) as ``x``; else as it is."""
+    for name in ("PWD", *here):
+        for prefix in (f"${name}/", f"${{{name}}}/"):
+            if word.startswith(prefix):
+                return word[len(prefix) :] or "."
+    return word
 
 
 # Each driver's lines (continuations joined once) and the indices of its submissions.
@@ -316,12 +414,35 @@ def _read_submissions(script: Script, context: LintContext) -> Submissions:
             continue
         lines = text.splitlines()
         logical = _Logical(lines)
+        holders = _holders(lines, named)
         submitted = [
-            i for i, line in enumerate(lines) if named.search(line) and "sbatch" in logical.text(i)
+            i
+            for i, line in enumerate(lines)
+            if (named.search(line) or (holders and _refers(line, holders)))
+            and "sbatch" in logical.text(i)
         ]
         if submitted:
             found.append((logical, submitted))
     return found
+
+
+# NAME=value at the start of a line (also ``export``/``local``/``readonly``).
+_HOLDER = re.compile(r"^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=(\S+)")
+
+
+def _holders(lines: list[str], named: re.Pattern[str]) -> frozenset[str]:
+    """Names a driver keeps the job script's name in (``summa_job_file=run_summa.sh``)."""
+    found: set[str] = set()
+    for line in lines:
+        match = _HOLDER.match(line)
+        if match is not None and named.search(match.group(2)) and "sbatch" not in line:
+            found.add(match.group(1))
+    return frozenset(found)
+
+
+def _refers(line: str, names: frozenset[str]) -> bool:
+    """Whether the line expands one of the names (``sbatch ${summa_job_file} ...``)."""
+    return any(name in names for name in _REFERENCE.findall(line))
 
 
 def _sibling_texts(where: str, context: LintContext) -> list[tuple[str, str]]:
@@ -545,17 +666,21 @@ _TAG = re.compile(
     r"|@[A-Z][A-Z0-9_]*@|__[A-Z][A-Z0-9_]*__"
 )
 _ANGLED = re.compile(r"<[A-Za-z_][\w-]*>")
+# A word that stands for the reader's own path (localpath/logs, your_dir/, path_to_x/).
+_PLACEHOLDER_WORD = re.compile(
+    r"(?:^|/)(?:local_?path|your(?:[_-][\w-]*)?|path[_/]?to(?:[_-][\w-]*)?)(?:/|$)", re.I
+)
 
 
 def _template(path: str) -> bool:
     """Whether the path has a placeholder to fill in before sbatch: unknown, never wrong.
 
-    A template's placeholder word (``CASE_DIR/slurm.out``), tag (``[[SLURM_DIR]]/x``)
-    or ``<dir>`` is replaced (by sed, a renderer, the reader) before submission; a
-    directory literally named so is not a published script's intent. A file called a
-    template may still log to ``logs/``.
+    A template's placeholder word (``CASE_DIR/slurm.out``, ``localpath/logs``,
+    ``your_dir/``), tag (``[[SLURM_DIR]]/x``) or ``<dir>`` is replaced (by sed, a
+    renderer, the reader) before submission; a directory literally named so is not a
+    published script's intent. A file called a template may still log to ``logs/``.
     """
-    return any(p.search(path) is not None for p in (_PLACEHOLDER, _TAG, _ANGLED))
+    return any(p.search(path) is not None for p in (_PLACEHOLDER, _TAG, _ANGLED, _PLACEHOLDER_WORD))
 
 
 _TEMPLATE_DIRS = frozenset({"template", "templates"})
@@ -564,6 +689,23 @@ _TEMPLATE_MARKS = (".template", ".tmpl", ".tpl", ".j2", ".jinja")
 # appended to (slurm_header_x.sh, slurm_headers/): never submitted where it lies.
 _DATA_DIRS = frozenset({"assets"})
 _HEADER = re.compile(r"(?:^|[^a-z])headers?(?:[^a-z]|$)")
+
+
+# A file named as a template (as sbatch-unknown-option reads it: header._TEMPLATE_NAME):
+# ``disbatch_template.sbatch`` whose ``${LOG_PATH}`` a script fills in before sbatch.
+_TEMPLATE_NAME = re.compile(r"templ|tmpl|\.j2$|\.jinja|\.in$|\.tpl$", re.I)
+
+
+def _variables_filled(path: str) -> bool:
+    """Whether the file's shell variables are filled in before sbatch reads it.
+
+    A file named as a template (``x_template.sbatch``, ``job.slurm_template``) is read
+    by code that substitutes its ``${NAME}`` words (``--time=${TIME}``, ``-o
+    ${LOG_PATH}/x.log``): they are tags, not words sbatch leaves literal. The same
+    test tells sbatch-unknown-option that a template's variables are unknown.
+    """
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return _rendered(path) or _TEMPLATE_NAME.search(name) is not None
 
 
 def _rendered(path: str) -> bool:
@@ -594,15 +736,36 @@ def _assembled(script: Script) -> bool:
     header prepended to generated job bodies is submitted from a directory that code
     makes, not from the checkout: whether its log directory exists is unknown here.
     A file in ``template/`` with no tag to fill in is a copy-and-submit example (the
-    same script often lies beside it outside ``template/``): judged as it is.
+    same script often lies beside it outside ``template/``): judged as it is. A file
+    whose directives hold tags (``cleanrl_1gpu.slurm_template``) is rendered by code
+    into the file it submits.
     """
     path = script.path
     parts = path.replace("\\", "/").lower().split("/")
     return (
         _template_name(path)
         or (_in_template_dir(path) and _TAG.search(script.text) is not None)
+        or _tagged_directives(script)
         or any(part in _DATA_DIRS for part in parts[:-1])
         or any(_HEADER.search(part) for part in parts)
+    )
+
+
+def _tagged_directives(script: Script) -> bool:
+    """Whether a directive holds a renderer's tag (``--ntasks={{ntasks}}``).
+
+    sbatch refuses such a header as it is written, so the file is rendered by the
+    repository's code, which writes it where it submits it from (and makes its log
+    directory there): not the checkout's to judge. A file of a templated tree
+    (``{{cookiecutter.project_slug}}/examples/x.sh``) is rendered with the tree around
+    it, whose layout the checkout shows: judged as it is.
+    """
+    if _TAG.search(script.path):
+        return False
+    lines = script.lines
+    return any(
+        0 < d.line <= len(lines) and _TAG.search(lines[d.line - 1]) is not None
+        for d in script.directives
     )
 
 
@@ -628,7 +791,7 @@ def _literal_variable(script: Script, path: str) -> str | None:
     writes it, and a template's (``job.template.sbatch``) by whatever renders it, so
     only a script file's own directives are literal.
     """
-    if script.origin is not None or _rendered(script.path):
+    if script.origin is not None or _variables_filled(script.path):
         return None
     match = _VARIABLE.search(path)
     return match.group(0).lstrip("/") if match else None
@@ -712,12 +875,20 @@ class Missing:
     explicit: bool
 
 
-def _missing(script: Script, setting: Setting, missing: Missing, context: LintContext) -> Finding:
+def _missing(
+    script: Script, setting: Setting, missing: Missing, context: LintContext, work: bool = False
+) -> Finding:
+    """``work``: the directory is the job's working directory (a relative ``--chdir``)."""
     where = missing.where
+    what = (
+        f"the job's working directory {where}, where Slurm opens the default log (slurm-%j.out),"
+        if work
+        else f"the directory {where}"
+    )
     how = (
-        f"the directory {where} does not exist"
+        f"{what} does not exist"
         if missing.explicit
-        else f"the directory {where} is neither beside the script nor at a level above it "
+        else f"{what} is neither beside the script nor at a level above it "
         "in its git checkout, the checkout does not ship it, and nothing in the script "
         "creates it"
     )
@@ -878,12 +1049,18 @@ def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     keeps may be a fallback the lookup replaces (quiet, unless it is still used past
     the lookup), but a ``source "$(dirname "$0")/env.sh"`` before any lookup reads the
     spool there and then (a file that is never there). A heredoc fed to sbatch had
-    ``$0`` expanded by the shell that wrote it (the submitter's).
+    ``$0`` expanded by the shell that wrote it (the submitter's). A plain ``cd
+    "$SLURM_SUBMIT_DIR"`` is no lookup of $0 (the directory taken after it is the spool
+    still); a name that keeps the directory and is never read looks for nothing. A script
+    without directives is judged when it is submitted all the same: its own comment
+    (``# sbatch -p high slurm.sh``) or a file beside it sbatches it.
     """
-    if script.origin is not None or not any(d.ignored is None for d in script.directives):
+    if script.origin is not None:
         return
     text = script.text
     if "dirname" not in text and "%/*}" not in text:
+        return
+    if not any(d.ignored is None for d in script.directives) and not _submitted(script, context):
         return
     looked = _SUBMIT_LOOKUP.search(text) is not None
     first_lookup = _first_lookup(script) if looked else 0
@@ -892,13 +1069,16 @@ def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     for number, line in script.code_lines():
         if first_lookup and first_lookup <= number:
             yield from _kept_past_lookup(script, first_lookup, kept_dirs)
+            if _only_moves(script, first_lookup):
+                yield from _taken_after_cd(script, first_lookup, paths)
             return
         if "dirname" in line or "%/*}" in line:
             code = _SINGLE_QUOTED.sub("''", line)
             if not _self_directory(code, paths):
                 continue
             if not looked or _SOURCED.match(code):
-                yield _spool_finding(script, number)
+                if not _unused(script, code, number):
+                    yield _spool_finding(script, number)
             elif (name := _assigned(code)) is not None:
                 kept_dirs.setdefault(name, number)
         elif "=" in line and ("0" in line or "BASH_SOURCE" in line):
@@ -970,9 +1150,87 @@ def _used_in(line: str) -> list[str]:
     return used
 
 
+# ``cd "$SLURM_SUBMIT_DIR"`` (``|| exit``): it moves the shell, and $0 stays the spool copy.
+_CD_SUBMIT = re.compile(
+    r"^\s*cd\s+\"?\$\{?SLURM_SUBMIT_DIR(?::[-?][^}]*)?\}?\"?\s*"
+    r"(?:(?:\|\||&&)\s*exit(?:\s+\d+)?\s*)?;?\s*$"
+)
+
+
 def _first_lookup(script: Script) -> int:
     """The first code line that asks where the job came from (0: none)."""
     return next((n for n, line in script.code_lines() if _SUBMIT_LOOKUP.search(line)), 0)
+
+
+def _only_moves(script: Script, first: int) -> bool:
+    """Whether every lookup from line ``first`` on is a plain ``cd "$SLURM_SUBMIT_DIR"``."""
+    return all(
+        _CD_SUBMIT.match(line)
+        for n, line in script.code_lines()
+        if n >= first and _SUBMIT_LOOKUP.search(line)
+    )
+
+
+def _taken_after_cd(script: Script, first: int, paths: set[str]) -> Iterator[Finding]:
+    """The script's own directory taken after a plain ``cd "$SLURM_SUBMIT_DIR"``.
+
+    The cd moves the shell, not $0: slurmd runs the copy by its absolute path
+    (``<SlurmdSpoolDir>/job<ID>/slurm_script``), so ``HPC_DIR="$(cd "$(dirname
+    "${BASH_SOURCE[0]}")" && pwd)"`` after it is still the spool directory (DeepForest's
+    ``bash "$HPC_DIR/run_cluster_train.sh"``). A name kept so and then only printed is
+    quiet, as before a lookup.
+    """
+    lines = [(n, line) for n, line in script.code_lines() if n > first]
+    for index, (number, line) in enumerate(lines):
+        if "dirname" in line or "%/*}" in line:
+            code = _SINGLE_QUOTED.sub("''", line)
+            if not _self_directory(code, paths):
+                continue
+            name = None if _SOURCED.match(code) else _assigned(code)
+            if name is None or any(name in _used_in(later) for _, later in lines[index + 1 :]):
+                yield _spool_finding(script, number)
+        elif "=" in line and ("0" in line or "BASH_SOURCE" in line):
+            kept = _SELF_PATH.match(_SINGLE_QUOTED.sub("''", line))
+            if kept is not None:
+                paths.add(kept.group(1))
+
+
+# Names that hold a script's own directory by convention, never set by the environment.
+_DIR_NAMES = frozenset({"SCRIPT_DIR", "SCRIPTDIR", "SCRIPT_PATH", "DIR", "HERE", "ROOT_DIR"})
+
+
+def _unused(script: Script, code: str, number: int) -> bool:
+    """Whether the line keeps the spool directory in a name nothing reads.
+
+    ``DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"`` with no ``$DIR`` anywhere
+    after (a leftover of a template) looks for nothing beside the script. An exported
+    name is read by the programs the job runs: used.
+    """
+    match = _ASSIGNED.match(code)
+    if match is None or code.lstrip().startswith("export"):
+        return False
+    name = match.group(1)
+    reference = re.compile(r"\$\{?!?" + re.escape(name) + r"(?!\w)|\bexport\s+" + name + r"\b")
+    if len(reference.findall(code)) > 0:
+        return False
+    later = [line for n, line in script.code_lines() if n > number]
+    if any(reference.search(line) for line in later):
+        return False
+    # A path under a name the script never sets ($SCRIPT_DIR/common.sh) may be this
+    # directory under another name (set by a file it sources): not known to be unused.
+    assigned = set(_ANY_ASSIGNMENT.findall(script.text))
+    return all(
+        used in assigned or (used.isupper() and used not in _DIR_NAMES)
+        for line in later
+        for used in _PATH_USE.findall(line)
+    )
+
+
+def _submitted(script: Script, context: LintContext) -> bool:
+    """A script without directives that is still a batch script: its own comments submit
+    it (``# sbatch -p high -t 60 slurm.sh``) or a file beside it does (``sbatch
+    jobfile.sh`` in submit.sh, which passes every option on its command line)."""
+    return bool(_usage_lines(script)) or bool(_submissions(script, context))
 
 
 def _self_directory(code: str, paths: set[str]) -> bool:
