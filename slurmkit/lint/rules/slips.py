@@ -10,6 +10,8 @@
   nothing but ``> log 2>&1 &`` after a continued command lost the backslash before it.
   A comment line inside a continued command ends it: the indented line after the comment
   runs as a command of its own.
+- ``mpirun -n 10 \\``, a blank line, ``python run.py``: the blank line ends the command,
+  so the launcher has no program (it refuses) and its program runs alone.
 - ``NAME = value``: blanks around ``=`` run a command NAME; NAME stays unset.
 - an array that starts at 0 picking line ``$SLURM_ARRAY_TASK_ID`` of a file with
   ``sed -n "${SLURM_ARRAY_TASK_ID}p"``: lines count from 1, so task 0 gets nothing
@@ -19,6 +21,9 @@
 - ``$SLURM_GPUS_PER_TASK`` (and the like, not the array's) where the job never asks for the option
   that makes Slurm set it: the value is empty. Not where it is only printed (``echo``), nor
   where the script's usage comment gives the option to sbatch.
+
+Nothing past the script's top-level ``exit`` is judged (:func:`end_of_script`): bash never
+reads it.
 """
 
 from __future__ import annotations
@@ -26,11 +31,15 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
+from itertools import accumulate, chain, islice
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.parsed import Command, Word
 from slurmkit.lint.rules.variables import COUNT_OPTIONS, has_fallback
+from slurmkit.lint.sbatch_table import long_options, match_long
 from slurmkit.lint.script import Script
 from slurmkit.slurm.records import SlurmVersion
 
@@ -42,6 +51,75 @@ _GLUED = re.compile(
     r"(?:^|[;&|({!]|\b(?:if|while|until|then|do|else|elif))\s*\[\s+[^\]\n;]{0,300}?[^\s\[]\]"
     r"(?=\s*(?:;|&&|\|\||\)|$))"
 )
+
+
+# ``exit`` alone on its line at the left margin (``exit``, ``exit 0``, ``exit $rc``).
+_EXIT_LINE = re.compile(r"exit(?:[ \t]+[^\s;&|]+)?[ \t]*;?[ \t]*")
+# What closes a block: an exit just before one is the end of that block, not of the script.
+_CLOSERS = ("done", "fi", "esac", "}", ";;", ")")
+
+
+def end_of_script(script: Script) -> int:
+    """The line of the script's first unconditional top-level ``exit``; past the end if none.
+
+    bash reads and runs a script one command at a time, so nothing after such an ``exit``
+    is read at all: a polyglot job script (``#!/usr/bin/env sh``, ``#=`` … ``exit`` …
+    ``=#`` and Julia below, run with ``julia $0``) is bash only up to its exit, and
+    ``host = gethostname()`` below it is Julia, not a bash slip. Only an ``exit`` alone on
+    a line at the left margin counts, outside every function, if and case, and not the
+    last line of a loop's body (the next code line closing a block).
+    """
+    memo = script.memo
+    found = memo.get("end_of_script")
+    if found is None:
+        found = memo["end_of_script"] = _first_exit(script)
+    return int(found)
+
+
+def _first_exit(script: Script) -> int:
+    past_end = len(script.lines) + 1
+    if "exit" not in script.text:
+        return past_end
+    parsed = script.parsed
+    functions = list(parsed.functions.values())
+    for command in script.commands:
+        words = command.words  # the raw first word: a command's name is built when asked
+        if not words or words[0].raw != "exit" or command.depth or command.background:
+            continue
+        if command.pipeline is not None:
+            continue
+        start = command.start
+        line = script.line_of(start)
+        text = script.lines[line - 1]
+        code = text.split("#", 1)[0] if "#" in text else text
+        if not _EXIT_LINE.fullmatch(code):
+            continue
+        if any(a <= start < b for a, b in functions):
+            continue
+        if any(ranges[0][0] <= start < ranges[-1][1] for ranges in parsed.branches):
+            continue
+        rest = islice(script.lines, line, None)
+        after = next((t.strip() for t in rest if t.strip()[:1] not in "#"), "")
+        if after.startswith(_CLOSERS):
+            continue
+        return line
+    return past_end
+
+
+def _reachable(
+    check: Callable[[Script, LintContext], Iterator[Finding]],
+) -> Callable[[Script, LintContext], Iterator[Finding]]:
+    """``check``'s findings, less those past the script's top-level ``exit``."""
+
+    def reachable(script: Script, context: LintContext) -> Iterator[Finding]:
+        end = 0
+        for finding in check(script, context):
+            end = end or end_of_script(script)
+            if finding.line <= end:
+                yield finding
+
+    reachable.__doc__ = check.__doc__
+    return reachable
 
 
 def _bracket(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -138,18 +216,77 @@ def _cut_by_comment(
     )
 
 
+# Launchers that refuse to start without a program ("srun: fatal: No command given to
+# execute", Open MPI's "No executable was specified").
+_NEEDS_PROGRAM = frozenset({"srun", "mpirun", "mpiexec"})
+_BLANK_AFTER_BACKSLASH = re.compile(r"\\\n[ \t]*\n")
+
+
+def _blank_cut(script: Script) -> Iterator[Finding]:
+    """``mpirun -n 10 \\``, a blank line, ``python -u run.py``: the blank line ends the
+    command (the backslash joins only the empty line), so the launcher gets options and no
+    program and refuses to start, and the line after it, its program, runs on its own."""
+    if _BLANK_AFTER_BACKSLASH.search(script.text) is None:
+        return
+    lines = script.lines
+    code = dict(script.code_lines())
+    for number in range(1, len(lines) - 1):
+        line = lines[number - 1].rstrip()
+        if not line.endswith("\\") or number not in code or lines[number].strip():
+            continue
+        start = number
+        while start - 1 in code and lines[start - 2].rstrip().endswith("\\"):
+            start -= 1
+        words = " ".join(code[n].rstrip()[:-1] for n in range(start, number + 1)).split()
+        while words and words[0] in _LEADING:
+            words.pop(0)
+        if not words or words[0].rsplit("/", 1)[-1] not in _NEEDS_PROGRAM:
+            continue
+        if not _options_only(words[1:]):
+            continue
+        after = next((n for n in range(number + 2, len(lines) + 1) if lines[n - 1].strip()), 0)
+        if after not in code or lines[after - 1].lstrip().startswith("-"):
+            continue  # a --option line is found as a command of its own
+        launcher = words[0].rsplit("/", 1)[-1]
+        yield script.finding(
+            after,
+            ERROR,
+            RULE_OPTION_COMMAND.id,
+            f"the blank line {script.shown(number + 1)} ends the {launcher} command above it "
+            f"(the backslash on line {script.shown(number)} joins only the empty line): "
+            f"{launcher} gets no program and refuses to start, and this line runs on its own",
+            f"remove the blank line {script.shown(number + 1)}",
+        )
+
+
+def _options_only(words: list[str]) -> bool:
+    """Whether a launcher's words are only options and their values (``-n 10``): the
+    last an option, or a number after one. A word after ``-l`` may be the program."""
+    if not words:
+        return True
+    for index, word in enumerate(words):
+        if word.startswith("-"):
+            continue
+        before = words[index - 1] if index else ""
+        if not before.startswith("-") or "=" in before:
+            return False
+    last = words[-1]
+    return last.startswith("-") or last.isdigit()
+
+
 def _option_as_command(script: Script, context: LintContext) -> Iterator[Finding]:
     if "&" in script.text:
         yield from _lost_redirect(script)
     if "\\\n" in script.text:
         yield from _after_comment(script)
+        yield from _blank_cut(script)
     if _OPTION_LINE.search(script.text) is None:
         return  # no line starts with an option: nothing to look up
     for command in script.commands:
         name = command.name
         if name is None or not name.startswith("-") or len(name) < 2 or command.depth:
             continue
-        if command.prefix:
+        if command.prefix or _timed_posix(command):
             continue
         line = script.line_of(command.start)
         yield script.finding(
@@ -160,6 +297,18 @@ def _option_as_command(script: Script, context: LintContext) -> Iterator[Finding
             "backslash, so this line's options never reach the command they belong to",
             f"end line {script.shown(line - 1)} with a backslash (and nothing after it)",
         )
+
+
+def _timed_posix(command: Command) -> bool:
+    """``time -p mpirun …``: ``-p`` is the option of ``time`` (bash's keyword and POSIX
+    time(1) both take it: the times in POSIX format), not a program the line runs."""
+    words = command.words
+    for index in range(1, len(words)):
+        if words[index].raw == "-p":
+            return words[index - 1].raw == "time"
+        if words[index - 1].raw not in _LEADING:
+            return False
+    return False
 
 
 # Commands that start a line of their own and are never an option's value.
@@ -236,7 +385,7 @@ def _program_again(script: Script, code: list[tuple[int, str]]) -> Iterator[Find
         word = words[0] if words else ""
         continued = continued and number == last + 1  # a comment line between ends it
         last = number
-        if continued and word == first and first not in _RUNS_COMMANDS:
+        if continued and word and word == first and first not in _RUNS_COMMANDS:
             yield script.finding(
                 number,
                 ERROR,
@@ -248,7 +397,9 @@ def _program_again(script: Script, code: list[tuple[int, str]]) -> Iterator[Find
                 "join the two commands with |",
             )
         if not continued:
-            first = word if _PROGRAM.fullmatch(word) else ""
+            # a program is a word: a blank line (no word) ends the command, and a
+            # `-B` repeated on continued lines is an option given twice, not a program
+            first = word if _PROGRAM.fullmatch(word) and word[:1] != "-" else ""
         stripped = line.rstrip()
         # `cmd | \` (or &&, ||, ;): the next line starts a command of its own
         continued = stripped.endswith("\\") and not stripped[:-1].rstrip().endswith(_JOINS)
@@ -274,18 +425,54 @@ def _spaced(words: list[str]) -> str | None:
     return match.group(1) if match else None
 
 
+# ``NAME = <value>`` at a line's start, read from the text where the grammar has no command.
+# The class is a blank ``<…>`` after the =, which the grammar cannot read: other lines it
+# drops may be no bash at all (a brew template's R code in ``<% … %>``).
+_SPACED_LINE = re.compile(r"(?m)^[ \t]*([A-Za-z_]\w*)[ \t]+=[ \t]*(<(?!%)\S*)")
+
+
+def _lost_lines(script: Script) -> Iterator[tuple[int, list[str]]]:
+    """(line, its first words) of the ``NAME = …`` lines no command of the grammar covers.
+
+    A template's blank after ``=`` (``NUM = <NUM_CORES * sockets>``) is a redirection
+    that goes nowhere to the grammar, which then drops the line (and the next ones) from
+    its commands; bash still reads each ``NAME = …`` line as a command NAME, once the
+    blanks are filled in."""
+    text = script.text
+    if "= <" not in text and "=<" not in text:
+        return  # a scan of the text in C, a tenth of the regex's
+    found = list(_SPACED_LINE.finditer(text))
+    if not found:
+        return
+    commands = sorted(script.commands, key=lambda c: c.start)
+    starts = [c.start for c in commands]
+    reach = list(accumulate((c.end for c in commands), max))  # furthest end so far
+    code = dict(script.code_lines())
+    for match in found:
+        a, b = match.start(), match.end()
+        index = bisect_left(starts, b) - 1
+        if index >= 0 and reach[index] > a:
+            continue  # a command covers it: read from the command
+        number = script.line_of(match.start(1))
+        if number in code:  # not a comment, nor a heredoc's body
+            yield number, [match.group(1), "=", match.group(2)]
+
+
 def _assignment_spaces(script: Script, context: LintContext) -> Iterator[Finding]:
     if " =" not in script.text:
         return
-    for command in script.commands:
-        words = [w.raw for w in command.argv[:3]]
+    read: Iterator[tuple[int, list[str], int]] = chain(
+        ((0, [w.raw for w in command.argv[:3]], command.start) for command in script.commands),
+        ((number, words, -1) for number, words in _lost_lines(script)),
+    )
+    for line, words, start in read:
         name = _spaced(words)
         if name is None or re.search(rf"(?m)^\s*(?:function\s+)?{name}\s*\(", script.text):
             continue  # a function of that name takes "=" as its argument
-        line = script.line_of(command.start)
         text = script.text
-        if "((" in text[text.rfind("\n", 0, command.start) + 1 : command.start]:
+        if start >= 0 and "((" in text[text.rfind("\n", 0, start) + 1 : start]:
             continue  # for ((i = 1; …)): arithmetic, where blanks are allowed
+        line = line or script.line_of(start)
         yield script.finding(
             line,
             ERROR,
@@ -468,7 +655,10 @@ def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
     wanted = {
         name
         for name, option in _SET_BY.items()
-        if script.job.get(option) is None and option not in usage and name in script.text
+        if script.job.get(option) is None
+        and option not in usage
+        and name in script.text
+        and not _refused_ask(script, option)
     }
     if not wanted:
         return
@@ -482,7 +672,7 @@ def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
         for word in command.words:
             for name in sorted((word.expands & wanted) - assigned - guarded - used.keys()):
                 if not has_fallback(name, word.raw):  # ${VAR:-default} is handled
-                    used[name] = script.line_of(word.start)
+                    used[name] = script.line_of(_offset_of(name, word))
     # a test alone is a use too where it can never pass (`[ -z "$SLURM_GPUS" ] && exit`)
     past_end = script.text.count("\n") + 2
     for name in sorted((tested & wanted) - assigned - guarded - used.keys()):
@@ -499,6 +689,29 @@ def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
             f"--{_SET_BY[name]}, which the job does not ask for",
             f"#SBATCH --{_SET_BY[name]}=…, or ${{{name}:-default}}",
         )
+
+
+def _offset_of(name: str, word: Word) -> int:
+    """Where ``word`` expands ``name``: a quoted word may span lines (``bash -c "torchrun \\``
+    and ``--nproc_per_node=$SLURM_GPUS_PER_NODE`` three lines down), and the finding names
+    the line of the variable, not the line the word starts on."""
+    found = re.search(rf"\$\{{?{name}\b", word.raw)
+    return word.start + found.start() if found else word.start
+
+
+def _refused_ask(script: Script, option: str) -> bool:
+    """Whether a directive asks for ``option`` by a prefix sbatch refuses as ambiguous
+    (``--cpus-per=task=2``: "option '--cpus-per=task=2' is ambiguous; possibilities:
+    '--cpus-per-gpu' '--cpus-per-task'", sbatch 22.05.8). sbatch submits nothing, and the
+    job the author meant has the option: the variable is that job's, set."""
+    for directive in script.directives:
+        for asked in directive.options:
+            name = asked.name
+            if name == option or not option.startswith(name):
+                continue
+            if len(match_long(name, long_options(None))) > 1:  # --gpus is an option itself
+                return True
+    return False
 
 
 def _too_new(script: Script, context: LintContext) -> Iterator[Finding]:
@@ -566,19 +779,19 @@ RULE_OPTION_COMMAND = Rule(
     "option-as-command",
     ERROR,
     "a line starting with --option (or only '> log 2>&1 &'): the line before lost its backslash",
-    _option_as_command,
+    _reachable(_option_as_command),
 )
 RULE_CONTINUED_INTO = Rule(
     "continued-into-command",
     ERROR,
     "a backslash before a new command (or the same program again): it became arguments",
-    _continued_into,
+    _reachable(_continued_into),
 )
 RULE_ASSIGNMENT_SPACES = Rule(
     "assignment-with-spaces",
     ERROR,
     "NAME = value (blanks around =): bash runs a command NAME, and NAME stays unset",
-    _assignment_spaces,
+    _reachable(_assignment_spaces),
 )
 RULE_ARRAY_LINES = Rule(
     "array-zero-line",
@@ -596,7 +809,7 @@ RULE_UNSET = Rule(
     "slurm-variable-unset",
     WARNING,
     "$SLURM_GPUS_PER_TASK (and others) used where the job lacks the option that sets it",
-    _unset,
+    _reachable(_unset),
 )
 RULES = (
     RULE_BRACKET,
