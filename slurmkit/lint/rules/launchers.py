@@ -627,6 +627,33 @@ def _wrapper_may_rank(script: Script, srun: Srun) -> bool:
     return _MACHINE_RANK.search(helper.text) is not None
 
 
+# Launchers that run on one node unless told of others: torchrun's --nnodes defaults to 1
+# (torch.distributed.run), deepspeed without a hostfile runs on localhost.
+_LOCAL_BY_DEFAULT = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed")
+
+
+def _one_node(name: str, command: str) -> bool:
+    """A launcher that starts its workers on this node alone (no node count, or 1): a
+    phase meant for the first node, with no rendezvous waiting for the others."""
+    if name not in _LOCAL_BY_DEFAULT:
+        return False
+    counts = [m["n"] for m in _NODE_OPTION.finditer(command)]
+    return all(count in ("1", "1:1") for count in counts)
+
+
+_NODE_OPTION = re.compile(r"--(?:nnodes|num_nodes|num-nodes)[= ]+[\"']?(?P<n>[^\s\"']+)")
+
+
+def _spans_nodes(srun: Srun) -> bool:
+    """An srun step over the job's nodes: no node or task count (one task per node of a
+    job with --ntasks-per-node), or more than one node."""
+    nodes = srun.option("nodes")
+    if nodes is None:
+        return srun.option("ntasks") is None
+    asked = node_range(nodes.value) if nodes.value else None
+    return asked is not None and asked[0] > 1
+
+
 def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Finding]:
     nodes = script.job.nodes
     commands = _commands_by_line(script)
@@ -635,10 +662,21 @@ def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Fin
         for n, name in launcher_lines(script)
         if launcher_kind(name) != SERVER and not commands.cut_from_srun(n)
     ]
-    if not launchers or not nodes or nodes[0] < 2:
+    if not nodes or nodes[0] < 2:
+        return
+    if not launchers:
+        yield from _trainer_told_of_nodes(script, nodes[0])
         return
     if any(srun_launcher(script, s) for s in script.sruns):
         return
+    if any(_spans_nodes(s) for s in script.sruns):
+        launchers = [
+            (n, name)
+            for n, name in launchers
+            if not _one_node(name, commands.text(n, script.lines[n - 1]))
+        ]
+        if not launchers:
+            return
     if any(problem.severity == "error" for problem in script.parsed.problems):
         return  # bash refuses the script (bash-syntax): the sruns after that are unread
     text = script.text  # a code line is part of a line of the text: no match there, none
@@ -660,6 +698,62 @@ def _launcher_outside_srun(script: Script, context: LintContext) -> Iterator[Fin
     )
 
 
+_PYTHON = re.compile(r"python[\d.]*")
+_TRAINER_NODES = re.compile(r"--(?:trainer\.)?num[_-]nodes(?:=(?P<v>\d+))?")
+
+
+def _trainer_told_of_nodes(script: Script, nodes: int) -> Iterator[Finding]:
+    """``python train.py … --num_nodes 4`` run once in the batch step of a 4-node job
+    with no srun anywhere: a trainer that starts its own processes per node (PyTorch
+    Lightning's Trainer(num_nodes=…), the flag passed through) runs on the first node
+    alone, and its distributed start waits for the others' ranks, which nothing starts.
+    Only a literal count of 2 or more, only where no srun, mpirun, ssh or pdsh is run."""
+    if script.sruns or "num" not in script.text:
+        return
+    if any(problem.severity == "error" for problem in script.parsed.problems):
+        return
+    for command in _top_commands(script):
+        argv = command.argv
+        if not _PYTHON.fullmatch(argv[0].text.rsplit("/", 1)[-1]):
+            continue
+        words = [w.text for w in argv[1:]]
+        for index, word in enumerate(words):
+            match = _TRAINER_NODES.fullmatch(word)
+            if match is None:
+                continue
+            value = match["v"] or (words[index + 1] if index + 1 < len(words) else "")
+            count = to_int(value)
+            if count is None or count < 2:
+                continue
+            if any(_REMOTE.search(line) for _, line in script.code_lines(heredocs=True)):
+                return  # started per node some other way
+            written = word if match["v"] else f"{word} {value}"
+            yield script.finding(
+                script.line_of(command.start),
+                WARNING,
+                RULE_OUTSIDE.id,
+                f"{argv[0].text} is told of {count} nodes ({written}) but runs once, in the "
+                f"batch step on the first node: the other {nodes - 1} node(s) start no "
+                "process, so its distributed start waits for ranks nothing starts",
+                "start it once per task: srun python … (the trainer reads its rank from Slurm)",
+            )
+            return
+
+
+def _top_commands(script: Script) -> list[Command]:
+    return [c for c in script.commands if c.depth == 0 and c.argv]
+
+
+def _node_count_read(script: Script, name: str) -> bool:
+    """Whether a node count variable may be read: the script expands it, or runs a
+    launcher (which reads ``NNODES`` and the like from its environment). A test script
+    that exports ``NNODES=4`` and only runs ``srun echo`` starts nothing that waits for
+    nodes."""
+    if re.search(rf"\$\{{?{name}\b", script.text):
+        return True
+    return bool(launcher_lines(script)) or any(srun_launcher(script, s) for s in script.sruns)
+
+
 def _nodes_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
     nodes = script.job.nodes
     setting = script.job.get("nodes")
@@ -668,6 +762,8 @@ def _nodes_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
     wanted = f"#SBATCH {setting.written} (line {script.shown(setting.line)})"
     for binding in script.bindings:
         if binding.name not in NODE_VARIABLES or binding.value is None:
+            continue
+        if not _node_count_read(script, binding.name):
             continue
         value = to_int(binding.value.text) if binding.value.literal else None
         if value is not None and not nodes[0] <= value <= nodes[1]:
@@ -751,13 +847,18 @@ def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
         return  # no GPUs asked for (gpu:0): the launcher's workers are CPU processes
     yield from _counts_mismatch(script, request[0], request[1].written)
     yield from _count_variables(script, request[0], request[1].written)
+    yield from _program_gpus(script, request[0], request[1].written)
 
 
 # A variable given as a count of GPUs one process group spreads over: tensor parallel
 # ranks (vLLM's tensor_parallel_size=, --tensor-parallel-size, SGLang's --tp) or a
 # launcher's workers per node.
 _GPU_COUNT_USE = re.compile(
-    r"(?:tensor[_-]parallel[_-]size|--tp(?:[_-]size)?|--(?:" + _WORKER_OPTIONS + r"))"
+    # not a converter's --target-tensor-parallel-size (Megatron's checkpoint/convert.py):
+    # how the written checkpoint is split, on a CPU if need be, no rank per GPU
+    r"(?:(?<!target[_-])tensor[_-]parallel[_-]size|--tp(?:[_-]size)?|--(?:"
+    + _WORKER_OPTIONS
+    + r"))"
     r"[= ]+[\"']?\$\{?(?P<name>[A-Za-z_]\w*)\}?"
 )
 
@@ -790,6 +891,39 @@ def _count_variables(script: Script, gpus: int, written: str) -> Iterator[Findin
             )
 
 
+# A program's own ``--gpus N`` (PyTorch Lightning's Trainer flag in the scripts that pass
+# it on, and many trainers' own): the devices it asks for on its node.
+_PROGRAM_GPUS = re.compile(r"(?<![\w-])--gpus[= ]+(?P<n>\d+)(?![\w.,:-])")
+# Commands whose --gpus is Slurm's (a total for the step or job), not a program's.
+_SLURM_COMMAND = re.compile(r"(?<![\w-])(?:srun|sbatch|salloc)(?![\w-])")
+
+
+def _program_gpus(script: Script, gpus: int, written: str) -> Iterator[Finding]:
+    """``python train.py --gpus 2`` in a one-node job with one GPU: the program asks for
+    devices the node's job does not hold; Slurm shows it only its own (CUDA_VISIBLE_DEVICES,
+    the device cgroup), and the trainer stops (Lightning: a MisconfigurationException).
+    Only more than the job has, and only on one node (on several, a total of GPUs may not
+    be spread evenly); srun's, sbatch's and salloc's own --gpus are Slurm's totals."""
+    if script.job.nodes != (1, 1) or "--gpus" not in script.text:
+        return
+    commands = _commands_by_line(script)
+    for number, line in script.code_lines():
+        if "--gpus" not in line:
+            continue
+        for match in _PROGRAM_GPUS.finditer(line):
+            asked = int(match["n"])
+            if asked <= gpus or _SLURM_COMMAND.search(commands.text(number, line)):
+                continue
+            yield script.finding(
+                number,
+                ERROR,
+                RULE_GPUS.id,
+                f"--gpus {asked} asks the program for {asked} GPUs, but #SBATCH {written} "
+                f"gives this one-node job {gpus}: the program finds only those and stops",
+                f"--gpus {gpus} (or $SLURM_GPUS_ON_NODE), or ask Slurm for {asked}",
+            )
+
+
 def _counts_mismatch(script: Script, gpus: int, written: str) -> Iterator[Finding]:
     """Worker counts given to a launcher against the GPUs per node.
 
@@ -800,7 +934,10 @@ def _counts_mismatch(script: Script, gpus: int, written: str) -> Iterator[Findin
     commands = _commands_by_line(script)
     for number, line in script.code_lines(heredocs=True):
         for match in _PROC_ARGS.finditer(line):
-            if match["opt"].startswith("num") and commands.assigned_without_launcher(number):
+            if match["opt"].startswith("num") and (
+                commands.assigned_without_launcher(number)
+                or _mpi_program_option(commands.text(number, line), match["opt"])
+            ):
                 continue
             yield from _count_finding(script, number, match["opt"], int(match["n"]), gpus, written)
         for match in _TOTAL_PROCS.finditer(line):
@@ -809,6 +946,21 @@ def _counts_mismatch(script: Script, gpus: int, written: str) -> Iterator[Findin
                 yield from _count_finding(
                     script, number, match["opt"], per_node, gpus, written, match["n"]
                 )
+
+
+_MPI_RUN = re.compile(r"(?<![\w-])(?:mpirun|mpiexec)(?![\w-])")
+
+
+def _mpi_program_option(command: str, option: str) -> bool:
+    """``mpirun -n $SLURM_NTASKS ./app --num_gpus 3``: the option is the MPI program's own
+    (Kokkos's devices to spread the ranks over), and mpirun's ranks are the workers, one
+    process each, not one per GPU started by a launcher. deepspeed's is still judged."""
+    run = _MPI_RUN.search(command)
+    return (
+        run is not None
+        and re.search(rf"--{option}\b", command[run.end() :]) is not None
+        and launcher_in(command) is None
+    )
 
 
 def _per_machine(script: Script, command: str, total: int) -> int | None:

@@ -62,10 +62,18 @@ def _handled_elsewhere(script: Script) -> bool:
         first = words[0].text if words else ""
         if first == "exec" and len(command.argv) > 0:
             return True
-        sourced = words[1].text.strip("\"'") if first in ("source", ".") and len(words) > 1 else ""
-        if sourced and not _ENVIRONMENT.search(sourced):
+        if _sources_helper(command):
             return True
     return False
+
+
+def _sources_helper(command: Command) -> bool:
+    """``source funcs.sh``: a file of the script's own, not an environment's set-up."""
+    words = command.words
+    if len(words) < 2 or words[0].text not in ("source", "."):
+        return False
+    sourced = words[1].text.strip("\"'")
+    return bool(sourced) and not _ENVIRONMENT.search(sourced)
 
 
 def _traps(script: Script) -> list[tuple[str, set[str], int]]:
@@ -82,8 +90,13 @@ def _traps(script: Script) -> list[tuple[str, set[str], int]]:
 
 
 def _waits_in_background(script: Script) -> bool:
-    background = any(c.background for c in script.commands)
-    return background and any(c.name == "wait" for c in script.commands)
+    """Whether the script waits (``wait``) for work it started with ``&``: bash runs a
+    trap as soon as the signal comes to a ``wait``. The ``&`` may be in a function of a
+    sourced helper (``source funcs.sh; run_orca; wait``): unseen, not missing."""
+    commands = script.commands
+    if not any(c.name == "wait" for c in commands):
+        return False
+    return any(c.background for c in commands) or any(_sources_helper(c) for c in commands)
 
 
 def _signal(script: Script, context: LintContext) -> Iterator[Finding]:

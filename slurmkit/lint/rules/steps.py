@@ -217,13 +217,53 @@ def _gpus_of(text: str | None) -> int | None:
     return to_int(text.rsplit(":", 1)[-1])
 
 
+# ``do``/``done`` as words: the loops open before a line.
+_LOOP_WORD = re.compile(r"(?<![\w$-])(do|done)(?![\w-])")
+
+
+def ends_at(script: Script) -> int | None:
+    """The line of the first ``exit`` that always runs (None: none): a line of its own at
+    the script's top level, in no function, branch or loop. bash ends the script there,
+    so the lines after it never run (a kept-for-later block after ``exit``)."""
+    functions = script.parsed.functions.values()
+    branches = script.parsed.branches
+    candidates = []
+    for command in _top(script):
+        if command.name != "exit":
+            continue
+        start = command.start
+        number = script.line_of(start)
+        if not script.lines[number - 1].startswith("exit"):
+            continue  # indented or after ``&&``/``||``: in a block, or conditional
+        if any(begin <= start < end for begin, end in functions):
+            continue
+        if not any(ranges[0][0] <= start < ranges[-1][1] for ranges in branches):
+            candidates.append(number)
+    if not candidates:
+        return None
+    # loops open before each candidate: one pass over the code lines
+    opened, lines = 0, iter(script.code_lines())
+    current = next(lines, None)
+    for number in candidates:
+        while current is not None and current[0] < number:
+            for match in _LOOP_WORD.finditer(current[1]):
+                opened += 1 if match[1] == "do" else -1
+            current = next(lines, None)
+        if opened == 0:
+            return number
+    return None
+
+
 def _step_exceeds(script: Script, context: LintContext) -> Iterator[Finding]:
     job = script.job
     nodes = job.nodes
     gpus = job.gpus_per_node
     if nodes is None and gpus is None:
         return
+    end = ends_at(script) if "exit" in script.text else None
     for srun in script.sruns:
+        if end is not None and srun.line > end:
+            continue  # after an exit that always runs: never started
         yield from _step_nodes(script, srun, nodes)
         if gpus is not None:
             yield from _step_gpus(script, srun, gpus[0])
@@ -302,6 +342,27 @@ def _gpus_asked(script: Script) -> bool:
     return any(job.get(n) for n in ("tres-per-task", "constraint") if "gpu" in (job.value(n) or ""))
 
 
+# A comment that shows how the script is submitted, with GPUs on sbatch's command line
+# (``# sbatch --gpus-per-node=N … job.sbatch``): the job is given them there.
+_SUBMITTED_WITH_GPUS = re.compile(
+    r"^[ \t]*#[^\n]*(?<!#)\bsbatch\s[^\n]*(?:--gres[= ]\S*gpu|--gpus(?:-per-\w+)?[= ]|\s-G\s?\S)",
+    re.MULTILINE,
+)
+
+
+def _step_asks_gpus(srun: Srun) -> bool:
+    """An srun that asks for GPUs itself (``srun --gpus-per-task=8 …``) in a job that asks
+    for none: written for a site that allocates whole nodes (a partition with
+    OverSubscribe=EXCLUSIVE, as Frontier's), where slurmctld gives the job every GRES of
+    its nodes (node_scheduler.c: _handle_exclusive_gres), like ``--exclusive`` does."""
+    for option in srun.options:
+        if option.name in ("gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"):
+            return True
+        if option.name == "gres" and "gpu" in (option.value or ""):
+            return True
+    return False
+
+
 def _gpus_missing(script: Script, context: LintContext) -> Iterator[Finding]:
     if not script.directives or not any(w in script.text for w in _GPU_WORDS):
         return
@@ -313,7 +374,12 @@ def _gpus_missing(script: Script, context: LintContext) -> Iterator[Finding]:
         return
     if script.job.get("exclusive") is not None:
         return  # whole nodes: where GPUs are no GRES (cloud clusters often) it sees them all
+    if "sbatch" in script.text and _SUBMITTED_WITH_GPUS.search(script.text):
+        return  # the header's usage line gives sbatch the GPUs on its command line
+    asking = {s.command.start for s in script.sruns if _step_asks_gpus(s)}
     for command in _top(script):
+        if command.start in asking:
+            continue  # the step asks for its GPUs itself: the site gives them (see above)
         program = _gpu_program(script, command)
         if program is None:
             continue
