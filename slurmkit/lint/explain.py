@@ -296,7 +296,10 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "directive: --output=$HOME/logs/x or --chdir=/home/${USER}/run names a directory "
         "literally called so (error; from 23.02 a literal log directory is created, so the "
         "log is not where the path says: warning). %x is the script's --job-name (a / in it adds a "
-        "directory); --err and --out are --error and --output.",
+        "directory); --err and --out are --error and --output. A missing relative --chdir with no "
+        "--output is judged too: the default slurm-%j.out is opened inside it. A usage comment "
+        "that passes --output on sbatch's command line (# sbatch --output=... job.sh) makes the "
+        "directive a default it overrides: not judged.",
         "#SBATCH --output=logs/%j/out.txt",
         "mkdir -p logs before sbatch, and keep %j in the file name.",
     ),
@@ -336,7 +339,11 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "into a stray word. A SPANK plugin's option (Shifter --image, pyxis "
         "--container-image, CSCS --environment) is info: real on the sites it was written for; "
         "so is any other name that misspells no option (NERSC --perf). An sbatch the script "
-        "runs (a chain) has its option names checked too.",
+        "runs (a chain) has its option names checked too. Refused as well, each checked on "
+        "sbatch 22.05.8: srun-only options (--pty, --multi-prog, --mpi, --exact ...), the "
+        "removed --share, --exclusive=topo before 24.05, a --time sbatch cannot read, and a "
+        "#SLURM line in the header (sbatch reads #SLURM as a directive prefix like #SBATCH, so "
+        "#SLURM_ARRAY_TASK_ID=42 is an invalid directive). EAR's plugin options are info.",
         "#SBATCH --gpus-per-tsk=1",
         "fix the option (sbatch --help lists them) or remove the line.",
     ),

@@ -180,12 +180,12 @@ def test_list_rules(run_cli, sinfo) -> None:
     right, judged = PRECISION["output-dir-missing"]
     assert f"{100 * right // judged}% ({right}/{judged})" in table
     # a rule with no finding on the development part is unmeasured, not 0%
-    assert "step-exceeds-job" not in PRECISION
-    row = next(line for line in table.splitlines() if line.startswith("step-exceeds-job"))
+    assert "non-ascii-dash" not in PRECISION and "non-ascii-dash" not in UNSEEN
+    row = next(line for line in table.splitlines() if line.startswith("non-ascii-dash"))
     assert "unmeasured" in row
-    explained = run_cli("lint", "--explain", "step-exceeds-job").stdout
+    explained = run_cli("lint", "--explain", "non-ascii-dash").stdout
     assert explained.startswith(
-        "step-exceeds-job (error; on published scripts: unmeasured; "
+        "non-ascii-dash (error; on published scripts: unmeasured; "
         "on scripts it had never seen: no finding yet)"
     )
     assert sinfo.calls == []
