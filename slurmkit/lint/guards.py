@@ -7,11 +7,15 @@ of ``--nodes=2``: the else branch never runs, so a launcher there is not outside
 ``$SLURM_NTASKS`` with a number, and a ``for`` over ``$(seq 1 $((SLURM_NNODES - 1)))``
 or ``for ((i = 1; i < SLURM_NNODES; i++))``. The counts come from the header (a fixed
 ``--nodes``, ``--ntasks``); anything else is unknown, and unknown code runs.
+
+And the end of the script: nothing after an ``exit`` that always runs is ever read
+(:func:`end_of_script`), which the rules of slips, syntax and steps share.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import islice
 
 from slurmkit.lint.script import Script
 
@@ -142,3 +146,76 @@ def _seq_bound(match: re.Match[str], nodes: int) -> bool:
 
 def _c_bound(match: re.Match[str], nodes: int) -> bool:
     return int(match.group(1)) < nodes
+
+
+# ``exit`` alone on its line at the left margin (``exit``, ``exit 0``, ``exit $rc``).
+_EXIT_LINE = re.compile(r"exit(?:[ \t]+[^\s;&|]+)?[ \t]*;?[ \t]*")
+# What closes a block: an exit just before one is the end of that block, not of the script.
+_CLOSERS = ("done", "fi", "esac", "}", ";;", ")")
+# ``do``/``done`` as words: the loops open before a line.
+_LOOP_WORD = re.compile(r"(?<![\w$-])(do|done)(?![\w-])")
+
+
+def end_of_script(script: Script) -> int:
+    """The line of the script's first unconditional top-level ``exit``; past the end if none.
+
+    bash reads and runs a script one command at a time, so nothing after such an ``exit``
+    is read at all: a polyglot job script (``#!/usr/bin/env sh``, ``#=`` … ``exit`` …
+    ``=#`` and Julia below, run with ``julia $0``) is bash only up to its exit, and a step
+    kept for later below an ``exit`` never starts. Only an ``exit`` alone on a line at the
+    left margin counts, outside every function, if, case and loop, and not the last line
+    of a block (the next code line closing it).
+    """
+    memo = script.memo
+    found = memo.get("end_of_script")
+    if found is None:
+        found = memo["end_of_script"] = _first_exit(script)
+    return int(found)
+
+
+def _first_exit(script: Script) -> int:
+    past_end = len(script.lines) + 1
+    if "exit" not in script.text:
+        return past_end
+    parsed = script.parsed
+    functions = list(parsed.functions.values())
+    loops = _LoopDepth(script)
+    for command in script.commands:
+        words = command.words  # the raw first word: a command's name is built when asked
+        if not words or words[0].raw != "exit" or command.depth or command.background:
+            continue
+        if command.pipeline is not None:
+            continue
+        start = command.start
+        line = script.line_of(start)
+        text = script.lines[line - 1]
+        code = text.split("#", 1)[0] if "#" in text else text
+        if not _EXIT_LINE.fullmatch(code):
+            continue
+        if any(a <= start < b for a, b in functions):
+            continue
+        if any(ranges[0][0] <= start < ranges[-1][1] for ranges in parsed.branches):
+            continue
+        rest = islice(script.lines, line, None)
+        after = next((t.strip() for t in rest if t.strip()[:1] not in "#"), "")
+        if after.startswith(_CLOSERS) or loops.open_before(line):
+            continue
+        return line
+    return past_end
+
+
+class _LoopDepth:
+    """How many loops are open before a line, counted once over the code lines in order
+    (the candidates come in line order, so the whole script is read at most once)."""
+
+    def __init__(self, script: Script) -> None:
+        self._lines = iter(script.code_lines())
+        self._current = next(self._lines, None)
+        self._opened = 0
+
+    def open_before(self, number: int) -> bool:
+        while self._current is not None and self._current[0] < number:
+            for match in _LOOP_WORD.finditer(self._current[1]):
+                self._opened += 1 if match[1] == "do" else -1
+            self._current = next(self._lines, None)
+        return self._opened > 0

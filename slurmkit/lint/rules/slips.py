@@ -33,10 +33,11 @@ import posixpath
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from itertools import accumulate, chain, islice
+from itertools import accumulate, chain
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.guards import end_of_script
 from slurmkit.lint.parsed import Command, Word
 from slurmkit.lint.rules.variables import COUNT_OPTIONS, has_fallback
 from slurmkit.lint.sbatch_table import long_options, match_long
@@ -51,59 +52,6 @@ _GLUED = re.compile(
     r"(?:^|[;&|({!]|\b(?:if|while|until|then|do|else|elif))\s*\[\s+[^\]\n;]{0,300}?[^\s\[]\]"
     r"(?=\s*(?:;|&&|\|\||\)|$))"
 )
-
-
-# ``exit`` alone on its line at the left margin (``exit``, ``exit 0``, ``exit $rc``).
-_EXIT_LINE = re.compile(r"exit(?:[ \t]+[^\s;&|]+)?[ \t]*;?[ \t]*")
-# What closes a block: an exit just before one is the end of that block, not of the script.
-_CLOSERS = ("done", "fi", "esac", "}", ";;", ")")
-
-
-def end_of_script(script: Script) -> int:
-    """The line of the script's first unconditional top-level ``exit``; past the end if none.
-
-    bash reads and runs a script one command at a time, so nothing after such an ``exit``
-    is read at all: a polyglot job script (``#!/usr/bin/env sh``, ``#=`` … ``exit`` …
-    ``=#`` and Julia below, run with ``julia $0``) is bash only up to its exit, and
-    ``host = gethostname()`` below it is Julia, not a bash slip. Only an ``exit`` alone on
-    a line at the left margin counts, outside every function, if and case, and not the
-    last line of a loop's body (the next code line closing a block).
-    """
-    memo = script.memo
-    found = memo.get("end_of_script")
-    if found is None:
-        found = memo["end_of_script"] = _first_exit(script)
-    return int(found)
-
-
-def _first_exit(script: Script) -> int:
-    past_end = len(script.lines) + 1
-    if "exit" not in script.text:
-        return past_end
-    parsed = script.parsed
-    functions = list(parsed.functions.values())
-    for command in script.commands:
-        words = command.words  # the raw first word: a command's name is built when asked
-        if not words or words[0].raw != "exit" or command.depth or command.background:
-            continue
-        if command.pipeline is not None:
-            continue
-        start = command.start
-        line = script.line_of(start)
-        text = script.lines[line - 1]
-        code = text.split("#", 1)[0] if "#" in text else text
-        if not _EXIT_LINE.fullmatch(code):
-            continue
-        if any(a <= start < b for a, b in functions):
-            continue
-        if any(ranges[0][0] <= start < ranges[-1][1] for ranges in parsed.branches):
-            continue
-        rest = islice(script.lines, line, None)
-        after = next((t.strip() for t in rest if t.strip()[:1] not in "#"), "")
-        if after.startswith(_CLOSERS):
-            continue
-        return line
-    return past_end
 
 
 def _reachable(

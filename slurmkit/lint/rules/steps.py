@@ -28,6 +28,7 @@ from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
+from slurmkit.lint.guards import end_of_script
 from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.launchers import SERVER, launcher_in, launcher_kind
 from slurmkit.lint.script import Script, Srun, is_srun
@@ -217,52 +218,15 @@ def _gpus_of(text: str | None) -> int | None:
     return to_int(text.rsplit(":", 1)[-1])
 
 
-# ``do``/``done`` as words: the loops open before a line.
-_LOOP_WORD = re.compile(r"(?<![\w$-])(do|done)(?![\w-])")
-
-
-def ends_at(script: Script) -> int | None:
-    """The line of the first ``exit`` that always runs (None: none): a line of its own at
-    the script's top level, in no function, branch or loop. bash ends the script there,
-    so the lines after it never run (a kept-for-later block after ``exit``)."""
-    functions = script.parsed.functions.values()
-    branches = script.parsed.branches
-    candidates = []
-    for command in _top(script):
-        if command.name != "exit":
-            continue
-        start = command.start
-        number = script.line_of(start)
-        if not script.lines[number - 1].startswith("exit"):
-            continue  # indented or after ``&&``/``||``: in a block, or conditional
-        if any(begin <= start < end for begin, end in functions):
-            continue
-        if not any(ranges[0][0] <= start < ranges[-1][1] for ranges in branches):
-            candidates.append(number)
-    if not candidates:
-        return None
-    # loops open before each candidate: one pass over the code lines
-    opened, lines = 0, iter(script.code_lines())
-    current = next(lines, None)
-    for number in candidates:
-        while current is not None and current[0] < number:
-            for match in _LOOP_WORD.finditer(current[1]):
-                opened += 1 if match[1] == "do" else -1
-            current = next(lines, None)
-        if opened == 0:
-            return number
-    return None
-
-
 def _step_exceeds(script: Script, context: LintContext) -> Iterator[Finding]:
     job = script.job
     nodes = job.nodes
     gpus = job.gpus_per_node
     if nodes is None and gpus is None:
         return
-    end = ends_at(script) if "exit" in script.text else None
+    end = end_of_script(script)
     for srun in script.sruns:
-        if end is not None and srun.line > end:
+        if srun.line > end:
             continue  # after an exit that always runs: never started
         yield from _step_nodes(script, srun, nodes)
         if gpus is not None:

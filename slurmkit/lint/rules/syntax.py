@@ -31,8 +31,8 @@ from collections.abc import Iterator
 from slurmkit.lint import bash_check
 from slurmkit.lint.context import LintContext
 from slurmkit.lint.findings import ERROR, Finding, Rule
+from slurmkit.lint.guards import end_of_script
 from slurmkit.lint.parsed import SyntaxProblem
-from slurmkit.lint.rules.slips import end_of_script
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import mask_templates
 
