@@ -96,16 +96,19 @@ def test_exit_codes_are_per_node_and_output_is_grouped(cluster, run_cli, request
     nodes = _targets(cluster, via)
     odd = nodes[1]
     script = f'echo same; if [ "$(hostname)" = {odd} ]; then echo oops >&2; exit 3; fi'
-    data, _ = _run(run_cli, via, nodes, script, exit_code=1)
+    # Grouping, not connecting, is under test: a CI machine running three clusters on two
+    # cores once took over the default 10 s to connect to one node, which then stood apart.
+    patient = ("--connect-timeout", "60")
+    data, _ = _run(run_cli, via, nodes, script, exit_code=1, extra=patient)
     results = _by_node(data)
     assert results[odd]["status"] == "failed" and results[odd]["exit_code"] == 3
     assert results[odd]["stderr"] == "oops\n"
     assert all(results[n]["status"] == "ok" for n in nodes if n != odd)
     from slurmkit.hostlist import fold
 
-    text = run_cli("run", "-w", fold(nodes), *via, "--", script, exit_code=1).stdout
+    text = run_cli("run", "-w", fold(nodes), *via, *patient, "--", script, exit_code=1).stdout
     lines = text.splitlines()
-    assert fold([n for n in nodes if n != odd]) in lines  # identical output shown once
+    assert fold([n for n in nodes if n != odd]) in lines, text  # identical output shown once
     assert f"{odd} (exit 3)" in lines and f"{odd}: failed: exit code 3" in lines
 
 
