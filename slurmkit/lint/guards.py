@@ -8,6 +8,7 @@ of ``--nodes=2``: the else branch never runs, so a launcher there is not outside
 or ``for ((i = 1; i < SLURM_NNODES; i++))``. The counts come from the header (a fixed
 ``--nodes``, ``--ntasks``); anything else is unknown, and unknown code runs.
 
+The bodies of functions the script never calls never run either (:func:`uncalled_bodies`).
 And the end of the script: nothing after an ``exit`` that always runs is ever read
 (:func:`end_of_script`), which the rules of slips, syntax and steps share.
 """
@@ -60,7 +61,16 @@ def counts(script: Script) -> dict[str, int]:
 
 
 def dead_lines(script: Script) -> set[int]:
-    """Lines of the script that never run in this job."""
+    """Lines of the script that never run in this job: branches its counts rule out, and
+    the bodies of functions nothing calls."""
+    return _decided_by_counts(script) | {
+        number
+        for start, end in uncalled_bodies(script)
+        for number in range(script.line_of(start), script.line_of(end - 1) + 1)
+    }
+
+
+def _decided_by_counts(script: Script) -> set[int]:
     known = counts(script)
     if not known or not any(name in script.text for name in known):
         return set()
@@ -98,6 +108,37 @@ def dead_lines(script: Script) -> set[int]:
             if runs is False:
                 dead |= set(range(start + 1, number))
     return dead
+
+
+# Commands that may run a function the text never names: `eval "$cmd"`, `"$@"`, `$launcher`.
+_DYNAMIC = frozenset({"eval"})
+
+
+def uncalled_bodies(script: Script) -> list[tuple[int, int]]:
+    """The bodies of the functions the script never calls: their steps never run.
+
+    A function is called when its name appears anywhere else in the text (a call, a
+    trap, a comment: any mention counts). A command that runs or evaluates a word only
+    known at run time (``"$@"``, ``$launcher``, ``eval``) may call any function, unless
+    it stands in such a body itself. A batch script is run, never sourced.
+    """
+    functions = script.parsed.functions
+    if not functions:
+        return []
+    text = script.text
+    unnamed = [span for name, span in functions.items() if _mentions(text, name) < 2]
+    for command in script.commands if unnamed else ():
+        argv = command.argv
+        if not argv or (argv[0].literal and argv[0].text not in _DYNAMIC):
+            continue
+        if not any(start <= command.start < end for start, end in unnamed):
+            return []
+    return unnamed
+
+
+def _mentions(text: str, name: str) -> int:
+    """How often ``name`` stands as a word of its own in ``text`` (its definition is one)."""
+    return len(re.findall(rf"(?<![\w.:-]){re.escape(name)}(?![\w.:-])", text))
 
 
 def _verdict(line: str, known: dict[str, int]) -> bool | None:

@@ -47,7 +47,7 @@ PRECISION: dict[str, tuple[int, int]] = {
     "srun-builtin": (2, 2),
     "srun-cpus-per-task": (444, 490),
     "srun-rank-expanded-early": (6, 6),
-    "srun-without-overlap": (2, 820),
+    "srun-without-overlap": (2, 816),
     "step-exceeds-job": (2, 2),
     "tee-without-pipefail": (122, 122),
     "term-trap-requeues": (2, 2),

@@ -333,37 +333,6 @@ def single_threaded_build(srun: Srun) -> bool:
     return "OMP" not in _base(program).split(".")
 
 
-# Commands that may run a function the text never names: `eval "$cmd"`, `"$@"`, `$launcher`.
-_DYNAMIC = frozenset({"eval"})
-
-
-def uncalled_bodies(script: Script) -> list[tuple[int, int]]:
-    """The bodies of the functions the script never calls: their steps never run.
-
-    A function is called when its name appears anywhere else in the text (a call, a
-    trap, a comment: any mention counts). A command that runs or evaluates a word only
-    known at run time (``"$@"``, ``$launcher``, ``eval``) may call any function, unless
-    it stands in such a body itself. A batch script is run, never sourced.
-    """
-    functions = script.parsed.functions
-    if not functions:
-        return []
-    text = script.text
-    unnamed = [span for name, span in functions.items() if _mentions(text, name) < 2]
-    for command in script.commands if unnamed else ():
-        argv = command.argv
-        if not argv or (argv[0].literal and argv[0].text not in _DYNAMIC):
-            continue
-        if not any(start <= command.start < end for start, end in unnamed):
-            return []
-    return unnamed
-
-
-def _mentions(text: str, name: str) -> int:
-    """How often ``name`` stands as a word of its own in ``text`` (its definition is one)."""
-    return len(re.findall(rf"(?<![\w.:-]){re.escape(name)}(?![\w.:-])", text))
-
-
 def other_job(srun: Srun) -> bool:
     """``srun --jobid X`` into a job that is not this script's own."""
     option = srun.option("jobid")
@@ -399,13 +368,12 @@ def cpus_in_variable(srun: Srun) -> bool:
 def _srun_cpus(script: Script, context: LintContext) -> Iterator[Finding]:
     job_cpus = script.job.cpus_per_task
     setting = script.job.get("cpus-per-task")
-    never_run = uncalled_bodies(script) if script.sruns else []
     for srun in script.sruns:
         if srun.has("cpus-per-task", "cpus-per-gpu") or srun.has("overlap") or other_job(srun):
             continue
         if one_cpu_helper(srun) or one_thread_per_task(srun) or cpus_in_variable(srun):
             continue
-        if single_threaded_build(srun) or any(a <= srun.command.start < b for a, b in never_run):
+        if single_threaded_build(srun):
             continue
         env = srun.env.get(SRUN_ENV)
         if env is None and context.may_not_inherit and job_cpus and job_cpus > 1:
