@@ -177,6 +177,8 @@ class Command:
         index = 0
         while index < len(words) and words[index].raw in _KEYWORDS:
             index += 1
+            if words[index - 1].raw == "time" and index < len(words) and words[index].raw == "-p":
+                index += 1  # bash's time keyword has one option: -p, the POSIX format
         return words[index:]
 
 
