@@ -356,6 +356,17 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH --time=1:00:00\n#SBATCH --time=2:00:00",
         "keep one line per option.",
     ),
+    "sbatch-options-conflict": (
+        "sbatch validates some options against each other before it queues anything, and "
+        "stops with 'mutually exclusive': --mem, --mem-per-cpu and --mem-per-gpu (any two); "
+        "--cpus-per-task with --cpus-per-gpu; --ntasks-per-gpu with --gpus-per-task, "
+        "--ntasks-per-node, --gpus-per-socket or --tres-per-task; --core-spec with "
+        "--thread-spec; and from 23.02 --exclusive with --oversubscribe (before, the later "
+        "one won). Each was run on the sbatch of 22.05.8, 24.11 and 26.05. Each component of "
+        "a heterogeneous job is judged on its own.",
+        "#SBATCH --mem=64G\n#SBATCH --mem-per-cpu=4G",
+        "keep one of the two (--mem is per node, --mem-per-cpu per allocated CPU).",
+    ),
     "signal-without-trap": (
         "--signal=B:SIG sends the signal to the batch shell only. Without a trap bash dies "
         "of it, so the job ends early and saves nothing (error). With a trap, bash runs it "

@@ -39,6 +39,7 @@ PRECISION: dict[str, tuple[int, int]] = {
     "sbatch-directive-ignored": (106, 106),
     "sbatch-misspelt": (72, 78),
     "sbatch-option-twice": (40, 40),
+    "sbatch-options-conflict": (6, 6),
     "sbatch-unknown-option": (77, 213),
     "script-dir-in-spool": (74, 78),
     "signal-without-trap": (18, 18),

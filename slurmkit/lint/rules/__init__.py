@@ -5,6 +5,7 @@ from __future__ import annotations
 from slurmkit.lint.findings import Rule
 from slurmkit.lint.rules import (
     commands,
+    conflicts,
     cpus,
     directives,
     groups,
@@ -24,6 +25,7 @@ RULES: tuple[Rule, ...] = (
     *syntax.RULES,
     *directives.RULES,
     *header.RULES,
+    *conflicts.RULES,
     *paths.RULES,
     *cpus.RULES,
     *launchers.RULES,

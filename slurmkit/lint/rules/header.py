@@ -746,11 +746,11 @@ def mail_types_add(context: LintContext) -> bool:
 
 
 def _twice(script: Script, context: LintContext) -> Iterator[Finding]:
-    for component in _components(script):
+    for component in read_components(script):
         yield from _overridden(script, context, component)
 
 
-def _components(script: Script) -> Iterator[list[Directive]]:
+def read_components(script: Script) -> Iterator[list[Directive]]:
     """The read directives of each component of a heterogeneous job (one for most jobs)."""
     component: list[Directive] = []
     for directive in script.directives:
