@@ -25,7 +25,8 @@ EXCLUSIVE_REFUSED_FROM = SlurmVersion(23, 2, 0)
 
 @dataclass(frozen=True)
 class Conflict:
-    """Options of which sbatch takes at most one (``group``), or one beside any of others."""
+    """sbatch refuses any option of ``first`` beside any other option of ``second`` (one
+    set for both: at most one of the set; ``{other}`` in ``says`` names the second)."""
 
     first: frozenset[str]
     second: frozenset[str]
@@ -37,31 +38,27 @@ class Conflict:
         return self.since is None or version is None or version >= self.since
 
 
-def _group(*names: str) -> frozenset[str]:
-    return frozenset(names)
-
-
-_MEMORY = _group("mem", "mem-per-cpu", "mem-per-gpu")
+_MEMORY = frozenset({"mem", "mem-per-cpu", "mem-per-gpu"})
 CONFLICTS = (
     Conflict(_MEMORY, _MEMORY, "--mem, --mem-per-cpu, and --mem-per-gpu are mutually exclusive"),
     Conflict(
-        _group("cpus-per-task"),
-        _group("cpus-per-gpu"),
+        frozenset({"cpus-per-task"}),
+        frozenset({"cpus-per-gpu"}),
         "--cpus-per-gpu is mutually exclusive with --cpus-per-task",
     ),
     Conflict(
-        _group("ntasks-per-gpu"),
-        _group("gpus-per-task", "ntasks-per-node", "gpus-per-socket", "tres-per-task"),
+        frozenset({"ntasks-per-gpu"}),
+        frozenset({"gpus-per-task", "ntasks-per-node", "gpus-per-socket", "tres-per-task"}),
         "--{other} is mutually exclusive with --ntasks-per-gpu",
     ),
     Conflict(
-        _group("core-spec"),
-        _group("thread-spec"),
+        frozenset({"core-spec"}),
+        frozenset({"thread-spec"}),
         "-S/--core-spec and --thread-spec options are mutually exclusive",
     ),
     Conflict(
-        _group("exclusive"),
-        _group("oversubscribe"),
+        frozenset({"exclusive"}),
+        frozenset({"oversubscribe"}),
         "--exclusive and --oversubscribe options are mutually exclusive, from 23.02 on "
         "(before, the later one won)",
         EXCLUSIVE_REFUSED_FROM,
