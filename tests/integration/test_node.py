@@ -158,6 +158,15 @@ def private() -> Iterator[sandbox.SandboxSpec]:
         shutil.rmtree(spec.dir, ignore_errors=True)
 
 
+def _daemon_logs(spec: sandbox.SandboxSpec, lines: int = 25) -> str:
+    """The last lines of slurmctld's and each slurmd's log, for a failure message."""
+    out = []
+    for log in sorted(spec.path("log").glob("slurm*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        out.append(f"--- {log.name}\n" + "\n".join(tail))
+    return "\n" + "\n".join(out)
+
+
 def test_reboot_follows_the_nodes_back_to_idle(
     private: sandbox.SandboxSpec,
     run_cli,
@@ -214,7 +223,9 @@ def test_reboot_validate_drains_the_node_that_fails_its_check(
         )  # fmt: skip
         report = json.loads(result.stdout)
         rows = {r["node"]: r for r in report["nodes"]}
-        whole = json.dumps(report, indent=1) + "\n" + result.stderr  # the why of each row
+        # the why of each row, and what slurmctld and the slurmds said (a rehearsal under
+        # load saw both nodes stay REBOOT_ISSUED for 120 s, with no log left to read)
+        whole = json.dumps(report, indent=1) + "\n" + result.stderr + _daemon_logs(private)
         assert rows["node-1"]["action"] == "done", whole
         assert (
             rows["node-2"]["action"] == "failed"
