@@ -72,15 +72,3 @@ def test_ignored_directives_do_not_conflict() -> None:
     """A directive after the first command is a comment to sbatch."""
     text = "#!/bin/bash\n#SBATCH --mem=4G\nmodule load x\n#SBATCH --mem-per-cpu=1G\nsrun a\n"
     assert [f for f in lint_text(text, "job.sh", V24) if f.rule == RULE] == []
-
-
-def test_time_p_is_the_time_keyword_s_option_not_the_program() -> None:
-    """``time -p srun …``: bash's time keyword takes -p (the POSIX format); the step is srun,
-    so the step rules see it (here its --cpus-per-task that does not reach it on 22.05)."""
-    from slurmkit.lint.script import Script
-
-    script = Script("job.sh", "#!/bin/bash\ntime -p srun -n 2 ./a.out\ntime srun hostname\n")
-    assert [c.name for c in script.commands] == ["srun", "srun"]
-    text = "#!/bin/bash\n#SBATCH -c 8\n#SBATCH --hint=nomultithread\ntime -p srun ./omp_app\n"
-    rules = [(f.line, f.rule) for f in lint_text(text, "job.sh", V22)]
-    assert (4, "srun-cpus-per-task") in rules

@@ -156,3 +156,15 @@ def test_the_finding_is_where_bash_stops() -> None:
     assert _lines(text, "bash-syntax") == [62]
     quote = '#!/bin/bash\n#SBATCH -t 5\necho "open\nsrun hostname\necho done\n'
     assert _lines(quote, "bash-syntax") == [3]
+
+
+def test_time_p_is_the_time_keyword_s_option_not_the_program() -> None:
+    """``time -p srun …``: bash's time keyword takes -p (the POSIX format); the step is srun,
+    so the step rules see it (here its --cpus-per-task that does not reach it on 22.05)."""
+    from slurmkit.lint.script import Script
+
+    script = Script("job.sh", "#!/bin/bash\ntime -p srun -n 2 ./a.out\ntime srun hostname\n")
+    assert [c.name for c in script.commands] == ["srun", "srun"]
+    text = "#!/bin/bash\n#SBATCH -c 8\n#SBATCH --hint=nomultithread\ntime -p srun ./omp_app\n"
+    rules = [(f.line, f.rule) for f in lint_text(text, "job.sh", V22)]
+    assert (4, "srun-cpus-per-task") in rules
