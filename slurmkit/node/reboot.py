@@ -3,7 +3,8 @@
 Before anything: ``RebootProgram`` must be set (``scontrol show config``); without it
 slurmctld accepts the request and the nodes wait in REBOOT_REQUESTED for nothing, so
 that is one line and exit 2, nothing issued. Then one ``scontrol reboot [ASAP]
-[reason=R] NODES`` for all of them (intent first, :mod:`.change`), and the nodes are
+[reason=R] NODES`` for all of them (intent first, :mod:`.change`; at most 3 s later
+when a node booted just now, see ``FRESH_BOOT``), and the nodes are
 followed, polling with a bound, through REBOOT_REQUESTED and REBOOT_ISSUED until they
 are back (no reboot flag, not down, answering, booted after the request), with one
 line on stderr per change of state. A node not back within ``--timeout`` is reported,
@@ -36,6 +37,13 @@ DEFAULT_TIMEOUT = 600.0
 DEFAULT_POLL = 2.0
 # slurmd reports its uptime in whole seconds; a boot this close before the request counts.
 _BOOT_SLACK = timedelta(seconds=2)
+# slurmctld waits for a rebooted node only while its boot time is before the request, and
+# takes a node that answers the request as back otherwise: a node that booted in the same
+# second, or the next (whole-second uptimes, recomputed at each registration), is left
+# IDLE+REBOOT_ISSUED for good and never reboots (node_mgr.c waiting_for_node_boot; seen
+# live on 22.05.8 with back-to-back reboots). So a request waits until the newest boot
+# is this old: at most 3 s, and only for a node that has just come back.
+FRESH_BOOT = timedelta(seconds=3)
 
 
 @dataclass(frozen=True)
@@ -152,6 +160,14 @@ def follow(
     return done, {n: last.get(n, "unknown") for n in waiting}
 
 
+def fresh_boot_wait(boot_times: Sequence[datetime], now: datetime) -> float:
+    """Seconds to wait before a reboot request so that no node has just booted."""
+    newest = max(boot_times, default=None)
+    if newest is None:
+        return 0.0
+    return max(0.0, min((newest + FRESH_BOOT - now).total_seconds(), FRESH_BOOT.total_seconds()))
+
+
 def moved(row: NodeRow, node: Node) -> str:
     """A node down or with a reboot pending since the plan: a second request does nothing."""
     if node.is_down:
@@ -172,7 +188,22 @@ def reboot(
     if reboot_options.reason:
         fields["reason"] = reboot_options.reason
 
+    boot_times: list[datetime] = []
+
+    def moved_noting_boots(row: NodeRow, node: Node) -> str:
+        """:func:`moved`, keeping the boot times of the read right before the request."""
+        if node.boot_time is not None:
+            boot_times.append(node.boot_time)
+        return moved(row, node)
+
     def act(report: NodeReport, log: AuditLog) -> None:
+        wait = fresh_boot_wait(boot_times, datetime.now().astimezone())
+        if wait:
+            options.say(
+                f"reboot: a node booted seconds ago; waiting {wait:.1f} s, or slurmctld "
+                "would take it as rebooted already and leave it REBOOT_ISSUED"
+            )
+            time.sleep(wait)
         issued = datetime.now().astimezone()
         accepted = change.change(
             "reboot",
@@ -189,7 +220,9 @@ def reboot(
         if reboot_options.validate and came_back and validate is not None:
             validate(came_back, report)
 
-    return change.run("reboot", options, lambda: plan(nodes, reboot_options), act, confirm, moved)
+    return change.run(
+        "reboot", options, lambda: plan(nodes, reboot_options), act, confirm, moved_noting_boots
+    )
 
 
 def _follow(

@@ -205,6 +205,9 @@ def health_wrapper(spec: SandboxSpec, python: str | None = None) -> str:
 # answers its pings as back, and 24.11 leaves it IDLE+REBOOT_ISSUED for good (issue 17). So
 # -b reports a boot one second before the restart (SLURMD_BOOT_TIME, read by 24.11+ slurmd
 # -b): still after this request (the RebootProgram waits 1 s), always before the next one.
+# 22.05's slurmd ignores SLURMD_BOOT_TIME (-b counts uptime from its start), and a request
+# in the second of a boot stuck a node there too; 'node reboot' itself waits such a boot
+# out (node/reboot.py FRESH_BOOT), as a real node's next reboot would need.
 REBOOT_WRAPPER = "slurmkit-reboot"
 NODE_SUPERVISOR = (
     "m=$1; shift; b=; trap 'kill -TERM \"$p\" 2>/dev/null' TERM INT\n"

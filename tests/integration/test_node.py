@@ -203,7 +203,9 @@ def test_reboot_follows_the_nodes_back_to_idle(
 
 
 # Rebooted again right after the test above, often in the very second they booted: the
-# regression test for the sandbox's reported boot time (configs.NODE_SUPERVISOR, issue 17).
+# regression test for the sandbox's reported boot time (configs.NODE_SUPERVISOR, issue 17)
+# and, at 22.05, for node reboot's wait for a fresh boot (reboot.FRESH_BOOT: without it,
+# two CI rehearsals under load saw both nodes stay IDLE+REBOOT_ISSUED here).
 def test_reboot_validate_drains_the_node_that_fails_its_check(
     private: sandbox.SandboxSpec, run_cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -28,13 +28,13 @@ WITH_PROGRAM = NO_PROGRAM.replace(
 )
 
 
-def _record(name: str, state: str, reason: str | None) -> str:
+def _record(name: str, state: str, reason: str | None, booted: str = "2026-11-20T23:44:16") -> str:
     lines = [
         f"NodeName={name} Arch=x86_64 CoresPerSocket=2 ",
         "   CPUAlloc=0 CPUEfctv=8 CPUTot=8 CPULoad=0.00",
         f"   State={state} ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
         "   Partitions=gpu ",
-        "   BootTime=2026-11-20T23:44:16 SlurmdStartTime=2026-11-21T00:02:30",
+        f"   BootTime={booted} SlurmdStartTime=2026-11-21T00:02:30",
     ]
     if reason:
         lines.append(f"   Reason={reason} [root@2026-11-21T00:03:40]")
@@ -51,6 +51,7 @@ class Nodes:
     nodes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     config: str = WITH_PROGRAM
     rebooting: set[str] = field(default_factory=set)  # shown once as REBOOT_ISSUED, then back
+    booted: str = "2026-11-20T23:44:16"  # every node's BootTime (local time, as scontrol)
 
     def __post_init__(self) -> None:
         self.slurm.on(["**"], answer=lambda call: self._answer(list(call.argv)))
@@ -63,7 +64,7 @@ class Nodes:
             unknown = [n for n in names if n not in self.nodes]
             if unknown:
                 return 1, "", f"Node {unknown[0]} not found\n"
-            text = "".join(_record(n, *self.nodes[n]) for n in names)
+            text = "".join(_record(n, *self.nodes[n], booted=self.booted) for n in names)
             for name in self.rebooting & set(names):
                 self.nodes[name] = ("IDLE", None)
             self.rebooting -= set(names)
@@ -252,6 +253,37 @@ def test_reboot_is_one_call_followed_back(fake: Nodes, run_cli, tmp_path: Path) 
     assert fake.changing() == [["scontrol", "reboot", "ASAP", "reason=image", "node-[1-2]"]]
     assert "DOWN: Slurm ignores a reboot request" in result.stdout
     assert "rebooted, back in service" in result.stdout
+
+
+def test_a_reboot_waits_out_a_boot_of_the_last_seconds(
+    fake: Nodes, run_cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """slurmctld takes a node that booted in the request's second as already back, and
+    leaves it IDLE+REBOOT_ISSUED for good (live on 22.05.8): so the request waits."""
+    import time
+    from datetime import datetime
+
+    fake.booted = datetime.now().strftime("%Y-%m-%dT%H:%M:%S")
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    result = run_cli(
+        "node", "reboot", "node-1", "--yes", "--no-wait", *_lock(tmp_path)
+    )  # fmt: skip
+    assert slept and 1.0 < slept[0] <= 3.0, slept
+    assert "a node booted seconds ago" in result.stderr
+    assert fake.changing() == [["scontrol", "reboot", "node-1"]]
+
+
+def test_fresh_boot_wait_is_bounded_and_only_for_recent_boots() -> None:
+    from datetime import datetime, timedelta
+
+    now = datetime(2026, 11, 30, 15, 11, 24, 500000).astimezone()
+    assert rb.fresh_boot_wait([], now) == 0.0
+    assert rb.fresh_boot_wait([now - timedelta(seconds=10)], now) == 0.0
+    booted = now.replace(microsecond=0)  # scontrol's whole second
+    assert rb.fresh_boot_wait([now - timedelta(seconds=10), booted], now) == pytest.approx(2.5)
+    # a controller clock ahead of this host's never makes it wait longer than 3 s
+    assert rb.fresh_boot_wait([now + timedelta(minutes=5)], now) == 3.0
 
 
 def test_follow_reports_a_node_that_never_comes_back(monkeypatch: pytest.MonkeyPatch) -> None:
