@@ -28,6 +28,7 @@ from slurmkit.lint.sbatch_table import (
 )
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import mask_templates
+from slurmkit.sbatch import signal as sbatch_signal
 from slurmkit.sbatch.directives import (
     ESCAPED_BLANK_FROM,
     MAGIC,
@@ -651,6 +652,12 @@ def _refused_value(written: str, option: str, value: str) -> str | None:
         )
     if option in _TIMES and value and not _time_readable(value):
         return f"{written} {value} is no time sbatch reads (Invalid --{option} specification)"
+    spec = sbatch_signal.read(value) if option == "signal" and value else None
+    if spec is not None and not spec.readable:
+        return (
+            f"{written} {value}: sbatch reads only [R|B:]SIGNAL[@SECONDS] "
+            "(Invalid --signal specification)"
+        )
     return None
 
 

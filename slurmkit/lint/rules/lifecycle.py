@@ -22,6 +22,7 @@ from slurmkit.lint.parsed import Command
 from slurmkit.lint.rules.directives import resubmits_itself
 from slurmkit.lint.script import Script
 from slurmkit.lint.shell import parse
+from slurmkit.sbatch import signal as sbatch_signal
 
 _NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "10": "USR1", "12": "USR2", "15": "TERM"}
 # Signals bash ignores by default: no trap is needed to survive them.
@@ -42,9 +43,10 @@ def _job_signal(script: Script) -> tuple[str, bool, int] | None:
     setting = script.job.get("signal")
     if setting is None or setting.value is None:
         return None
-    flags, _, rest = setting.value.rpartition(":")
-    batch = "B" in flags.upper().split(":")
-    return _signal_name(rest.split("@", 1)[0]), batch, setting.line
+    spec = sbatch_signal.read(setting.value)
+    if spec is None or not spec.readable:
+        return None  # a blank to fill in, or refused by sbatch (the header rule says so)
+    return spec.signal, spec.batch, setting.line
 
 
 # Sourced files that set up an environment (a venv, conda, modules, a profile): no trap.
