@@ -53,6 +53,7 @@ def test_every_new_rule_is_registered_explained_and_listed() -> None:
         ("# SBATCH --partition=gpu", True),
         ("#SBATCH --partition=gpu", False),
         ("##SBATCH --partition=gpu", False),  # switched off on purpose
+        ("    ##SBATCH --nodes=1", False),  # indented, still switched off (not "# SBATCH")
         ("#   sbatch -N 1 job.sh", False),  # a usage example
         ("# SBATCH options below", False),  # prose
         ("#SWATCH --x", True),  # two edits from SBATCH: still a near miss

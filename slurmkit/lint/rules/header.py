@@ -84,8 +84,8 @@ def _misspelt(script: Script, context: LintContext) -> Iterator[Finding]:
     for number, line in _header_comments(script):
         if line.startswith(MAGIC) or line.lstrip().upper().startswith(MAGIC):
             continue  # read, or sbatch-directive-ignored's (indented, wrong case)
-        if line.startswith("##") or line.startswith("#!"):
-            continue  # ##SBATCH: switched off on purpose
+        if line.lstrip().startswith("##") or line.startswith("#!"):
+            continue  # ##SBATCH, indented or not: switched off on purpose
         match = _NEAR.match(line.lstrip())
         if match is None:
             continue
