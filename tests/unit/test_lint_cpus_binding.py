@@ -66,6 +66,15 @@ def test_a_job_with_ntasks_per_core_binds_its_steps() -> None:
     ]
 
 
+@pytest.mark.parametrize("hint", ["nomultithread", "multithread", "compute_bound"])
+def test_a_job_with_a_hint_binds_its_steps(hint: str) -> None:
+    """sbatch exports --hint as SLURM_HINT and srun reads it: live on the 22.05 sandbox, a
+    plain srun in a -c 4 job ran on CPU 0 with each of these hints, on 0-1 without."""
+    text = job("srun python train.py").replace("-t 5\n", f"-t 5\n#SBATCH --hint={hint}\n")
+    assert found(text) == [(5, "error")]
+    assert found(text.replace(f"--hint={hint}", "--comment=x")) == [(5, "warning")]
+
+
 @pytest.mark.parametrize(
     "step",
     [

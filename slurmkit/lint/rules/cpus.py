@@ -411,8 +411,10 @@ BOUND, UNBOUND, DEPENDS = "bound", "unbound", "depends"
 _EXACT_SRUN, _EXACT_ENV = ("exact", "exclusive"), ("SLURM_EXACT", "SLURM_EXCLUSIVE")
 _UNIT_SRUN = ("hint", "ntasks-per-core", "threads-per-core")
 _UNIT_ENV = ("SLURM_HINT", "SLURM_NTASKS_PER_CORE", "SLURM_THREADS_PER_CORE")
-# sbatch exports the job's --ntasks-per-core as SLURM_NTASKS_PER_CORE, which srun reads.
-_UNIT_JOB = ("ntasks-per-core",)
+# sbatch exports the job's --ntasks-per-core as SLURM_NTASKS_PER_CORE, and its --hint as
+# SLURM_HINT (verify_hint, proc_args.c), which srun reads: live on the 22.05 sandbox a plain
+# srun in a -c 4 job with any #SBATCH --hint ran on one CPU, on two without it.
+_UNIT_JOB = ("ntasks-per-core", "hint")
 # --cpu-bind words that turn binding off, and those that hold a task to one core or thread
 # (rank and map_cpu:LIST name one CPU per task). mask_cpu gives what its masks say.
 _BIND_OFF = frozenset({"none", "no"})
