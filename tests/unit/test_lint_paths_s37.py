@@ -38,6 +38,15 @@ def test_an_array_collides_only_when_its_tasks_share_one_file(name: str, expecte
     assert [f for f in found(text) if f[2].startswith("output-")] == expected
 
 
+def test_an_array_log_with_the_array_id_alone_says_the_task_id_is_missing() -> None:
+    text = "#!/bin/bash\n#SBATCH -t 5\n#SBATCH --array=1-4\n#SBATCH -o runs/%A.txt\nhostname\n"
+    (finding,) = [f for f in lint_text(text, "t.slurm", V22) if f.rule == "output-collides"]
+    assert "has no task id in it (%A is the whole array's job id" in finding.message
+    text = text.replace("%A.txt", "run.txt")
+    (finding,) = [f for f in lint_text(text, "t.slurm", V22) if f.rule == "output-collides"]
+    assert "has no job id in it" in finding.message
+
+
 def in_checkout(tmp_path: Path, where: str, text: str) -> list[tuple[int, str]]:
     """output-dir-missing for a script at ``where`` in a fresh checkout (no logs/ shipped)."""
     (tmp_path / ".git").mkdir(parents=True, exist_ok=True)

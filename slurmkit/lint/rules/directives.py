@@ -317,11 +317,16 @@ def _output(script: Script, context: LintContext) -> Iterator[Finding]:
         else:
             rule, severity = "output-without-jobid", INFO
             why = "a later run of this script overwrites this run's log"
+        missing = (
+            "no task id in it (%A is the whole array's job id, the same for every task)"
+            if "A" in letters
+            else "no job id in it"
+        )
         yield script.finding(
             setting.line,
             severity,
             rule,
-            f"--{name}={value} has no job id in it: {why}",
+            f"--{name}={value} has {missing}: {why}",
             f"--{name}=" + ("%x-%A_%a.out" if array else "%x-%j.out") + " (%j: job id, "
             "%A_%a: array job and task)",
         )
