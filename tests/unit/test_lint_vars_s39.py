@@ -89,3 +89,22 @@ def test_a_bare_heredoc_line_inside_another_body_is_body_text() -> None:
     # bash: <<B is A's body text; A's body ends at A, and echo runs
     text = HEAD + "<<A\n<<B\nsbatch \\\n  --x=1\nA\necho done\n"
     assert [c.name for c in parse(text).commands] == ["echo"]
+
+
+def test_an_empty_srun_cpus_per_task_stops_every_srun_where_srun_reads_it() -> None:
+    """srun 22.05.8 exits on SRUN_CPUS_PER_TASK="" ('Invalid numeric value "" for
+    --cpus-per-task', run with the binary); the 24.11 and 26.05 binaries ignore it."""
+    text = HEAD + "export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK\nsrun python x.py\n"
+
+    def unset(version: str) -> list[tuple[int, str]]:
+        context = LintContext(SlurmVersion.parse(version))
+        found = lint_text(text, "t.slurm", context)
+        return [(f.line, f.severity) for f in found if f.rule == "slurm-variable-unset"]
+
+    assert unset("22.05.8") == [(4, "error")]
+    assert unset("24.11.5") == [(4, "warning")]
+    with_cpus = text.replace("-N 1\n", "-N 1\n#SBATCH -c 2\n")
+    context = LintContext(SlurmVersion.parse("22.05.8"))
+    assert not [
+        f for f in lint_text(with_cpus, "t.slurm", context) if f.rule == "slurm-variable-unset"
+    ]

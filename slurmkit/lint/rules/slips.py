@@ -35,7 +35,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from itertools import accumulate, chain
 
-from slurmkit.lint.context import LintContext
+from slurmkit.lint.context import LintContext, srun_inherits_cpus_per_task
 from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
 from slurmkit.lint.guards import end_of_script
 from slurmkit.lint.parsed import Command, Word
@@ -629,6 +629,17 @@ def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
         line = _first_use(script, name, line)
         if line >= past_end:
             continue  # tested only where a default handles it
+        if _empty_for_srun(script, context, name, line):
+            yield script.finding(
+                line,
+                ERROR,
+                RULE_UNSET.id,
+                f"${name} is empty in this job (no --cpus-per-task), and srun on "
+                f"Slurm {context.version} reads SRUN_CPUS_PER_TASK and stops on its empty value "
+                '(Invalid numeric value "" for --cpus-per-task): every srun step fails',
+                "#SBATCH --cpus-per-task=…, or SRUN_CPUS_PER_TASK=${SLURM_CPUS_PER_TASK:-1}",
+            )
+            continue
         yield script.finding(
             line,
             WARNING,
@@ -637,6 +648,24 @@ def _unset(script: Script, context: LintContext) -> Iterator[Finding]:
             f"--{_SET_BY[name]}, which the job does not ask for",
             f"#SBATCH --{_SET_BY[name]}=…, or ${{{name}:-default}}",
         )
+
+
+def _empty_for_srun(script: Script, context: LintContext, name: str, line: int) -> bool:
+    """``export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK`` (the 22.05 workaround) in a job
+    without --cpus-per-task, before an srun, where srun reads that variable.
+
+    srun 22.05.8 then exits at once: parse_int("") is "Invalid numeric value" (run with
+    the binary); the 24.11 and 26.05 binaries ignore the variable, as srun no longer reads it.
+    """
+    if name != "SLURM_CPUS_PER_TASK" or context.version is None:
+        return False
+    if srun_inherits_cpus_per_task(context.version):
+        return False
+    for srun in script.sruns:
+        env = srun.env.get("SRUN_CPUS_PER_TASK")
+        if env is not None and env.exported and env.line == line and env.value is not None:
+            return True
+    return False
 
 
 def _offset_of(name: str, word: Word) -> int:
