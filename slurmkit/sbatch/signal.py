@@ -36,7 +36,8 @@ NAMES = frozenset(
         "XCPU",
     ]
 )
-_NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "10": "USR1", "12": "USR2", "15": "TERM"}
+# The numbers job scripts write for the usual signals (Linux numbering), by name.
+NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "10": "USR1", "12": "USR2", "15": "TERM"}
 # A value with other characters is a template's blank ($SIG, <signal>, {{ sig }}): unknown.
 _JUDGED = re.compile(r"[A-Za-z0-9:@+]+")
 
@@ -67,7 +68,7 @@ def read(value: str) -> SignalSpec | None:
 def _signal_name(text: str) -> str:
     """The signal's name, or "" where sig_name2num finds none (0: refused)."""
     if text.isdigit():  # cast to 16 bits, then 0 is refused
-        return _NUMBERS.get(text.lstrip("0"), text) if int(text) % 0x10000 else ""
+        return NUMBERS.get(text.lstrip("0"), text) if int(text) % 0x10000 else ""
     name = text.upper().removeprefix("SIG")
     return name if name in NAMES else ""
 

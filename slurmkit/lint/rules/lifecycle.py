@@ -24,14 +24,13 @@ from slurmkit.lint.script import Script
 from slurmkit.lint.shell import parse
 from slurmkit.sbatch import signal as sbatch_signal
 
-_NUMBERS = {"1": "HUP", "2": "INT", "3": "QUIT", "10": "USR1", "12": "USR2", "15": "TERM"}
 # Signals bash ignores by default: no trap is needed to survive them.
 _HARMLESS = frozenset({"CHLD", "CONT", "URG", "WINCH"})
 
 
 def _signal_name(text: str) -> str:
     name = text.upper().removeprefix("SIG")
-    return _NUMBERS.get(name, name)
+    return sbatch_signal.NUMBERS.get(name, name)
 
 
 def _job_signal(script: Script) -> tuple[str, bool, int] | None:
