@@ -56,9 +56,13 @@ def test_every_new_rule_is_registered_explained_and_listed() -> None:
         ("    ##SBATCH --nodes=1", False),  # indented, still switched off (not "# SBATCH")
         ("#   sbatch -N 1 job.sh", False),  # a usage example
         ("# SBATCH options below", False),  # prose
-        ("#SWATCH --x", True),  # two edits from SBATCH: still a near miss
-        ("#BATCH --x", True),
+        ("#SWATCH --exclusive", True),  # two edits from SBATCH: still a near miss
+        ("#BATCH --nodes=2", True),
         ("#SPORT --x", False),  # three edits: another word
+        ("#YBATCH -r dgx-a100_8", False),  # a site wrapper's own word: -r is no sbatch option
+        ("#YBATCH --group=lab", False),  # nor is --group, nor a misspelling of one
+        ("#YBATCH --nodse=2", True),  # followed by a misspelt sbatch option: a misspelling
+        ("#BATCH -p all", True),
     ],
 )
 def test_misspelt_directives(line: str, fires: bool) -> None:

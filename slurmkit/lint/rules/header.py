@@ -93,7 +93,7 @@ def _misspelt(script: Script, context: LintContext) -> Iterator[Finding]:
         if not rest.startswith("-") or not word.isupper():
             continue  # prose, or a command shown in a comment (# sbatch -N 2 job.sh)
         spaced = word.upper() == "SBATCH"
-        if not spaced and _edits(word.upper(), "SBATCH") > 2:
+        if not spaced and (_edits(word.upper(), "SBATCH") > 2 or not _reads_as_sbatch(rest)):
             continue
         why = "has a blank between # and SBATCH" if spaced else f"spells the magic word {word!r}"
         timed = spaced and _option_name(rest) in _TIME_WINDOW
@@ -115,6 +115,19 @@ _SWITCHED_OFF = (
     " (a reservation is a time window: once it has passed, the line is often switched off "
     "this way on purpose)"
 )
+
+
+def _reads_as_sbatch(rest: str) -> bool:
+    """The words after a near-miss magic word start with an option sbatch has.
+
+    A site's wrapper may read its own magic word beside #SBATCH (``#YBATCH -r
+    dgx-a100_8`` for a lab's ybatch): a misspelling of #SBATCH is followed by sbatch's
+    options, another tool's word by its own.
+    """
+    first = rest.split()[0]
+    if first.startswith("--"):
+        return _misspelt_option(_option_name(rest), long_options(None))
+    return len(first) > 1 and first[1] in SHORT_WITH_VALUE | SHORT_FLAGS
 
 
 def _option_name(rest: str) -> str:
