@@ -212,6 +212,9 @@ def test_an_array_from_0_picking_1_based_lines(array: str, line: str, fires: boo
         ("", "rm -f slurm-*.out", True),  # Slurm's default name
         ("#SBATCH --output=%x-%j.out", "rm -f /tmp/*.out", False),
         ("#SBATCH --output=%x-%j.out", "rm -f $TMP/*.out", False),
+        ("#SBATCH --output=logs/%j.log", "cd /scratch/run\nrm -rf *", False),  # other files
+        ("#SBATCH --output=logs/%j.log", "cd /scratch/run\ncd $SLURM_SUBMIT_DIR\nrm -r *", True),
+        ("#SBATCH --output=logs/%j.log", "pushd out\npopd\nrm -rf logs", True),
     ],
 )
 def test_rm_of_the_job_s_own_log(header: str, command: str, fires: bool) -> None:
@@ -228,6 +231,10 @@ def test_slurm_variables_the_job_never_gets() -> None:
     assert found(default, rule="slurm-variable-unset") == []
     guarded = HEAD + 'if [ -n "$SLURM_CPUS_PER_TASK" ]; then n=$SLURM_CPUS_PER_TASK; fi\n'
     assert found(guarded, rule="slurm-variable-unset") == []
+    bash_test = HEAD + (
+        'if [[ "${SLURM_GPUS_PER_TASK:-none}" != "none" ]]; then n=$SLURM_GPUS_PER_TASK; fi\n'
+    )
+    assert found(bash_test, rule="slurm-variable-unset") == []
     single = HEAD + "srun -c 2 bash -c 'echo $SLURM_CPUS_PER_TASK'\n"
     assert found(single, rule="slurm-variable-unset") == []
     no_header = "#!/bin/bash\necho $SLURM_ARRAY_TASK_ID\n"  # options from the command line

@@ -504,8 +504,12 @@ def _rm_log(script: Script, context: LintContext) -> Iterator[Finding]:
         return
     if "rm" not in script.text:
         return
+    elsewhere = False  # after a cd to another directory, rm's relative words name files there
     for command in script.commands:
-        if command.name != "rm" or command.depth:
+        if command.name in _MOVES and not command.depth:
+            elsewhere = not _back_to_submit_dir(command)
+            continue
+        if command.name != "rm" or command.depth or elsewhere:
             continue
         args = [w for w in command.argv[1:]]
         recursive = any(w.text.startswith("-") and "r" in w.text.lower() for w in args)
@@ -528,6 +532,22 @@ def _rm_log(script: Script, context: LintContext) -> Iterator[Finding]:
                         "or keep logs in a directory the job never cleans",
                     )
                     break
+
+
+_MOVES = frozenset({"cd", "pushd", "popd"})
+
+
+def _back_to_submit_dir(move: Command) -> bool:
+    """``cd "$SLURM_SUBMIT_DIR"`` (or ``popd``) brings the shell back where the logs are.
+
+    The job starts in its working directory, where relative log names are opened; a
+    ``cd`` anywhere else (``cd /scratch/run/; rm -R *``) makes the same glob name other
+    files, and which directory that is cannot be told from the script.
+    """
+    if move.name == "popd":
+        return True
+    target = [w.text for w in move.argv[1:] if not w.text.startswith("-")]
+    return bool(target) and target[0].strip('"{}$') in ("SLURM_SUBMIT_DIR", "PWD")
 
 
 # Variables Slurm sets only when the job asks for the option beside them. Not the
@@ -743,7 +763,14 @@ def _tested(script: Script) -> set[str]:
     for _, line in script.code_lines():
         if "[[" in line or "-z" in line or "-n" in line:
             found |= set(re.findall(r"-[zn]\s+\"?\$\{?(SLURM_\w+)", line))
+        if "[[" in line:  # bash's own test is no command in the tree: its operands
+            for inside in _DOUBLE_BRACKETS.findall(line):
+                found |= set(re.findall(r"\$\{?(SLURM_\w+)", inside))
     return found
+
+
+# ``[[ "${SLURM_GPUS_PER_TASK:-none}" != "none" ]]``: what bash's [[ … ]] compares
+_DOUBLE_BRACKETS = re.compile(r"\[\[\s(.*?)\s\]\]")
 
 
 RULE_BRACKET = Rule(
