@@ -133,6 +133,20 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "#SBATCH -N 2\ntorchrun --nnodes=2 train.py",
         "srun --ntasks-per-node=1 torchrun …",
     ),
+    "server-blocks-script": (
+        "a server (vllm serve, python -m vllm.entrypoints….api_server, sglang.launch_server, "
+        "a FastChat or LLaVA controller/worker, trtllm-serve, tritonserver, ollama serve, "
+        "jupyter lab, python -m http.server, ray start --block) serves until it is killed. "
+        "Run in the foreground, the script never gets past it: the client, benchmark or "
+        "step after it never starts, and the job holds its nodes until the time limit. "
+        "Not judged: a server that is the job's last act (it serves until the limit on "
+        "purpose), one bounded by timeout or srun --time, one started by another program "
+        "(ray job submit --no-wait, sbatch --wrap), one in a function body or a branch the "
+        "work is not in, and a later server with no client after it.",
+        'vllm serve "$MODEL" --port 8000\npython benchmark.py --url http://localhost:8000',
+        "start it in the background (vllm serve … > server.log 2>&1 &), poll until it "
+        "answers, run the work, then kill it.",
+    ),
     "background-never-waited": (
         "when the batch script ends, Slurm ends the job and kills every step still "
         "running. A step or server started with & and followed only by quick commands "

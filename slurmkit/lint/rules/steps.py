@@ -5,6 +5,9 @@
   act is starting its server in the background (then an ``echo``) ends at once. A
   foreground run of the same program (``python3 main.py --p 10`` after ``python3 main.py
   --p 1 &``) keeps the others only until it ends, which may be first: a warning.
+- A server run in the foreground (``vllm serve …`` and then ``python client.py``): it
+  serves until it is killed, so the client never starts and the job idles until its
+  time limit. A server that is the script's last act serves on purpose.
 - A step asking for more nodes, or more GPUs per node, than the job has: srun refuses
   it inside the allocation ("Requested node configuration is not available").
 - After the last step, only an echo, a clean-up or ``exit 0`` and no ``set -e``: the
@@ -167,6 +170,90 @@ def _never_waited(script: Script, context: LintContext) -> Iterator[Finding]:
             script.line_of(command.start), ERROR, RULE_NEVER_WAITED.id, message, fix
         )
         return
+
+
+# Servers that serve until killed: run in the foreground they never return.
+_SERVES = re.compile(
+    r"(?<![\w.-])(?:vllm\s+serve|trtllm-serve|text-generation-launcher|tritonserver"
+    r"|ollama\s+serve|jupyter(?:-|\s+)(?:lab|notebook))(?![\w.-])"
+    r"|(?<![\w.-])-m\s+(?:vllm\.entrypoints\.[\w.]*api_server|sglang\.launch_server"
+    r"|(?:fastchat|llava)\.serve\.(?:controller|model_worker|\w*api_server|gradio_web_server)"
+    r"|http\.server)(?![\w.-])"
+    r"|(?<![\w.-])ray\s+start\b[^;&|\n]*\s--block\b"
+)
+_SERVER_WORDS = ("serve", "launch_server", "tritonserver", "jupyter", "http.server", "--block")
+# Later commands that do the work the server is for: a step, a client, a script.
+_CLIENTS = frozenset({"curl", "wget", "bash", "sh"})
+
+
+def _blocking_server(script: Script, command: Command) -> str | None:
+    """The server a foreground command runs (srun's program included), None for any
+    other command or one bounded in time (``timeout 2h vllm serve …``, ``srun -t 60``)."""
+    if command.background or command.pipe_to_next or command.after_pipe:
+        return None
+    text = script.source(command)
+    if not any(word in text for word in _SERVER_WORDS):
+        return None
+    if is_srun(command.name):
+        srun = next((s for s in script.sruns if s.command is command), None)
+        if srun is None or srun.has("time"):
+            return None
+    found = _SERVES.search(text)
+    if found is None or _HANDS_OFF.search(text, 0, found.start()):
+        return None  # started by another program (ray job submit --no-wait), or timed
+    if _LOST_BACKSLASH.match(script.text, command.end):
+        return None  # its '… &' line lost the backslash: option-as-command's finding
+    return " ".join(found.group(0).removeprefix("-m").split()[:3])
+
+
+_HANDS_OFF = re.compile(r"--no-wait\b|(?<![\w-])(?:sbatch|timeout)(?![\w-])|--wrap\b")
+# The command ends, and its next line starts with options or a redirection.
+_LOST_BACKSLASH = re.compile(r"[ \t]*\n[ \t]*(?:-|[12]?>|&)")
+
+
+def _server_blocks(script: Script, context: LintContext) -> Iterator[Finding]:
+    if not any(word in script.text for word in _SERVER_WORDS):
+        return
+    bodies = list(script.parsed.functions.values())
+    commands = [c for c in _top(script) if not any(start <= c.start < end for start, end in bodies)]
+    for index, command in enumerate(commands):
+        server = _blocking_server(script, command)
+        if server is None:
+            continue
+        work = next(
+            (
+                c
+                for c in commands[index + 1 :]
+                if not script.parsed.exclusive(command.start, c.start) and _does_work(script, c)
+            ),
+            None,
+        )
+        if work is None:
+            return  # the server is the job's last act: it serves until the time limit
+        yield script.finding(
+            script.line_of(command.start),
+            ERROR,
+            RULE_SERVER_BLOCKS.id,
+            f"{server} runs in the foreground and serves until it is killed: the script "
+            f"never gets past this line, so line {script.line_of(work.start)} "
+            f"({_program(work)} …) never runs and the job holds its nodes until the time limit",
+            "start the server with & (… > server.log 2>&1 &), wait until it answers, run the "
+            "work, then kill it",
+        )
+        return
+
+
+def _does_work(script: Script, command: Command) -> bool:
+    """A client of the server, or a step: not another server (an author trying one
+    configuration after another leaves the later ones behind the first)."""
+    if command.background or _blocking_server(script, command) is not None:
+        return False
+    return (
+        is_srun(command.name)
+        or _runs_work(command)
+        or _program(command) in _CLIENTS
+        or launcher_in(script.source(command)) is not None
+    )
 
 
 def _sibling(background: Command, foreground: Command) -> bool:
@@ -560,8 +647,16 @@ RULE_DRIVER = Rule(
     "a Ray driver (python) run by srun on every node after ray start: N copies of the job",
     _driver_everywhere,
 )
+RULE_SERVER_BLOCKS = Rule(
+    "server-blocks-script",
+    ERROR,
+    "a server (vllm serve, sglang, jupyter …) run in the foreground before later work: "
+    "that work never runs",
+    _server_blocks,
+)
 RULES = (
     RULE_NEVER_WAITED,
+    RULE_SERVER_BLOCKS,
     RULE_EXCEEDS,
     RULE_NO_GPUS,
     RULE_STATUS_HIDDEN,
