@@ -386,7 +386,10 @@ def test_cron_scheduler_with_a_missing_folder_submits_nothing_and_fails(
 
 
 def test_faulty_node_check_skips_gpu_checks_and_completes(templates: Templates) -> None:
-    job_id, name = templates.submit("faulty-node-check", *SMALL_GPU, "nodes=2", "time=5")
+    # disk_min_gb=1, not 10: the nodes' /tmp is this machine's, whose free space varies
+    job_id, name = templates.submit(
+        "faulty-node-check", *SMALL_GPU, "nodes=2", "time=5", "disk_min_gb=1"
+    )
     assert wait_final(job_id, name) == "COMPLETED", templates.log(name, job_id)
     results = parse_check_lines(templates.log(name, job_id))
     nodes = job_nodes(job_id, name)

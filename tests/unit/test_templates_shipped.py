@@ -381,7 +381,10 @@ GPU_CHECKS = ["cuda", "gpu-count", "gpu-mem", "nccl"]
 
 
 def test_gpu_checks_skip_without_a_driver(tmp_path: Path, fakebin: Path) -> None:
-    rc, results = run_checks(tmp_path, fakebin, ["python", *GPU_CHECKS, "disk", "dcgmi"])
+    # 1 GiB, not the template's 10: the disk check runs on this machine's /tmp, whose free
+    # space is not the test's to choose (a shared CI disk had 3 GiB free)
+    checks = ["python", *GPU_CHECKS, "disk", "dcgmi"]
+    rc, results = run_checks(tmp_path, fakebin, checks, disk_min_gb=1)
     status = {r.check: r.status for r in results}
     assert status == {
         "python": "pass",
