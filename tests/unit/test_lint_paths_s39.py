@@ -126,3 +126,13 @@ def test_a_driver_that_neither_moves_nor_makes_the_directory_first_is_judged(
 def test_each_heredoc_is_judged_against_its_own_sbatch(tmp_path: Path) -> None:
     text = fed("") + fed("mkdir -p log\n").split("\n", 1)[1]
     assert in_checkout(tmp_path, "run.sh", text) == [(5, "error")]
+
+
+@pytest.mark.parametrize(
+    ("option", "word"),
+    [("--output=${SCRATCH}/logs/%j.out", "${SCRATCH}"), ("--chdir=/home1/$USER/run", "$USER")],
+)
+def test_the_unexpanded_variable_is_named_whole(option: str, word: str) -> None:
+    text = f"#!/bin/bash\n#SBATCH -t 5\n#SBATCH {option}\nhostname\n"
+    (finding,) = [f for f in lint_text(text, "t.slurm", V24) if f.rule == "output-dir-missing"]
+    assert f"does not expand {word} in a directive" in finding.message

@@ -781,7 +781,7 @@ def _elsewhere(directory: str, chdir: str | None) -> bool:
 
 # A shell variable or ``~`` that sbatch leaves as it is written (``${___}`` is a masked
 # template tag: unknown, never literal).
-_VARIABLE = re.compile(r"\$\{?[A-Za-z]\w*|(?:^|/)~")
+_VARIABLE = re.compile(r"\$(?:\{[A-Za-z]\w*\}?|[A-Za-z]\w*)|(?:^|/)~")
 
 
 def _literal_variable(script: Script, path: str) -> str | None:
