@@ -295,6 +295,9 @@ def test_a_shebang_that_lost_its_hash_bang_is_the_one_finding() -> None:
     assert found(late) == [(3, "warning", "sbatch-directive-ignored")]
     wrapper = "bin/bash\necho run\n#SBATCH -t 5\n"  # line 2 still ends the header
     assert found(wrapper) == [(3, "warning", "sbatch-directive-ignored")]
+    # a file whose first line feeds the job script to sbatch is a submitter, run by bash
+    submitter = "sbatch <<EOT\n#!/bin/bash\n#SBATCH -t 5\nsrun hostname\nEOT\n"
+    assert [f for f in found(submitter) if f[2] == "missing-shebang"] == []
 
 
 @pytest.mark.parametrize(

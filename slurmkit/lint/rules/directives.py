@@ -56,8 +56,8 @@ def _lost_to_first_line(script: Script) -> set[int]:
     would make directives (none when line 1 is a comment, blank or a shebang).
     """
     first = script.lines[0].strip() if script.lines else ""
-    if not first or first.startswith("#"):
-        return set()
+    if not first or first.startswith("#") or "<<" in first:
+        return set()  # `sbatch <<EOT` on line 1: the file submits a job script, it is none
     repaired = read_directives(
         ["#", *script.lines[1:]], script.parsed.comment_lines, mask=mask_templates
     )
