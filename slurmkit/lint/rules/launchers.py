@@ -110,8 +110,8 @@ def launcher_in(text: str) -> str | None:
     if not _may_launch(text):
         return None
     for line in text.splitlines():
-        if line.lstrip().startswith("#") or _IMPORT.match(line):
-            continue
+        if line.lstrip().startswith("#") or _IMPORT.match(line) or not _may_launch(line):
+            continue  # the look-behinds of LAUNCHER only where a launcher word stands
         for match in LAUNCHER.finditer(line):
             if _runs(line, match):
                 return next(v for v in match.groupdict().values() if v)
