@@ -89,3 +89,15 @@ def test_steps_in_functions_the_script_never_calls() -> None:
     assert _cpus(ray + other + "ray-launcher 'python tune.py'\n") == [(6, "warning")]
     assert _cpus(ray + other + '"$@"\n') == [(6, "warning")]
     assert _cpus(ray + 'eval "$LAUNCHER"\n') == [(6, "warning")]
+
+
+def test_one_thread_subcommands_of_threaded_tools() -> None:
+    """`ray stop` signals the node's Ray processes and `pip install` unpacks wheels: one
+    thread each. `ray start` (the raylet and its workers) and pip's unknown verbs are
+    still judged."""
+    assert _cpus("srun --nodes=1 --ntasks=1 ray stop\n") == []
+    assert _cpus("srun pip install -e .\n") == []
+    assert _cpus("srun -n1 pip3 install --user torch\n") == []
+    assert _cpus("srun -n1 ray start --head --block\n") == [(5, "warning")]
+    assert _cpus("srun -n1 pip wheel-builder .\n") == [(5, "warning")]
+    assert _cpus("srun -n1 pip\n") == [(5, "warning")]

@@ -137,11 +137,23 @@ def _one_cpu_tar(arguments: list[str]) -> bool:
     return True
 
 
+# Subcommands that are one-thread clients of a multi-threaded tool: ``ray stop`` signals
+# the node's Ray processes, ``pip install`` unpacks wheels (a source build is setuptools',
+# one compiler at a time unless MAX_JOBS says otherwise).
+_ONE_CPU_SUBCOMMANDS = {
+    "ray": frozenset({"stop", "status"}),
+    "pip": frozenset({"install", "uninstall", "list", "freeze", "show"}),
+    "pip3": frozenset({"install", "uninstall", "list", "freeze", "show"}),
+}
+
+
 def _one_cpu_command(words: list[str]) -> bool:
     """A command (program and arguments) that needs one CPU."""
     name = _base(words[0])
     if name == "tar":
         return _one_cpu_tar(words[1:])
+    if name in _ONE_CPU_SUBCOMMANDS:
+        return len(words) > 1 and words[1] in _ONE_CPU_SUBCOMMANDS[name]
     if _NCCL_TEST.fullmatch(name):
         return not nccl_threads(words[1:])
     return _one_cpu_name(name)
