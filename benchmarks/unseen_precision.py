@@ -37,6 +37,7 @@ SCORED = (
     ("holdout6", "0d81e81"),
     ("holdout7", "f39e0fd"),
     ("holdout8", "47af241"),
+    ("holdout9", "7965ca0"),
 )
 
 # Run inside the worktree, with that commit's harness: every finding (version, file, line,

@@ -2,8 +2,8 @@
 
 The corpus was split once, by repository, into a development part (rules are tuned on it)
 and a test part (then ``holdout/``). That test part was scored once and is development
-data since (``spent-holdout/``), as are the second to seventh (``spent-holdout2/`` to
-``spent-holdout8/``); the fresh test part is ``holdout9/``, filled by others later. These
+data since (``spent-holdout/``), as are the second to ninth (``spent-holdout2/`` to
+``spent-holdout9/``); the fresh test part is ``holdout10/``, filled by others later. These
 tests keep the first split as recorded, the new one disjoint and large enough, the labels
 well-formed, and the harness on the CLI's own code path; they never require a score, and
 none of them lints the test part.
@@ -25,7 +25,7 @@ from benchmarks import score_lint_corpus
 from benchmarks.score_lint_corpus import (
     CORPUS,
     DEVELOPMENT,
-    HOLDOUT9,
+    HOLDOUT10,
     LABEL_KINDS,
     NOT_SCRIPTS,
     ROOT,
@@ -37,6 +37,7 @@ from benchmarks.score_lint_corpus import (
     SPENT6,
     SPENT7,
     SPENT8,
+    SPENT9,
     lint_as_cli,
     lint_corpus,
     score,
@@ -44,9 +45,9 @@ from benchmarks.score_lint_corpus import (
 from slurmkit.lint.rules import RULE_IDS
 
 SEED = 3202
-NO_HOLDOUT9 = pytest.mark.skipif(
-    not (HOLDOUT9 / "SOURCES.tsv").is_file(),
-    reason="holdout9/ (the fresh test part) is not collected yet",
+NO_HOLDOUT10 = pytest.mark.skipif(
+    not (HOLDOUT10 / "SOURCES.tsv").is_file(),
+    reason="holdout10/ (the fresh test part) is not collected yet",
 )
 
 
@@ -107,8 +108,9 @@ def test_the_development_part_is_every_spent_subset() -> None:
         SPENT6,
         SPENT7,
         SPENT8,
+        SPENT9,
     )
-    assert score_lint_corpus.PARTS["test"] == (HOLDOUT9,)
+    assert score_lint_corpus.PARTS["test"] == (HOLDOUT10,)
 
 
 def test_the_spent_subsets_share_no_repository() -> None:
@@ -129,6 +131,7 @@ def test_the_spent_subsets_share_no_repository() -> None:
         (SPENT6, "88% (197/223)"),
         (SPENT7, "91% (271/299)"),
         (SPENT8, "86% (354/410)"),
+        (SPENT9, "90% (568/633)"),
     ],
 )
 def test_each_spent_holdout_says_it_is_development_data(directory: Path, score: str) -> None:
@@ -137,24 +140,24 @@ def test_each_spent_holdout_says_it_is_development_data(directory: Path, score: 
     assert score in text
 
 
-@NO_HOLDOUT9
-def test_holdout9_repositories_are_in_no_other_part() -> None:
-    fresh = {r["repository"] for r in _rows(HOLDOUT9 / "SOURCES.tsv")}
+@NO_HOLDOUT10
+def test_holdout10_repositories_are_in_no_other_part() -> None:
+    fresh = {r["repository"] for r in _rows(HOLDOUT10 / "SOURCES.tsv")}
     used = {r["repository"] for d in DEVELOPMENT for r in _rows(d / "SOURCES.tsv")}
     assert fresh and not fresh & used
 
 
-@NO_HOLDOUT9
-def test_holdout9_is_scored_only_once_it_holds_30_percent(
+@NO_HOLDOUT10
+def test_holdout10_is_scored_only_once_it_holds_30_percent(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Under 30% of the corpus (the fetch quota cut its collection short), the scorer refuses
     to spend it and says how many scripts it lacks; at 30% or more it scores (not run here:
     the test part is scored once, by hand)."""
-    test = len(_scripts(HOLDOUT9))
+    test = len(_scripts(HOLDOUT10))
     dev = sum(len(_scripts(d)) for d in DEVELOPMENT)
     if test / (test + dev) >= 0.3:
-        assert score_lint_corpus._too_small((HOLDOUT9,), DEVELOPMENT) == ""
+        assert score_lint_corpus._too_small((HOLDOUT10,), DEVELOPMENT) == ""
         return
     assert score_lint_corpus.main(["--part", "test"]) == 2
     captured = capsys.readouterr()
@@ -191,9 +194,10 @@ def test_a_test_part_under_30_percent_is_not_scored(
         SPENT6,
         SPENT7,
         SPENT8,
-        pytest.param(HOLDOUT9, marks=NO_HOLDOUT9),
+        SPENT9,
+        pytest.param(HOLDOUT10, marks=NO_HOLDOUT10),
     ],
-    ids=["dev", "spent", *(f"spent{n}" for n in range(2, 9)), "holdout9"],
+    ids=["dev", "spent", *(f"spent{n}" for n in range(2, 10)), "holdout10"],
 )
 def test_every_new_script_is_labelled(directory: Path) -> None:
     """Labels name scripts of their part, lines inside them, and a known kind."""
