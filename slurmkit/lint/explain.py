@@ -331,7 +331,9 @@ EXPLAIN: dict[str, tuple[str, str, str]] = {
         "sbatch reads only lines that start with #SBATCH exactly: #SBTACH, #SABTCH or "
         "# SBATCH followed by an option is a comment, and the option is silently not "
         "applied (the job runs with the partition's defaults). '# SBATCH --reservation' is "
-        "info: a reservation is a time window, usually switched off so once it has passed.",
+        "info: a reservation is a time window, usually switched off so once it has passed. "
+        "So is every '# SBATCH' line of a script that switches off, the same way, an option "
+        "it sets on a read #SBATCH line (kept alternatives).",
         "#SBTACH --gres=gpu:8",
         "#SBATCH --gres=gpu:8 (##SBATCH switches a line off on purpose).",
     ),

@@ -36,7 +36,7 @@ from slurmkit.sbatch.directives import (
     Directive,
     sbatch_words,
 )
-from slurmkit.sbatch.options import LONG_FLAGS, SHORT
+from slurmkit.sbatch.options import LONG_FLAGS, SHORT, parse_options
 from slurmkit.slurm.records import SlurmVersion
 
 # Dashes that look like "-" but are other characters (word processors, web pages).
@@ -93,11 +93,17 @@ def _misspelt(script: Script, context: LintContext) -> Iterator[Finding]:
         if not rest.startswith("-") or not word.isupper():
             continue  # prose, or a command shown in a comment (# sbatch -N 2 job.sh)
         spaced = word.upper() == "SBATCH"
-        if not spaced and (_edits(word.upper(), "SBATCH") > 2 or not _reads_as_sbatch(rest)):
-            continue
+        if not spaced and (
+            _edits(word.upper(), "SBATCH") > 2
+            or not match.group(2)[:1].isspace()
+            or not _reads_as_sbatch(rest)
+        ):
+            continue  # BATCH-SIZE: one hyphenated word of prose, not a word and an option
         why = "has a blank between # and SBATCH" if spaced else f"spells the magic word {word!r}"
         timed = spaced and _option_name(rest) in _TIME_WINDOW
         note = _SWITCHED_OFF if timed else ""
+        if spaced and not timed and _alternatives_switched_off(script):
+            timed, note = True, _ALTERNATIVE
         yield script.finding(
             number,
             INFO if timed else WARNING,
@@ -115,6 +121,34 @@ _SWITCHED_OFF = (
     " (a reservation is a time window: once it has passed, the line is often switched off "
     "this way on purpose)"
 )
+
+
+_ALTERNATIVE = (
+    " (this script also switches off, the same way, an option it sets on a #SBATCH line: "
+    "its '# SBATCH' lines read as alternatives kept on purpose)"
+)
+_SPACED = re.compile(r"#\s+SBATCH\s+(-.*)")
+
+
+def _alternatives_switched_off(script: Script) -> bool:
+    """Whether some '# SBATCH' line names an option a read #SBATCH line sets.
+
+    ``# SBATCH --gres=gpu:1`` beside ``#SBATCH --gres=gpu:l40s:4`` is the other choice,
+    kept and switched off: the author knows the blank turns the line off, so the script's
+    other '# SBATCH' lines (the partition and constraint that went with that choice) are
+    switched off the same way, not misspelt.
+    """
+    read = {o.name for d in script.directives if d.ignored is None for o in d.options}
+    if not read:
+        return False
+    for _, line in _header_comments(script):
+        spaced = _SPACED.match(line.strip())
+        if spaced is None:
+            continue
+        options, _ = parse_options(spaced.group(1).split())
+        if any(o.name in read for o in options):
+            return True
+    return False
 
 
 def _reads_as_sbatch(rest: str) -> bool:
