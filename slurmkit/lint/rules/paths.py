@@ -39,7 +39,10 @@ run (issue 32 item 3):
   before the sbatch (also ``mkdir -p $PWD/logs``, ``$WORKDIR/logs`` with ``WORKDIR=$PWD``)
   makes it in time, and its ``SBATCH_OUTPUT``/``SBATCH_ERROR`` or ``--output``/``--error``
   replace the directive; so does the script's own usage comment (``# sbatch
-  --output="$LOG_ROOT/%x.log" slurm/x.sbatch``);
+  --output="$LOG_ROOT/%x.log" slurm/x.sbatch``), and a wrapper that comment names (``#
+  Submit with: bash hpc/submit.sh hpc/x.sbatch``): its ``mkdir`` settles the directory,
+  and a wrapper not in the checkout leaves it unknown;
+- ``#SBATCH --workdir`` (renamed ``--chdir``) is refused by sbatch: no job, nothing judged;
 - a relative ``--chdir`` with no ``--output`` is where Slurm opens the default log
   (``slurm-%j.out``): judged like a log directory (``#SBATCH -D ./log/`` unshipped: error
   before 23.02).
@@ -55,7 +58,8 @@ directory that climbs (``../watch_folder``) is judged from the submit directorie
 it stays in the checkout.
 
 A directory with another pattern (``%u``), a job name the script does not set, a
-placeholder (``CASE_DIR/``, ``localpath/``, ``your_dir/``) or a template tag in it is
+placeholder (``CASE_DIR/``, ``localpath/``, ``your_dir/``, ``xxx/``, a ``$WORD`` a comment
+asks the reader to replace) or a template tag (also ``%JOB_LOGS_PATH%``) in it is
 unknown until the job is submitted, never wrong; so are the ``${NAME}`` words of a file
 named as a template (``disbatch_template.sbatch``), and the log directory of a file whose
 directives hold a renderer's tags (``--ntasks={{ntasks}}``).
@@ -126,6 +130,8 @@ def _made_by_script(script: Script) -> dict[str, int]:
 def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     logs = [s for s in (_setting(script, name) for name in ("output", "error")) if s]
     chdir = _setting(script, "chdir")
+    if chdir is not None and _refused_name(chdir):
+        return  # sbatch refuses the whole script: no job, no log (sbatch-unknown-option)
     if chdir is not None and chdir.value and _template(chdir.value):
         return
     word = _literal_variable(script, chdir.value) if chdir is not None and chdir.value else None
@@ -141,7 +147,7 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         directory = _directory(_with_job_name(setting.value or "", script))
         if directory is None or _documented_override(script, _long_name(setting)):
             continue
-        if _per_job_dir(directory):
+        if _per_job_dir(directory) and _PERCENT_TAG.search(directory) is None:
             if fails:
                 yield _per_job(script, setting, directory, context)
             continue
@@ -168,7 +174,10 @@ def _log_dir(script: Script, context: LintContext) -> Iterator[Finding]:
         if (
             isinstance(state, Missing)
             and not state.explicit
-            and _driver_decides(script, _long_name(setting), directory, context)
+            and (
+                _driver_decides(script, _long_name(setting), directory, context)
+                or _wrapper_decides(script, _long_name(setting), directory, context)
+            )
         ):
             continue
         if isinstance(state, Missing) and (line is None or state.explicit):
@@ -282,6 +291,66 @@ def _driver_decides(script: Script, name: str, directory: str, context: LintCont
                 here = here | {here_name.group(1)}
             made |= _made_in(line, here)
     return False
+
+
+# A usage comment that runs another file on this one (``# Submit with:  bash hpc/submit.sh
+# hpc/x.sbatch``): the wrapper's path, then the words up to the script's own name.
+_WRAPPER = re.compile(r"(?:^|\s)(?:(?:bash|sh|zsh)\s+)?((?:\.{0,2}/)?[\w./-]*[\w-]\.(?:sh|bash))\s")
+
+
+def _wrapper_decides(script: Script, name: str, directory: str, context: LintContext) -> bool:
+    """Whether the script's own comment submits it through a wrapper that settles the log.
+
+    ``# Submit with:  bash hpc/submit.sh hpc/08g_selection.sbatch``: the wrapper runs the
+    sbatch, so what it does first decides (BristolProject's ``submit.sh`` runs ``mkdir -p
+    logs`` before its sbatch). The wrapper is looked for where the script may be submitted
+    from (its directory, up to the checkout's top): found, its ``mkdir`` of the directory
+    or its ``SBATCH_OUTPUT``/``--output`` settles the log, and a wrapper that does neither
+    leaves it missing; not found (a copy of the script alone), it is unknown.
+    """
+    own = posixpath.basename(script.path)
+    named = re.compile(r"(?<![\w.-])" + re.escape(own) + r"(?![\w.-])")
+    wrappers: list[str] = []
+    for line in script.lines:
+        stripped = line.lstrip()
+        if not stripped.startswith("#") or stripped.startswith(("#SBATCH", "#!")):
+            continue
+        own_at = named.search(stripped)
+        if own_at is None:
+            continue
+        before = stripped[: own_at.start()]
+        if _SBATCH_WORD.search(before):
+            continue  # an sbatch usage line: _documented_override's
+        for match in _WRAPPER.finditer(before):
+            wrapper = match.group(1)
+            if posixpath.basename(wrapper) != own:
+                wrappers.append(wrapper)
+    if not wrappers:
+        return False
+    top = None if context.script_dir is None else _work_tree(context.script_dir)
+    if context.script_dir is None or top is None:
+        return True  # a wrapper named and nowhere to look for it: unknown
+    for wrapper in wrappers:
+        text = _wrapper_text(wrapper, context.script_dir, top)
+        if text is None:
+            return True
+        lines = text.splitlines()
+        if _ENV_LOG[name] in text or any(
+            _OPTION_LOG[name].search(line) for line in lines if _SBATCH_WORD.search(line)
+        ):
+            return True
+        if any(directory in _made_in(line) for line in lines):
+            return True
+    return False
+
+
+def _wrapper_text(wrapper: str, script_dir: str, top: str) -> str | None:
+    """The wrapper's text, found under one of the script's submit directories; None: not there."""
+    for submit in _submit_candidates(script_dir, top):
+        path = posixpath.normpath(posixpath.join(submit, wrapper))
+        if os.path.isfile(path):
+            return _driver_text(path)
+    return None
 
 
 # The sbatch word of a submission (not SBATCH_OUTPUT=, not a path ending in sbatch.sh).
@@ -659,16 +728,21 @@ def _with_job_name(value: str, script: Script) -> str:
 
 # A placeholder to fill in (CASE_DIR/slurm.out, LOG_DIR/x.out): all capitals, a "_".
 _PLACEHOLDER = re.compile(r"(?:^|/)[A-Z][A-Z0-9]*_[A-Z0-9_]*(?:/|$)")
+# A tag of three or more capitals between percent signs (%JOB_LOGS_PATH%, filled in by
+# a launcher's string replacement). Slurm's own patterns are one letter each (%A_%a,
+# %x-%j): none has two capitals in a row after the %.
+_PERCENT_TAG = re.compile(r"%[A-Z][A-Z0-9_]{2,}%")
 # A renderer's tag: {{ x }}, {% x %}, Python's {NAME} (not the shell's ${NAME}), [[NAME]],
-# @NAME@ (autoconf), __NAME__. (<name> is for a person to fill in, and usage texts.)
+# @NAME@ (autoconf), __NAME__, %NAME%. (<name> is for a person to fill in, and usage texts.)
 _TAG = re.compile(
     r"\{\{|\{%|(?<!\$)\{[A-Za-z_]\w*\}|\[\[\s*[A-Za-z_]\w*\s*\]\]"
-    r"|@[A-Z][A-Z0-9_]*@|__[A-Z][A-Z0-9_]*__"
+    r"|@[A-Z][A-Z0-9_]*@|__[A-Z][A-Z0-9_]*__|" + _PERCENT_TAG.pattern
 )
 _ANGLED = re.compile(r"<[A-Za-z_][\w-]*>")
-# A word that stands for the reader's own path (localpath/logs, your_dir/, path_to_x/).
+# A word that stands for the reader's own path (localpath/logs, your_dir/, path_to_x/,
+# an anonymised xxx/rational_bert/logs/).
 _PLACEHOLDER_WORD = re.compile(
-    r"(?:^|/)(?:local_?path|your(?:[_-][\w-]*)?|path[_/]?to(?:[_-][\w-]*)?)(?:/|$)", re.I
+    r"(?:^|/)(?:local_?path|your(?:[_-][\w-]*)?|path[_/]?to(?:[_-][\w-]*)?|x{3,})(?:/|$)", re.I
 )
 
 
@@ -779,6 +853,21 @@ def _elsewhere(directory: str, chdir: str | None) -> bool:
     return posixpath.isabs(directory) or (chdir is not None and posixpath.isabs(chdir))
 
 
+# A comment (not a directive) that tells the reader to replace a ``$`` word.
+_REPLACE_NOTE = re.compile(r"^[ \t]*#(?![ \t]*SBATCH)[^\n]*\breplace\b[^\n]*\$", re.I | re.M)
+
+
+def _refused_name(setting: Setting) -> bool:
+    """Whether sbatch refuses the option as written: ``--workdir``, renamed ``--chdir``.
+
+    sbatch 22.05.8 stops with "unrecognized option '--workdir=./log/'" (exit 255)
+    and Slurm 25.11's ``src/common/slurm_opt.c`` has no such name: the script is never
+    submitted, so there is no working directory and no log to judge (the refusal is
+    ``sbatch-unknown-option``'s).
+    """
+    return setting.written.lstrip("-").split("=", 1)[0] == "workdir"
+
+
 # A shell variable or ``~`` that sbatch leaves as it is written (``${___}`` is a masked
 # template tag: unknown, never literal).
 _VARIABLE = re.compile(r"\$(?:\{[A-Za-z]\w*\}?|[A-Za-z]\w*)|(?:^|/)~")
@@ -789,9 +878,13 @@ def _literal_variable(script: Script, path: str) -> str | None:
 
     A heredoc fed to sbatch unquoted has its variables expanded by the shell that
     writes it, and a template's (``job.template.sbatch``) by whatever renders it, so
-    only a script file's own directives are literal.
+    only a script file's own directives are literal. So are the words a comment tells
+    the reader to replace (``## Please replace $WORKING_DIR with the absolute path``,
+    ``# replace ${value} by whatever you want``): blanks to fill in, not a path.
     """
     if script.origin is not None or _variables_filled(script.path):
+        return None
+    if _REPLACE_NOTE.search(script.text) is not None:
         return None
     match = _VARIABLE.search(path)
     return match.group(0).lstrip("/") if match else None
@@ -1060,7 +1153,7 @@ def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
     text = script.text
     if "dirname" not in text and "%/*}" not in text:
         return
-    if not any(d.ignored is None for d in script.directives) and not _submitted(script, context):
+    if not _batch_header(script) and not _submitted(script, context):
         return
     looked = _SUBMIT_LOOKUP.search(text) is not None
     first_lookup = _first_lookup(script) if looked else 0
@@ -1081,6 +1174,11 @@ def _spool_dir(script: Script, context: LintContext) -> Iterator[Finding]:
                     yield _spool_finding(script, number)
             elif (name := _assigned(code)) is not None:
                 kept_dirs.setdefault(name, number)
+        elif kept_dirs and _SOURCED.match(line):
+            # source "$SCRIPT_DIR/lib/env.sh" before the lookup: read from the spool there
+            # and then, whatever the lookup does later.
+            for name in [n for n in _used_in(line) if n in kept_dirs]:
+                yield _spool_finding(script, kept_dirs.pop(name))
         elif "=" in line and ("0" in line or "BASH_SOURCE" in line):
             kept = _SELF_PATH.match(_SINGLE_QUOTED.sub("''", line))
             if kept is not None:
@@ -1150,9 +1248,10 @@ def _used_in(line: str) -> list[str]:
     return used
 
 
-# ``cd "$SLURM_SUBMIT_DIR"`` (``|| exit``): it moves the shell, and $0 stays the spool copy.
+# ``cd "$SLURM_SUBMIT_DIR"`` (``|| exit``, also ``"${SLURM_SUBMIT_DIR:-${PWD}}"``): it moves
+# the shell, and $0 stays the spool copy.
 _CD_SUBMIT = re.compile(
-    r"^\s*cd\s+\"?\$\{?SLURM_SUBMIT_DIR(?::[-?][^}]*)?\}?\"?\s*"
+    r"^\s*cd\s+\"?\$\{?SLURM_SUBMIT_DIR(?::[-?](?:\$\{\w+\}|[^}])*)?\}?\"?\s*"
     r"(?:(?:\|\||&&)\s*exit(?:\s+\d+)?\s*)?;?\s*$"
 )
 
@@ -1218,12 +1317,27 @@ def _unused(script: Script, code: str, number: int) -> bool:
         return False
     # A path under a name the script never sets ($SCRIPT_DIR/common.sh) may be this
     # directory under another name (set by a file it sources): not known to be unused.
+    # A name that says nothing of a directory ($sizex/ in a sed expression s/x=$/x=$sizex/)
+    # is not it either.
     assigned = set(_ANY_ASSIGNMENT.findall(script.text))
     return all(
-        used in assigned or (used.isupper() and used not in _DIR_NAMES)
+        used in assigned
+        or (used.isupper() and used not in _DIR_NAMES)
+        or _DIR_LIKE.search(used) is None
         for line in later
         for used in _PATH_USE.findall(line)
     )
+
+
+# A name that may hold a directory: SCRIPTDIR, here, root, base_path, src, ...
+_DIR_LIKE = re.compile(r"dir|path|root|home|base|here|src|top|loc|folder|prefix|where", re.I)
+
+
+def _batch_header(script: Script) -> bool:
+    """Whether the script is written for sbatch: a directive sbatch reads, or a ``#SBATCH``
+    line at the start of a line that a command before it made sbatch skip (``set -euo
+    pipefail`` above the header: still a job script, run by slurmd from its spool copy)."""
+    return any(d.ignored is None or d.text.startswith("#SBATCH") for d in script.directives)
 
 
 def _submitted(script: Script, context: LintContext) -> bool:
