@@ -444,7 +444,7 @@ def task_binding(script: Script, srun: Srun) -> str:
     """
     if srun.has(*_EXACT_SRUN) or any(name in srun.env for name in _EXACT_ENV):
         return BOUND
-    bind = _cpu_bind(srun)
+    bind = _cpu_bind(script, srun)
     if bind != DEPENDS:
         return bind
     if srun.has(*_UNIT_SRUN) or any(name in srun.env for name in _UNIT_ENV):
@@ -452,25 +452,105 @@ def task_binding(script: Script, srun: Srun) -> str:
     return BOUND if any(script.job.get(name) is not None for name in _UNIT_JOB) else DEPENDS
 
 
-def _cpu_bind(srun: Srun) -> str:
+def _cpu_bind(script: Script, srun: Srun) -> str:
     """What --cpu-bind (or SLURM_CPU_BIND, which srun reads when the option is absent) says.
 
-    A value from a variable, a socket unit or verbosity alone leaves it to the site.
+    A value from a variable this script does not spell out, a socket unit or verbosity
+    alone leaves it to the site.
     """
     option = srun.option("cpu-bind", "cpu_bind")  # the old spelling still works
     env = srun.env.get("SLURM_CPU_BIND")
     if option is not None:
         value = option.value
-    elif env is not None and env.value is not None and env.value.literal:
+    elif env is not None and env.value is not None:
         value = env.value.text
+        if not env.value.literal:
+            value = _spelled_out(script, srun, value)
+            if value is None or not _masks_of_many(value):
+                return BOUND  # set from a variable: some binding, which the site's CPUs fill
+            return UNBOUND if _whole_nodes(script) else DEPENDS
     else:
-        return BOUND if env is not None and env.value is not None else DEPENDS
-    if value is None or "$" in value:
         return DEPENDS
+    if value is not None and "$" in value:
+        value = _spelled_out(script, srun, value)
+    if value is None:
+        return DEPENDS
+    if _masks_of_many(value):
+        return UNBOUND if _whole_nodes(script) else DEPENDS
     words = {w.split(":")[0] for w in value.strip().strip("\"'").lower().split(",")}
     if words & _BIND_OFF:
         return UNBOUND
     return BOUND if words & _BIND_ONE else DEPENDS
+
+
+def _whole_nodes(script: Script) -> bool:
+    """A plain ``#SBATCH --exclusive``: the job holds every CPU of its nodes, so each mask of
+    a mask_cpu list lies inside it and its task keeps those CPUs (dist_tasks.c
+    ``_validate_mask`` clears only CPUs outside the allocation). On a shared node a mask
+    may name CPUs the job lacks: left to the allocation."""
+    setting = script.job.get("exclusive")
+    return setting is not None and (setting.value or "").strip("\"'") in ("", "exclusive")
+
+
+_REF = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")
+
+
+def _spelled_out(script: Script, srun: Srun, text: str) -> str | None:
+    """``text`` with each variable replaced by what this script assigned it, or None.
+
+    Lumi's ``CPU_BIND="mask_cpu:7e..."; CPU_BIND="${CPU_BIND},7e0000"`` builds the list
+    over several lines: each assignment is replayed on the value before it.
+    """
+
+    def value_of(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        last = srun.shell.get(name)
+        if last is None or last.value is None:
+            raise LookupError(name)
+        built = ""
+        for binding in script.bindings:
+            if binding.name != name or binding.prefix or binding.line > last.line:
+                continue
+            if binding.value is None:
+                raise LookupError(name)
+            step = binding.value.text.replace(f"${{{name}}}", built).replace(f"${name}", built)
+            if "$" in step:
+                raise LookupError(name)
+            built = step
+        return built
+
+    try:
+        return _REF.sub(value_of, text.strip().strip("\"'"))
+    except LookupError:
+        return None
+
+
+def _masks_of_many(value: str) -> bool | None:
+    """--cpu-bind=mask_cpu:LIST whose every mask holds more than one CPU (or mask_ldom,
+    whole NUMA domains): None when the value is no such list.
+
+    task/affinity sets each task's mask to its entry as written (affinity.c,
+    CPU_BIND_MASK), within the step's CPUs, which on 22.05 without --exact are all of
+    the job's on the node: each task keeps the CPUs its mask names, not 1.
+    """
+    text = value.strip().strip("\"'").lower()
+    for word in text.split(","):
+        if word.startswith(("mask_cpu:", "mask_ldom:")):
+            break
+    else:
+        return None
+    kind, _, masks = text.partition(":")
+    if kind.rsplit(",", 1)[-1] == "mask_ldom":
+        return True
+    counts = []
+    for mask in masks.split(","):
+        digits = mask.split("*")[0].strip()
+        digits = digits[2:] if digits.startswith("0x") else digits
+        try:
+            counts.append(bin(int(digits, 16)).count("1"))
+        except ValueError:
+            return None
+    return bool(counts) and min(counts) > 1
 
 
 def _the_jobs(env: Binding, job_cpus: int | None) -> bool:
