@@ -275,7 +275,7 @@ def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
     after = [
         index + 1
         for index, (_, line) in enumerate(code[:-1])
-        if line.rstrip().endswith("\\") and line.lstrip().startswith("-")
+        if _continues(line.rstrip()) and line.lstrip().startswith("-")
     ]
     yield from _program_again(script, code)
     for index in after:
@@ -292,6 +292,20 @@ def _continued_into(script: Script, context: LintContext) -> Iterator[Finding]:
                 "(it fails on arguments it does not know, and this line never runs)",
                 f"remove the backslash at the end of line {script.shown(number - 1)}",
             )
+
+
+def _continues(stripped: str) -> bool:
+    """Whether a line (trailing blanks stripped) joins the next line to its command.
+
+    Only an odd run of backslashes escapes the line end: ``\\\\`` is one literal backslash
+    (in a ``bash -c "…; \\\\"`` string, the inner shell's backslash after a ``;``). After
+    ``|``, ``||``, ``&&``, ``;`` or ``&`` the next line is a command of its own: ``run … ||
+    \\`` then ``echo failed`` is the fallback, not more arguments of ``run``.
+    """
+    body = stripped.rstrip("\\")
+    if (len(stripped) - len(body)) % 2 == 0:
+        return False
+    return not body.rstrip().endswith(_JOINS)
 
 
 _LEADING = frozenset({"if", "then", "elif", "while", "until", "do", "!", "time", "exec"})
@@ -348,9 +362,7 @@ def _program_again(script: Script, code: list[tuple[int, str]]) -> Iterator[Find
             # a program is a word: a blank line (no word) ends the command, and a
             # `-B` repeated on continued lines is an option given twice, not a program
             first = word if _PROGRAM.fullmatch(word) and word[:1] != "-" else ""
-        stripped = line.rstrip()
-        # `cmd | \` (or &&, ||, ;): the next line starts a command of its own
-        continued = stripped.endswith("\\") and not stripped[:-1].rstrip().endswith(_JOINS)
+        continued = _continues(line.rstrip())
 
 
 # ``NAME = value`` or ``$NAME = value``: what a command word looks like that was meant

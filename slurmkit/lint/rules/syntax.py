@@ -88,12 +88,13 @@ def _as_bash_says(problems: list[SyntaxProblem], text: str, end: int) -> list[Sy
     masked = mask_templates(text)
     said = bash_check.verdict(masked)
     if said is not None and not said.ok and _blanks_only(masked):
-        said = bash_check.verdict(_filled(masked))
+        masked = _filled(masked)
+        said = bash_check.verdict(masked)
     if said is None:
         return problems
     if said.ok or said.line > end:  # bash never reads past the script's top-level exit
         return [p for p in problems if p.severity != ERROR]
-    return _where_bash_stops(problems, said)
+    return _where_bash_stops(problems, said, masked)
 
 
 # A template's blanks for the user to fill: ``<<<PARTITION>>>``, ``<FILL ME IN!>``,
@@ -128,7 +129,7 @@ def _filled(text: str) -> str:
 
 
 def _where_bash_stops(
-    problems: list[SyntaxProblem], said: bash_check.Verdict
+    problems: list[SyntaxProblem], said: bash_check.Verdict, text: str
 ) -> list[SyntaxProblem]:
     """The grammar's errors, or bash's own where bash stops on a line before them all.
 
@@ -138,12 +139,62 @@ def _where_bash_stops(
     The script dies where bash stops, so that line is the finding's.
     """
     errors = [p for p in problems if p.severity == ERROR]
-    if not errors or "unexpected token" not in said.message:
+    if not errors:
+        return problems
+    if "looking for matching" in said.message:
+        opened = _quote_opened(text, said)
+        if opened is not None and opened < min(p.line for p in errors):
+            stop = SyntaxProblem(opened, 1, _never_closed(said))
+            return [stop, *(p for p in problems if p.severity != ERROR)]
+        return problems
+    if "unexpected token" not in said.message:
         return problems
     if said.line <= 0 or said.line >= min(p.line for p in errors):
         return problems
     stop = SyntaxProblem(said.line, 1, f"bash stops here: {said.message}")
     return [stop, *(p for p in problems if p.severity != ERROR)]
+
+
+_MATCHING = re.compile(r"unexpected EOF while looking for matching `([\"'`])'")
+# bash -n per candidate line: a script with more lines holding the quote is left as it is.
+_MOST_CANDIDATES = 60
+
+
+def _quote_opened(text: str, said: bash_check.Verdict) -> int | None:
+    r"""The line whose quote bash reads to the end of the file, or None when unsure.
+
+    bash names the end of the file ("unexpected EOF while looking for matching `''"); the
+    quote that stays open is on the first line without which bash reads the script whole
+    (the line left empty, or ``:`` where it alone filled a block): a line with balanced
+    quotes changes nothing, and after the one unclosed quote the pairs are shifted, so
+    any later line that ends it is past the first (``grep -oP '\d+(?=/))"``,
+    300 lines above where bash stops).
+    """
+    found = _MATCHING.search(said.message)
+    if found is None:
+        return None
+    quote = found.group(1)
+    lines = text.split("\n")
+    candidates = [index for index, line in enumerate(lines) if quote in line]
+    if len(candidates) > _MOST_CANDIDATES:
+        return None
+    for index in candidates:
+        for stand_in in ("", ":"):  # ":" keeps a block that line alone fills
+            trial = bash_check.verdict("\n".join([*lines[:index], stand_in, *lines[index + 1 :]]))
+            if trial is None:
+                return None
+            if trial.ok:
+                return index + 1
+    return None
+
+
+def _never_closed(said: bash_check.Verdict) -> str:
+    quote = _MATCHING.search(said.message)
+    mark = quote.group(1) if quote else "quote"
+    return (
+        f"the {mark} opened here is never closed: bash reads to the end of the file "
+        f"and stops ({said.message})"
+    )
 
 
 RULE_SYNTAX = Rule(
