@@ -804,10 +804,25 @@ def _gpus_left_blank(script: Script) -> bool:
     return False
 
 
+def _whole_nodes(script: Script) -> bool:
+    """``#SBATCH --exclusive`` (not ``=user``/``=mcs``/``=topo``): every node's GRES is the job's.
+
+    sbatch's man page (22.05.8 and 25.11.7): with plain ``--exclusive`` "the job is
+    allocated all CPUs and GRES on all nodes in the allocation"; slurmctld allocates them
+    in ``gres_ctld_job_select_whole_node`` (22.05.8) / ``gres_stepmgr_job_alloc_whole_node``
+    (25.11.7). The request is then the least a node gives, not what it gives: more
+    workers than the request may each find a GPU (``-G a100:1 --exclusive`` on a
+    four-GPU node runs ``--nproc_per_node=4``). Fewer workers than the request still idle GPUs.
+    """
+    setting = script.job.get("exclusive")
+    return setting is not None and (setting.value or "").strip().lower() in ("", "exclusive")
+
+
 def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
     if _gpus_left_blank(script):
         return  # the count is the reader's to write: nothing to compare with
     request = script.job.gpus_per_node
+    whole = _whole_nodes(script)
     for binding in script.bindings:
         if binding.name != "GPUS_PER_NODE" or binding.value is None or not binding.value.literal:
             continue
@@ -827,7 +842,7 @@ def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
                     "find no GPU unless sbatch is given --gres on its command line",
                     f"#SBATCH --gres=gpu:{value}",
                 )
-        elif value != request[0]:
+        elif value != request[0] and not (whole and value > request[0]):
             yield script.finding(
                 binding.line,
                 ERROR,
@@ -845,7 +860,9 @@ def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
             )
     if request is None or request[0] == 0:
         return  # no GPUs asked for (gpu:0): the launcher's workers are CPU processes
-    yield from _counts_mismatch(script, request[0], request[1].written)
+    yield from _counts_mismatch(script, request[0], request[1].written, whole)
+    if whole:
+        return  # the two below judge only more GPUs than the request: unknown on whole nodes
     yield from _count_variables(script, request[0], request[1].written)
     yield from _program_gpus(script, request[0], request[1].written)
 
@@ -924,12 +941,15 @@ def _program_gpus(script: Script, gpus: int, written: str) -> Iterator[Finding]:
             )
 
 
-def _counts_mismatch(script: Script, gpus: int, written: str) -> Iterator[Finding]:
+def _counts_mismatch(
+    script: Script, gpus: int, written: str, whole: bool = False
+) -> Iterator[Finding]:
     """Worker counts given to a launcher against the GPUs per node.
 
     ``--num_gpus`` is not only deepspeed's: a program's own (a total, in an argument
     array) is read only where a launcher runs. accelerate's ``--num_processes`` counts
     every machine's workers: per node it is divided by ``--num_machines`` (1 unless given).
+    On whole nodes (``whole``: ``--exclusive``) only fewer workers than the request count.
     """
     commands = _commands_by_line(script)
     for number, line in script.code_lines(heredocs=True):
@@ -939,10 +959,12 @@ def _counts_mismatch(script: Script, gpus: int, written: str) -> Iterator[Findin
                 or _mpi_program_option(commands.text(number, line), match["opt"])
             ):
                 continue
+            if whole and int(match["n"]) > gpus:
+                continue
             yield from _count_finding(script, number, match["opt"], int(match["n"]), gpus, written)
         for match in _TOTAL_PROCS.finditer(line):
             per_node = _per_machine(script, commands.text(number, line), int(match["n"]))
-            if per_node is not None:
+            if per_node is not None and not (whole and per_node > gpus):
                 yield from _count_finding(
                     script, number, match["opt"], per_node, gpus, written, match["n"]
                 )

@@ -35,11 +35,12 @@ def _early(word: Word) -> list[str]:
 PER_NODE = frozenset({"$SLURM_NODEID", "$SLURMD_NODENAME", "$(hostname)"})
 
 
-_NODE_RANK = r"--(?:node[_-]rank|machine[_-]rank)(?:=|\s+)"
+# the value may be quoted (``--node_rank="$NODE_RANK"``): the same value
+_NODE_RANK = r"--(?:node[_-]rank|machine[_-]rank)(?:=|\s+)[\"']?"
 _C10D = re.compile(r"--rdzv[_-]backend(?:=|\s+)[\"']?c10d\b")
 
 
-_ROLE = r"--role(?:=|\s+)"
+_ROLE = r"--role(?:=|\s+)[\"']?"
 # Options that name a peer every task connects to (the rendezvous, the master, a
 # controller, a coordinator or server started by the batch step): the first node is meant.
 _ADDRESS = (
@@ -51,6 +52,11 @@ _ADDRESS_NAME = re.compile(
     r"ADDR|HOST|IP|ENDPOINT|HEAD|MASTER|SERVER|URL|COORDINATOR|CONTROLLER", re.IGNORECASE
 )
 _HOSTNAME = r"(?:\$\(hostname\b[^)]*\)|`hostname\b[^`]*`)"
+# ``HOST:PORT`` right after the name (``dask-worker ${hn}:${port}``): a server's address,
+# the one the batch step started on the first node, for every task to connect to.
+_PORT = r"[\"'}]?:(?:\d+\b|\$\{?\w+\}?)"
+# ...unless an option asks the task to listen there (each task's own node is meant).
+_LISTEN = re.compile(r"--[\w-]*(?:listen|bind|interface)[\w-]*(?:=|\s+)[\"']?(?:\w+://)?$")
 
 
 def _harmless(script: Script, srun: Srun, text: str, value: str, via: str) -> bool:
@@ -67,6 +73,10 @@ def _harmless(script: Script, srun: Srun, text: str, value: str, via: str) -> bo
       the first node, where the batch step started the peer, is the one meant.
     - The same through a variable, judged where the step uses it: ``MAIN=$(hostname)``
       then ``srun python x.py --init_method tcp://$MAIN:3456`` names the first node.
+    - ``$(hostname)`` followed by ``:PORT`` (``srun dask-worker ${hn}:${port}`` for a
+      scheduler the batch step started): an address to connect to, the first node's;
+      not after a ``--listen``/``--bind`` option, where each task's own node is meant.
+    - The node rank's value quoted (``--node_rank="$NODE_RANK"``) is the same value.
     Any other use of the value (``RANK=$SLURM_PROCID``) still counts.
     """
     if via and _harmless_uses(script, srun, script.source(srun.command), value, _ref(via)):
@@ -97,7 +107,12 @@ def _ref(name: str) -> str:
 def _harmless_uses(script: Script, srun: Srun, text: str, value: str, ref: str) -> bool:
     """Whether every use of ``ref`` in ``text`` is one where the first node's value is meant."""
     if _names_node(value):
-        hosts = re.findall("(" + _ROLE + "|" + _ADDRESS + ")?" + ref, text)
+        hosts = [
+            bool(m[1]) or (bool(m[2]) and not _LISTEN.search(text[: m.start()]))
+            for m in re.finditer(
+                "(" + _ROLE + "|" + _ADDRESS + ")?" + ref + "(" + _PORT + ")?", text
+            )
+        ]
         return bool(hosts) and all(hosts)
     uses = re.findall("(" + _ROLE + ")?(" + _NODE_RANK + ")?" + ref, text)
     if not uses or any(not role and not rank for role, rank in uses):
@@ -163,6 +178,11 @@ def _one_task_job(script: Script) -> bool:
     )
 
 
+# valgrind's log file named per process (``--log-file=vg.$SLURM_LOCALID.%p``: ``%p`` is
+# each process's pid, valgrind's manual): the early value only misnames files no task shares.
+_PER_PROCESS_FILE = re.compile(r"^[\"']?--(?:log|xml)-file=.*%(?:p|q\{)")
+
+
 def _export_words(srun: Srun) -> tuple[Word, ...]:
     """``--export=ALL,NODE_RANK=$SLURM_NODEID``: values the batch shell fills in, once."""
     if not srun.has("export"):
@@ -187,6 +207,8 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
             continue
         for word in (*srun.program, *_export_words(srun)):
             if not word.expands and not word.substitutes:
+                continue
+            if _PER_PROCESS_FILE.search(word.raw):
                 continue
             early = _early(word)
             via = via_name = ""
