@@ -62,7 +62,20 @@ SHORT_FLAGS = {
 }
 ALIASES = {"tasks-per-node": "ntasks-per-node", "workdir": "chdir", "name": "job-name"}
 # Long options that take no argument, or one only after "=".
-LONG_FLAGS = frozenset(
+# pyxis (the enroot SPANK plugin) adds these switches to srun and sbatch; each takes no
+# value, so the word after one is srun's program, not the switch's argument.
+PYXIS_FLAGS = frozenset(
+    prefix + name
+    for prefix in ("", "no-")
+    for name in (
+        "container-mount-home",
+        "container-remap-root",
+        "container-entrypoint",
+        "container-writable",
+        "container-readonly",
+    )
+) | {"container-entrypoint-log"}
+LONG_FLAGS = PYXIS_FLAGS | frozenset(
     {
         "contiguous",
         "disable-status",

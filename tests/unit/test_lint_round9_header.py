@@ -1,12 +1,13 @@
-"""Round nine of issue 32, sbatch-misspelt: what the ninth test part showed once read.
+"""Round nine of issue 32, the lead's share: sbatch-misspelt, and srun's pyxis switches.
 
-Each class is a comment that only looks like a misspelt directive; each test also keeps
-the warning the class resembles.
+What the ninth test part showed once read. Each test also keeps the finding the fixed
+class resembles.
 """
 
 from __future__ import annotations
 
 from slurmkit.lint import LintContext, SlurmVersion, lint_text
+from slurmkit.lint.script import Script
 
 V24 = LintContext(SlurmVersion.parse("24.11"))
 RULE = "sbatch-misspelt"
@@ -40,3 +41,20 @@ def test_switched_off_alternatives_beside_the_options_they_replace_are_info() ->
     assert _misspelt(lone) == [(3, "warning")]
     short = "#!/bin/bash\n#SBATCH -p gpu\n# SBATCH -p main\nhostname\n"
     assert _misspelt(short) == [(3, "info")]
+
+
+def test_pyxis_switches_take_no_value() -> None:
+    """`srun --no-container-mount-home bash -lc "ray start ..."`: pyxis's switches take no
+    value, so bash is the step's program (read as the switch's value, the step had none and
+    the launcher in its string looked like the batch step's). A value option of pyxis
+    (`--container-image IMG`) still takes the next word."""
+    text = (
+        "#!/bin/bash\n#SBATCH -N 2\nsrun -N1 --container-image img --no-container-mount-home "
+        "--container-writable bash -lc 'ray start --head --block' &\nwait\n"
+    )
+    (srun,) = Script("t.sh", text).sruns
+    assert [w.text for w in srun.program][:2] == ["bash", "-lc"]
+    image = srun.option("container-image")
+    assert image is not None and image.value == "img"
+    found = {f.rule for f in lint_text(text, "t.sh", V24)}
+    assert "launcher-outside-srun" not in found
