@@ -252,14 +252,20 @@ def _usage_lines(script: Script) -> list[str]:
         return []
     named = re.compile(r"(?<![\w.-])" + re.escape(own) + r"(?![\w.-])")
     found: list[str] = []
-    for line in script.lines:
-        stripped = line.lstrip()
-        if not stripped.startswith("#") or stripped.startswith(("#SBATCH", "#!")):
-            continue
+    for stripped in _prose_comments(script):
         text = stripped.lstrip("#")
         if _SBATCH_WORD.search(text) and named.search(text):
             found.append(text)
     return found
+
+
+def _prose_comments(script: Script) -> Iterator[str]:
+    """The script's comment lines, stripped, less its directives and its ``#!`` line:
+    where a usage note says how the script is submitted."""
+    for line in script.lines:
+        stripped = line.lstrip()
+        if stripped.startswith("#") and not stripped.startswith(("#SBATCH", "#!")):
+            yield stripped
 
 
 def _driver_decides(script: Script, name: str, directory: str, context: LintContext) -> bool:
@@ -311,10 +317,7 @@ def _wrapper_decides(script: Script, name: str, directory: str, context: LintCon
     own = posixpath.basename(script.path)
     named = re.compile(r"(?<![\w.-])" + re.escape(own) + r"(?![\w.-])")
     wrappers: list[str] = []
-    for line in script.lines:
-        stripped = line.lstrip()
-        if not stripped.startswith("#") or stripped.startswith(("#SBATCH", "#!")):
-            continue
+    for stripped in _prose_comments(script):
         own_at = named.search(stripped)
         if own_at is None:
             continue
