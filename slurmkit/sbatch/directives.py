@@ -72,6 +72,16 @@ class JobRequest:
         return self.integer("cpus-per-task")
 
     @property
+    def whole_nodes(self) -> bool:
+        """A plain ``--exclusive`` (not ``=user``, ``=mcs`` or ``=topo``): the job holds every
+        CPU and GRES of its nodes (sbatch(1), 22.05.8 and 25.11.7; slurmctld's
+        ``gres_ctld_job_select_whole_node``), so a request is the least a node gives."""
+        setting = self.settings.get("exclusive")
+        if setting is None:
+            return False
+        return (setting.value or "").strip().strip("\"'").lower() in ("", "exclusive")
+
+    @property
     def tasks_per_node(self) -> int | None:
         """``--ntasks-per-node``, else ``--ntasks`` spread over the (minimum) node count."""
         per_node = self.integer("ntasks-per-node")

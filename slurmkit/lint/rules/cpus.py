@@ -468,7 +468,7 @@ def _cpu_bind(script: Script, srun: Srun) -> str:
             value = _spelled_out(script, srun, value)
             if value is None or not _masks_of_many(value):
                 return BOUND  # set from a variable: some binding, which the site's CPUs fill
-            return UNBOUND if _whole_nodes(script) else DEPENDS
+            return UNBOUND if script.job.whole_nodes else DEPENDS
     else:
         return DEPENDS
     if value is not None and "$" in value:
@@ -476,20 +476,14 @@ def _cpu_bind(script: Script, srun: Srun) -> str:
     if value is None:
         return DEPENDS
     if _masks_of_many(value):
-        return UNBOUND if _whole_nodes(script) else DEPENDS
+        # On whole nodes every mask lies inside the job's CPUs (dist_tasks.c _validate_mask
+        # clears only CPUs outside the allocation); on a shared node one may name CPUs the
+        # job lacks: left to the allocation.
+        return UNBOUND if script.job.whole_nodes else DEPENDS
     words = {w.split(":")[0] for w in value.strip().strip("\"'").lower().split(",")}
     if words & _BIND_OFF:
         return UNBOUND
     return BOUND if words & _BIND_ONE else DEPENDS
-
-
-def _whole_nodes(script: Script) -> bool:
-    """A plain ``#SBATCH --exclusive``: the job holds every CPU of its nodes, so each mask of
-    a mask_cpu list lies inside it and its task keeps those CPUs (dist_tasks.c
-    ``_validate_mask`` clears only CPUs outside the allocation). On a shared node a mask
-    may name CPUs the job lacks: left to the allocation."""
-    setting = script.job.get("exclusive")
-    return setting is not None and (setting.value or "").strip("\"'") in ("", "exclusive")
 
 
 _REF = re.compile(r"\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))")

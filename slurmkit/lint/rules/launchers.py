@@ -804,25 +804,13 @@ def _gpus_left_blank(script: Script) -> bool:
     return False
 
 
-def _whole_nodes(script: Script) -> bool:
-    """``#SBATCH --exclusive`` (not ``=user``/``=mcs``/``=topo``): every node's GRES is the job's.
-
-    sbatch's man page (22.05.8 and 25.11.7): with plain ``--exclusive`` "the job is
-    allocated all CPUs and GRES on all nodes in the allocation"; slurmctld allocates them
-    in ``gres_ctld_job_select_whole_node`` (22.05.8) / ``gres_stepmgr_job_alloc_whole_node``
-    (25.11.7). The request is then the least a node gives, not what it gives: more
-    workers than the request may each find a GPU (``-G a100:1 --exclusive`` on a
-    four-GPU node runs ``--nproc_per_node=4``). Fewer workers than the request still idle GPUs.
-    """
-    setting = script.job.get("exclusive")
-    return setting is not None and (setting.value or "").strip().lower() in ("", "exclusive")
-
-
 def _gpus_mismatch(script: Script, context: LintContext) -> Iterator[Finding]:
     if _gpus_left_blank(script):
         return  # the count is the reader's to write: nothing to compare with
     request = script.job.gpus_per_node
-    whole = _whole_nodes(script)
+    # on whole nodes the request is the least a node gives: more workers may each find a
+    # GPU (-G a100:1 --exclusive on a four-GPU node runs --nproc_per_node=4)
+    whole = script.job.whole_nodes
     for binding in script.bindings:
         if binding.name != "GPUS_PER_NODE" or binding.value is None or not binding.value.literal:
             continue
