@@ -1,4 +1,4 @@
-"""Round nine of issue 32, the lead's share: sbatch-misspelt, and srun's pyxis switches.
+"""Round nine of issue 32, the lead's share: sbatch-misspelt, srun's pyxis switches, `==`.
 
 What the ninth test part showed once read. Each test also keeps the finding the fixed
 class resembles.
@@ -58,3 +58,13 @@ def test_pyxis_switches_take_no_value() -> None:
     assert image is not None and image.value == "img"
     found = {f.rule for f in lint_text(text, "t.sh", V24)}
     assert "launcher-outside-srun" not in found
+
+
+def test_a_double_equals_is_no_assignment() -> None:
+    """`if trial == 0; then` runs a command `trial` (a comparison written outside `[ ]`), but
+    nothing was meant to be assigned: not assignment-with-spaces. `trial = 0` still is."""
+    compared = "#!/bin/bash\n#SBATCH -N 1\nif trial == 0; then echo a; fi\n"
+    assigned = "#!/bin/bash\n#SBATCH -N 1\ntrial = 0\n"
+    rule = "assignment-with-spaces"
+    assert [f.line for f in lint_text(compared, "t.sh", V24) if f.rule == rule] == []
+    assert [f.line for f in lint_text(assigned, "t.sh", V24) if f.rule == rule] == [3]

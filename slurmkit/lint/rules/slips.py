@@ -381,6 +381,8 @@ def _spaced(words: list[str]) -> str | None:
         words = words[1:]
     if len(words) < 2 or not words[1].startswith("=") or words[0] in _TAKES_EQUALS:
         return None
+    if words[1].startswith("=="):
+        return None  # `if trial == 0`: a comparison outside [ ], not an assignment
     match = _NAME_WORD.fullmatch(words[0])
     return match.group(1) if match else None
 
