@@ -89,15 +89,19 @@ def tally_at(part: str, commit: str) -> dict[str, dict[str, list[int]]]:
     scores): [right findings, findings]."""
     rules: dict[str, list[int]] = {}
     shown: dict[str, list[int]] = {}
+    loud: dict[str, list[int]] = {}  # per rule, its errors and warnings only
     for version, _, _, rule, severity, right in records_at(part, commit)["findings"]:
-        for table, name in ((rules, rule), (shown, f"{version} {severity}")):
+        tables = [(rules, rule), (shown, f"{version} {severity}")]
+        if severity != "info":
+            tables.append((loud, rule))
+        for table, name in tables:
             tally = table.setdefault(name, [0, 0])
             tally[0] += right
             tally[1] += 1
-    return {"rules": rules, "shown": shown}
+    return {"rules": rules, "shown": shown, "loud": loud}
 
 
-def write(pooled: dict[str, list[int]], parts: int) -> None:
+def write(pooled: dict[str, list[int]], loud: dict[str, dict[str, list[int]]], parts: int) -> None:
     lines = [
         '"""Precision of each lint rule on scripts it had never seen: the test parts as scored.',
         "",
@@ -116,12 +120,27 @@ def write(pooled: dict[str, list[int]], parts: int) -> None:
         *(f'    "{rule}": ({r}, {n}),' for rule, (r, n) in sorted(pooled.items())),
         "}",
         "",
+        "# rule -> test part -> (right, findings) of its errors and warnings alone, the parts in",
+        "# the order they were scored: what a user saw by default (the severity policy reads it).",
+        "UNSEEN_SHOWN: dict[str, dict[str, tuple[int, int]]] = {",
+        *(
+            line
+            for rule, by_part in sorted(loud.items())
+            for line in (
+                f'    "{rule}": {{',
+                *(f'        "{part}": ({r}, {n}),' for part, (r, n) in by_part.items()),
+                "    },",
+            )
+        ),
+        "}",
+        "",
     ]
     OUT.write_text("\n".join(lines))
 
 
 def main() -> int:
     pooled: dict[str, list[int]] = {}
+    loud: dict[str, dict[str, list[int]]] = {}
     for part, commit in SCORED:
         tally = tally_at(part, commit)
         shown = ", ".join(f"{k} {r}/{n}" for k, (r, n) in sorted(tally["shown"].items()))
@@ -130,7 +149,9 @@ def main() -> int:
             total = pooled.setdefault(rule, [0, 0])
             total[0] += right
             total[1] += judged
-    write(pooled, len(SCORED))
+        for rule, tally_of_rule in tally["loud"].items():
+            loud.setdefault(rule, {})[part] = tally_of_rule
+    write(pooled, loud, len(SCORED))
     print(f"wrote {OUT.relative_to(ROOT)}: {len(pooled)} rules", file=sys.stderr)
     return 0
 

@@ -27,6 +27,7 @@ import pytest
 from benchmarks.score_lint_corpus import CORPUS, NOT_SCRIPTS, lint_corpus
 from slurmkit.lint import INFO, LintContext, SlurmVersion, lint_text
 from slurmkit.lint.precision import PRECISION
+from slurmkit.lint.precision_unseen import UNSEEN_SHOWN
 from slurmkit.lint.rules import RULES
 
 VERSIONS = ("22.05", "24.11", "26.05")
@@ -118,7 +119,6 @@ BELOW_90 = {
     "tee-without-pipefail",
     # `#sbatch --dependency ...`, `#sbatch --cpus-per-task`: lowercase, commented out on purpose
     "sbatch-directive-ignored",
-    "gpus-per-node-mismatch",  # its errors are right; the wrong ones are info already
     # SPANK plugin options (Shifter --image, pyxis --container-*, CSCS --environment) are
     # info, unlabelled: real on their sites; its errors are all right
     "sbatch-unknown-option",
@@ -139,6 +139,40 @@ def test_severity_follows_measured_precision() -> None:
         right, judged = PRECISION.get(rule.id, (0, 0))
         if judged and right / judged < 0.9 and rule.id not in BELOW_90:
             assert rule.severity == INFO, rule.id
+
+
+# Rules kept loud although wrong more often than right on the test parts, each for a reason.
+LOUD_THOUGH_WRONG_UNSEEN: dict[str, str] = {}
+
+
+def never_right_unseen(by_part: dict[str, tuple[int, int]]) -> bool:
+    """Wrong more often than right on the scored test parts pooled (10 findings or more)
+    and on the last part it showed anything on: the fixes of each round, made on the part
+    before, did not carry over to the next. The dev figure of such a rule says nothing."""
+    right = sum(r for r, _ in by_part.values())
+    shown = sum(n for _, n in by_part.values())
+    last_right, last_shown = list(by_part.values())[-1]
+    return shown >= 10 and right / shown < 0.5 and last_right / last_shown < 0.5
+
+
+def test_quiet_where_never_right_unseen() -> None:
+    """A rule never right on scripts it had not seen is info, whatever its tuned precision.
+
+    Measured on what nobody tuned on (the test parts as scored, UNSEEN_SHOWN): an error
+    that was right 4 times in 88 on new scripts would shout at users mostly wrongly. A
+    quieted rule still counts, as info, on each newly scored part (UNSEEN).
+    """
+    loud = {r.id for r in RULES if r.severity != INFO}
+    never_right = {rule for rule, parts in UNSEEN_SHOWN.items() if never_right_unseen(parts)}
+    assert loud & never_right - LOUD_THOUGH_WRONG_UNSEEN.keys() == set()
+    # the five quieted on 2026-12-01 (the predicate is not vacuous)
+    assert {
+        "continued-into-command",
+        "srun-rank-expanded-early",
+        "gpus-per-node-mismatch",
+        "gpu-program-without-gpus",
+        "launcher-outside-srun",
+    } <= never_right
 
 
 def test_precision_table_is_the_development_parts() -> None:

@@ -54,7 +54,7 @@ def test_trainers_and_ray_run_once_per_node_servers_are_not_judged() -> None:
 def test_a_trainer_in_the_batch_step_of_two_nodes_but_not_a_server() -> None:
     cpus = TWO_NODES + "#SBATCH -c 8 --gpus-per-node=4\n"
     assert found(cpus + "tune run --nnodes 2 full_finetune_distributed\n") == [
-        (6, "warning", "launcher-outside-srun")
+        (6, "info", "launcher-outside-srun")
     ]
     # the head of a Ray cluster srun started: vLLM reaches the other nodes through Ray
     head = 'h=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)\n'

@@ -181,7 +181,7 @@ def test_an_option_line_whose_backslash_was_lost() -> None:
 
 def test_a_continued_line_whose_next_command_became_arguments() -> None:
     text = HEAD + "python train.py \\\n    --epochs 3 \\\necho done\n"
-    assert found(text, rule="continued-into-command") == [(7, "error", "continued-into-command")]
+    assert found(text, rule="continued-into-command") == [(7, "info", "continued-into-command")]
     assert found(text.replace("3 \\\n", "3\n"), rule="continued-into-command") == []
     # srun's program on the next line is the continued command's own
     assert found(HEAD + "srun --nodes 2 \\\n  python t.py\n", rule="continued-into-command") == []

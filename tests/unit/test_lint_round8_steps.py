@@ -59,7 +59,7 @@ def test_a_step_asking_for_its_own_gpus_is_written_for_whole_node_sites() -> Non
     job = HEAD + "#SBATCH -N 1\n"
     asked = job + "srun -N1 -n1 -c56 --gpus-per-task=8 --gpu-bind=closest " + VLLM
     assert _of(asked, "gpu-program-without-gpus") == []
-    assert _of(job + "srun -N1 -n1 -c56 " + VLLM, "gpu-program-without-gpus") == [(5, "warning")]
+    assert _of(job + "srun -N1 -n1 -c56 " + VLLM, "gpu-program-without-gpus") == [(5, "info")]
 
 
 def test_a_usage_comment_that_gives_sbatch_the_gpus() -> None:
@@ -70,7 +70,7 @@ def test_a_usage_comment_that_gives_sbatch_the_gpus() -> None:
     usage = "#!/bin/bash\n# Calling spec:\n#   sbatch --job-name=x --gpus-per-node=N job.sbatch\n"
     assert _of(usage + body, "gpu-program-without-gpus") == []
     plain = "#!/bin/bash\n# Calling spec:\n#   sbatch --job-name=x job.sbatch\n"
-    assert _of(plain + body, "gpu-program-without-gpus") == [(5, "warning")]
+    assert _of(plain + body, "gpu-program-without-gpus") == [(5, "info")]
 
 
 # --- gpus-per-node-mismatch ----------------------------------------------------------
@@ -85,7 +85,7 @@ def test_a_converters_target_tensor_parallel_size_needs_no_gpus() -> None:
     convert = "python convert.py --saver mcore --target-tensor-parallel-size ${TP}\n"
     assert _of(ONE_GPU + "TP=2\n" + convert, "gpus-per-node-mismatch") == []
     serve = "vllm serve m --tensor-parallel-size ${TP}\n"
-    assert _of(ONE_GPU + "TP=2\n" + serve, "gpus-per-node-mismatch") == [(6, "error")]
+    assert _of(ONE_GPU + "TP=2\n" + serve, "gpus-per-node-mismatch") == [(6, "info")]
 
 
 def test_an_mpi_programs_own_num_gpus_is_no_worker_count() -> None:
@@ -95,7 +95,7 @@ def test_an_mpi_programs_own_num_gpus_is_no_worker_count() -> None:
     mpi = "mpirun -n ${SLURM_NTASKS} ./heat3d --device 0 --num_gpus 3\n"
     assert _of(ONE_GPU + mpi, "gpus-per-node-mismatch") == []
     deepspeed = "deepspeed --num_gpus 3 train.py\n"
-    assert _of(ONE_GPU + deepspeed, "gpus-per-node-mismatch") == [(6, "error")]
+    assert _of(ONE_GPU + deepspeed, "gpus-per-node-mismatch") == [(6, "info")]
 
 
 # --- nodes-mismatch ------------------------------------------------------------------
@@ -143,9 +143,9 @@ def test_a_one_node_phase_after_steps_over_every_node() -> None:
     with no step over the nodes, or one told of 4 nodes, still gets the warning."""
     phases = FOUR + "srun bash worker.sh\n" + FINALIZE
     assert _of(phases, "launcher-outside-srun") == []
-    assert _of(FOUR + FINALIZE, "launcher-outside-srun") == [(7, "warning")]
+    assert _of(FOUR + FINALIZE, "launcher-outside-srun") == [(7, "info")]
     four = FINALIZE.replace("torchrun", "torchrun --nnodes=4")
-    assert _of(FOUR + "srun bash worker.sh\n" + four, "launcher-outside-srun") == [(8, "warning")]
+    assert _of(FOUR + "srun bash worker.sh\n" + four, "launcher-outside-srun") == [(8, "info")]
 
 
 def test_a_programs_own_gpus_beyond_the_one_node_job() -> None:
@@ -154,7 +154,7 @@ def test_a_programs_own_gpus_beyond_the_one_node_job() -> None:
     stops. Found now (a missed label). As many as the job has, srun's own --gpus (Slurm's
     step total) and a job on several nodes are not judged."""
     job = HEAD + "#SBATCH -N 1\n#SBATCH --gpus=1\n"
-    assert _of(job + "python3 train.py data --gpus 2\n", "gpus-per-node-mismatch") == [(6, "error")]
+    assert _of(job + "python3 train.py data --gpus 2\n", "gpus-per-node-mismatch") == [(6, "info")]
     assert _of(job + "python3 train.py data --gpus 1\n", "gpus-per-node-mismatch") == []
     assert _of(job + "srun --gpus 2 python3 train.py\n", "gpus-per-node-mismatch") == []
     nodes = HEAD + "#SBATCH -N 2\n#SBATCH --gpus-per-node=1\n"
@@ -168,7 +168,7 @@ def test_a_trainer_told_of_the_nodes_but_run_once() -> None:
     label). Run by srun, told of one node, or with mpirun in the script: not judged."""
     job = HEAD + "#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=4\n"
     run = "python train.py data --gpus 4 --num_nodes 4\n"
-    assert _of(job + run, "launcher-outside-srun") == [(6, "warning")]
+    assert _of(job + run, "launcher-outside-srun") == [(6, "info")]
     assert _of(job + "srun " + run, "launcher-outside-srun") == []
     assert _of(job + run.replace("--num_nodes 4", "--num_nodes=1"), "launcher-outside-srun") == []
     assert _of(job + "mpirun -n 16 ./prep\n" + run, "launcher-outside-srun") == []

@@ -30,7 +30,7 @@ def test_quoted_node_rank_under_c10d() -> None:
         '  --node_rank="$NODE_RANK" {backend}--rdzv_endpoint=h:29500 train.py\n'
     )
     assert _found(NODES4 + body.format(backend="--rdzv_backend=c10d "), RANKS) == []
-    assert _found(NODES4 + body.format(backend=""), RANKS) == [(6, "error")]
+    assert _found(NODES4 + body.format(backend=""), RANKS) == [(6, "info")]
 
 
 def test_hostname_as_host_port_address() -> None:
@@ -41,9 +41,9 @@ def test_hostname_as_host_port_address() -> None:
     head = "#!/bin/bash\n#SBATCH --nodes=16\n#SBATCH --ntasks-per-node=16\nhn=$(hostname -s)\n"
     worker = 'port="8786"\ndask-scheduler --host ${hn} --port ${port} &\n'
     assert _found(head + worker + "srun dask-worker ${hn}:${port} &\n", RANKS) == []
-    assert _found(head + worker + "srun python w.py --log w.${hn}.txt\n", RANKS) == [(7, "error")]
+    assert _found(head + worker + "srun python w.py --log w.${hn}.txt\n", RANKS) == [(7, "info")]
     listen = "srun python w.py --listen-address tcp://${hn}:${port}\n"
-    assert _found(head + worker + listen, RANKS) == [(7, "error")]
+    assert _found(head + worker + listen, RANKS) == [(7, "info")]
 
 
 def test_valgrind_log_named_per_process() -> None:
@@ -53,7 +53,7 @@ def test_valgrind_log_named_per_process() -> None:
     head = "#!/bin/bash\n#SBATCH -N 512\n"
     vg = "srun -n18432 valgrind --log-file=valgrind.log.$SLURM_LOCALID{pid} ./app\n"
     assert _found(head + vg.format(pid=".%p"), RANKS) == []
-    assert _found(head + vg.format(pid=""), RANKS) == [(3, "error")]
+    assert _found(head + vg.format(pid=""), RANKS) == [(3, "info")]
 
 
 def test_exclusive_job_holds_every_gpu_of_its_node() -> None:
@@ -64,8 +64,8 @@ def test_exclusive_job_holds_every_gpu_of_its_node() -> None:
     head = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH -n 48\n#SBATCH -G a100:1\n{excl}#SBATCH --mem=0\n"
     run = "python -m torch.distributed.launch --nproc_per_node=4 train.py --dist\n"
     assert _found(head.format(excl="#SBATCH --exclusive\n") + run, GPUS) == []
-    assert _found(head.format(excl="#SBATCH --exclusive=user\n") + run, GPUS) == [(7, "error")]
-    assert _found(head.format(excl="") + run, GPUS) == [(6, "error")]
+    assert _found(head.format(excl="#SBATCH --exclusive=user\n") + run, GPUS) == [(7, "info")]
+    assert _found(head.format(excl="") + run, GPUS) == [(6, "info")]
 
 
 def test_exclusive_still_judges_idle_gpus_and_other_counts() -> None:
@@ -74,7 +74,7 @@ def test_exclusive_still_judges_idle_gpus_and_other_counts() -> None:
     is unknown there but judged without ``--exclusive``."""
     head = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gres=gpu:4\n{excl}"
     idle = "GPUS_PER_NODE=2\ntorchrun --nproc_per_node $GPUS_PER_NODE train.py\n"
-    assert _found(head.format(excl="#SBATCH --exclusive\n") + idle, GPUS) == [(5, "error")]
+    assert _found(head.format(excl="#SBATCH --exclusive\n") + idle, GPUS) == [(5, "info")]
     more = "NGPUS=8\ntorchrun --nproc_per_node $NGPUS train.py\n"
     assert _found(head.format(excl="#SBATCH --exclusive\n") + more, GPUS) == []
-    assert _found(head.format(excl="") + more, GPUS) == [(4, "error")]
+    assert _found(head.format(excl="") + more, GPUS) == [(4, "info")]

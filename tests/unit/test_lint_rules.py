@@ -229,7 +229,7 @@ def test_nnodes_option_and_node_ranges() -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("GPUS_PER_NODE=4", [(8, "error", "gpus-per-node-mismatch")]),
+        ("GPUS_PER_NODE=4", [(8, "info", "gpus-per-node-mismatch")]),
         ("GPUS_PER_NODE=8", []),
         ("GPUS_PER_NODE=$SLURM_GPUS_ON_NODE", []),
     ],
@@ -241,7 +241,7 @@ def test_gpus_per_node_against_gres(line: str, expected: list) -> None:
 
 def test_nproc_per_node_against_gres_and_gpus_without_request() -> None:
     text = LAUNCH + f"srun -c 32 torchrun --nnodes=2 {C10D} --nproc_per_node=16 t.py\n"
-    assert found(text) == [(7, "error", "gpus-per-node-mismatch")]
+    assert found(text) == [(7, "info", "gpus-per-node-mismatch")]
     text = LAUNCH + f"srun -c 32 torchrun --nnodes=2 {C10D} --nproc_per_node 4 t.py\n"
     # fewer workers than GPUs: each worker sees all 8 (torchrun leaves
     # CUDA_VISIBLE_DEVICES alone) and may use several; intent, not a defect
@@ -270,7 +270,7 @@ def test_launcher_cpus_with_one_worker_is_a_plain_training() -> None:
 
 def test_launcher_outside_srun_on_several_nodes() -> None:
     text = LAUNCH + "torchrun --nnodes=2 --nproc_per_node=8 t.py\n"
-    assert found(text) == [(7, "warning", "launcher-outside-srun")]
+    assert found(text) == [(7, "info", "launcher-outside-srun")]
     text = LAUNCH + 'pdsh -w "$NODES" torchrun --nnodes=2 --nproc_per_node=8 t.py\n'
     assert found(text) == []
 

@@ -29,7 +29,8 @@ ON_22_05 = {
     "dcmi-1n.slurm": [(2, "info", "missing-time"), (12, "warning", "srun-cpus-per-task")],
     "test-nodes.slurm": [(12, "warning", "srun-cpus-per-task")],
     "test-nodes-nccl.slurm": [
-        (15, "error", "gpus-per-node-mismatch"),
+        # 4 of the 8 GPUs used: info since the rule was wrong 18 times in 20 on unseen scripts
+        (15, "info", "gpus-per-node-mismatch"),
         (59, "warning", "srun-cpus-per-task"),
     ],
     "test-nodes-torch-distributed.slurm": [(14, "warning", "srun-cpus-per-task")],

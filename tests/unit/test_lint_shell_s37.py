@@ -51,7 +51,7 @@ def test_hostname_given_as_the_controllers_location_is_the_first_node_on_purpose
     url = head + "srun python t.py --dist-url tcp://$(hostname):23456\n"
     assert found(url, "srun-rank-expanded-early") == []
     own = head + "srun python t.py --name=$(hostname)\n"
-    assert found(own, "srun-rank-expanded-early") == [(3, "error")]
+    assert found(own, "srun-rank-expanded-early") == [(3, "info")]
 
 
 def test_a_server_variable_set_from_hostname_names_the_first_node() -> None:
@@ -59,7 +59,7 @@ def test_a_server_variable_set_from_hostname_names_the_first_node() -> None:
     text = head + 'SERVER=$(hostname)\nsrun bash -c "client --connect $SERVER:9999"\n'
     assert found(text, "srun-rank-expanded-early") == []
     node = head + 'HERE=$(hostname)\nsrun bash -c "client --name $HERE"\n'
-    assert found(node, "srun-rank-expanded-early") == [(5, "error")]
+    assert found(node, "srun-rank-expanded-early") == [(5, "info")]
 
 
 # signal-without-trap
@@ -163,7 +163,7 @@ def test_a_redirection_line_after_a_lost_backslash_redirects_nothing() -> None:
 
 def test_the_same_program_on_a_continued_line_was_meant_as_the_next_command() -> None:
     text = HEAD + 'samtools view -hbu "$in" \\\n    samtools sort -o "$out" -\nsamtools index x\n'
-    assert found(text, "continued-into-command") == [(5, "error")]
+    assert found(text, "continued-into-command") == [(5, "info")]
     piped = text.replace('"$in" \\\n', '"$in" | \\\n')
     assert found(piped, "continued-into-command") == []
     wrapped = HEAD + "srun -n 2 \\\n    srun hostname\ntime \\\n  time ls\n"
@@ -175,7 +175,7 @@ def test_a_step_of_one_node_and_one_task_per_node_is_one_task() -> None:
     one = head + 'srun -N1 --ntasks-per-node=1 bash -c "run --rank $SLURM_PROCID"\n'
     assert found(one, "srun-rank-expanded-early") == []
     many = head + 'srun -N1 --ntasks-per-node=2 bash -c "run --rank $SLURM_PROCID"\n'
-    assert found(many, "srun-rank-expanded-early") == [(4, "error")]
+    assert found(many, "srun-rank-expanded-early") == [(4, "info")]
 
 
 def test_a_comment_line_ends_a_continued_command() -> None:

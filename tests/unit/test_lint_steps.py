@@ -70,7 +70,7 @@ CPU_JOB = "#!/bin/bash\n#SBATCH -t 10\n#SBATCH -p gpu\n#SBATCH -c 8\n"
     ],
 )
 def test_gpu_programs_in_a_job_that_asks_for_no_gpu(body: str) -> None:
-    assert rules(CPU_JOB + body) == [(5, "warning", "gpu-program-without-gpus")]
+    assert rules(CPU_JOB + body) == [(5, "info", "gpu-program-without-gpus")]
 
 
 @pytest.mark.parametrize(

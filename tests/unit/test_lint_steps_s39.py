@@ -91,15 +91,15 @@ STEP = "srun --accel-bind=gn python -m training.main\n"
 
 def test_cpus_per_gpu_without_a_gpu_is_refused_from_23_02() -> None:
     body = PER_GPU + "#SBATCH --cpus-per-gpu=6\n" + STEP
-    assert found(NO_GPUS, body, "24.11.1") == [(8, "warning")]
-    assert found(NO_GPUS, body, "23.02.1") == [(8, "warning")]
-    assert found(NO_GPUS, body, None) == [(8, "warning")]
+    assert found(NO_GPUS, body, "24.11.1") == [(8, "info")]
+    assert found(NO_GPUS, body, "23.02.1") == [(8, "info")]
+    assert found(NO_GPUS, body, None) == [(8, "info")]
     assert found(NO_GPUS, body, "22.05.8") == []  # accepted; --exclusive gives the GPUs
 
 
 def test_mem_per_gpu_without_a_gpu_is_refused_on_every_version() -> None:
     body = PER_GPU + "#SBATCH --mem-per-gpu=40G\n" + STEP
-    assert found(NO_GPUS, body, "22.05.8") == [(8, "warning")]
+    assert found(NO_GPUS, body, "22.05.8") == [(8, "info")]
 
 
 @pytest.mark.parametrize(
@@ -112,7 +112,7 @@ def test_per_gpu_sizes_with_a_gpu_request_are_accepted(request_: str) -> None:
 
 
 def test_per_gpu_sizes_without_a_step_are_named_on_their_directive() -> None:
-    assert found(NO_GPUS, "#SBATCH --cpus-per-gpu=6\necho hi\n") == [(4, "warning")]
+    assert found(NO_GPUS, "#SBATCH --cpus-per-gpu=6\necho hi\n") == [(4, "info")]
 
 
 @pytest.mark.parametrize(

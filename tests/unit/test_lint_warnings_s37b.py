@@ -61,8 +61,8 @@ def test_a_stored_launcher_that_no_batch_command_runs_is_not_judged_there() -> N
 
 
 def test_a_stored_launcher_run_by_the_batch_step_is_still_outside_srun() -> None:
-    assert (5, "warning", "launcher-outside-srun") in found(STORED + 'bash -c "$CMD"\n')
-    assert (5, "warning", "launcher-outside-srun") in found(STORED + "$CMD\n")
+    assert (5, "info", "launcher-outside-srun") in found(STORED + 'bash -c "$CMD"\n')
+    assert (5, "info", "launcher-outside-srun") in found(STORED + "$CMD\n")
 
 
 TRIALS = (
@@ -119,7 +119,7 @@ def test_a_gres_to_fill_in_or_naming_a_gpu_model_or_share_may_ask_for_gpus() -> 
 
 
 def test_a_gres_of_no_gpu_is_still_no_gpu() -> None:
-    assert (5, "warning", "gpu-program-without-gpus") in found(_server_job("nvme:1"))
+    assert (5, "info", "gpu-program-without-gpus") in found(_server_job("nvme:1"))
 
 
 NEXTFLOW = (

@@ -1131,9 +1131,12 @@ RULE_CPUS = Rule(
     "a launcher and all its workers share 1 CPU (no --cpus-per-task anywhere)",
     _launcher_cpus,
 )
+# Info since 2026-12-01: right on 2 of 14 findings on the scored test parts, under half on
+# every part it fired in, the last included (holdout9: 0 of 2), though each round fixed the classes
+# of the part before (test_quiet_where_never_right_unseen).
 RULE_OUTSIDE = Rule(
     "launcher-outside-srun",
-    WARNING,
+    INFO,
     "a multi-node job runs its launcher in the batch step only (first node)",
     _launcher_outside_srun,
 )
@@ -1143,9 +1146,12 @@ RULE_NODES = Rule(
     "NNODES= / --nnodes differ from #SBATCH --nodes",
     _nodes_mismatch,
 )
+# Info since 2026-12-01: right on 2 of 20 findings on the scored test parts, under half on
+# every part it fired in, the last included (holdout9: 0 of 6), though each round fixed the classes
+# of the part before (test_quiet_where_never_right_unseen).
 RULE_GPUS = Rule(
     "gpus-per-node-mismatch",
-    ERROR,
+    INFO,
     "GPUS_PER_NODE, --nproc_per_node, accelerate's processes per machine: not the GPUs per node",
     _gpus_mismatch,
 )

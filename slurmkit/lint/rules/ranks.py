@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from slurmkit.lint.context import LintContext
-from slurmkit.lint.findings import ERROR, Finding, Rule
+from slurmkit.lint.findings import ERROR, INFO, Finding, Rule
 from slurmkit.lint.script import Binding, Script, Srun
 from slurmkit.lint.shell import Word
 
@@ -244,9 +244,12 @@ def _ranks(script: Script, context: LintContext) -> Iterator[Finding]:
             break
 
 
+# Info since 2026-12-01: right on 0 of 20 findings on the scored test parts, under half on
+# every part it fired in, the last included (holdout9: 0 of 6), though each round fixed the classes
+# of the part before (test_quiet_where_never_right_unseen).
 RULE_RANKS = Rule(
     "srun-rank-expanded-early",
-    ERROR,
+    INFO,
     'srun bash -c "... $SLURM_PROCID ..." (or $SLURM_NODEID, $SLURM_LOCALID, $(hostname)): '
     "expanded once in the batch step, so every task gets rank 0",
     _ranks,

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from itertools import accumulate, chain
 
 from slurmkit.lint.context import LintContext, srun_inherits_cpus_per_task
-from slurmkit.lint.findings import ERROR, WARNING, Finding, Rule
+from slurmkit.lint.findings import ERROR, INFO, WARNING, Finding, Rule
 from slurmkit.lint.guards import end_of_script
 from slurmkit.lint.parsed import Command, Word
 from slurmkit.lint.rules.variables import COUNT_OPTIONS, has_fallback
@@ -799,9 +799,12 @@ RULE_OPTION_COMMAND = Rule(
     "a line starting with --option (or only '> log 2>&1 &'): the line before lost its backslash",
     _reachable(_option_as_command),
 )
+# Info since 2026-12-01: right on 0 of 22 findings on the scored test parts, under half on
+# every part it fired in, the last included (holdout9: 0 of 8), though each round fixed the classes
+# of the part before (test_quiet_where_never_right_unseen).
 RULE_CONTINUED_INTO = Rule(
     "continued-into-command",
-    ERROR,
+    INFO,
     "a backslash before a new command (or the same program again): it became arguments",
     _reachable(_continued_into),
 )

@@ -622,9 +622,12 @@ RULE_EXCEEDS = Rule(
     "a step asking for more nodes or GPUs per node than the job has",
     _step_exceeds,
 )
+# Info since 2026-12-01: right on 0 of 12 findings on the scored test parts, under half on
+# every part it fired in, the last included (holdout8: 0 of 6), though each round fixed the classes
+# of the part before (test_quiet_where_never_right_unseen).
 RULE_NO_GPUS = Rule(
     "gpu-program-without-gpus",
-    WARNING,
+    INFO,
     "vLLM, SGLang, torchrun --nproc-per-node=gpu or --cpus/mem-per-gpu in a job asking no GPU",
     _gpus_missing,
 )
