@@ -151,15 +151,20 @@ def owner_of(repository: str) -> str:
 
 
 def owner_counts(stage: Path) -> Counter[str]:
-    """Scripts per owner in the test parts not yet scored and in every staged part."""
+    """Scripts per owner in the test parts not yet scored and in every staged part.
+
+    A staged part stays on disk after its merge, so a script is counted once by its name:
+    its merged copy and its staged one are the same script.
+    """
     parts = [d for d in corpus_directories() if d.name.startswith("holdout")]
     parts += staged_parts(stage)
-    return Counter(
-        owner_of(r["repository"])
+    owners = {
+        r["file"]: owner_of(r["repository"])
         for d in parts
         if (d / "SOURCES.tsv").is_file()
         for r in rows(d / "SOURCES.tsv")
-    )
+    }
+    return Counter(owners.values())
 
 
 def _check_owner_cap(part: Path, sources: list[dict[str, str]]) -> list[str]:
