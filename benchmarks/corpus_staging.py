@@ -142,7 +142,7 @@ def judged_repositories() -> set[str]:
     if not JUDGED.is_file():
         return set()
     lines = (line.strip() for line in JUDGED.read_text().splitlines())
-    return {line for line in lines if line and not line.startswith("#")}
+    return {line.lower() for line in lines if line and not line.startswith("#")}
 
 
 def owner_of(repository: str) -> str:
