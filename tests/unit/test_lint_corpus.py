@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.score_lint_corpus import CORPUS, NOT_SCRIPTS, lint_corpus
+from benchmarks.severity_policy import never_right_unseen
 from slurmkit.lint import INFO, LintContext, SlurmVersion, lint_text
 from slurmkit.lint.precision import PRECISION
 from slurmkit.lint.precision_unseen import UNSEEN_SHOWN
@@ -143,16 +144,6 @@ def test_severity_follows_measured_precision() -> None:
 
 # Rules kept loud although wrong more often than right on the test parts, each for a reason.
 LOUD_THOUGH_WRONG_UNSEEN: dict[str, str] = {}
-
-
-def never_right_unseen(by_part: dict[str, tuple[int, int]]) -> bool:
-    """Wrong more often than right on the scored test parts pooled (10 findings or more)
-    and on the last part it showed anything on: the fixes of each round, made on the part
-    before, did not carry over to the next. The dev figure of such a rule says nothing."""
-    right = sum(r for r, _ in by_part.values())
-    shown = sum(n for _, n in by_part.values())
-    last_right, last_shown = list(by_part.values())[-1]
-    return shown >= 10 and right / shown < 0.5 and last_right / last_shown < 0.5
 
 
 def test_quiet_where_never_right_unseen() -> None:
