@@ -92,15 +92,17 @@ def main() -> int:
     heads = ("part", "rules demoted", "Slurm", "errors right", "warnings right", "recall (high)")
     print("| demote below | " + " | ".join(heads) + " |")
     print("|---|---|---|---|---|---|---|")
-    policies = [(f"{t:.0%}" if t is not None else "never", t) for t in THRESHOLDS]
+    policies: list[tuple[str, float | None | str]] = [
+        (f"{t:.0%}" if t is not None else "never", t) for t in THRESHOLDS
+    ]
     policies.append(("consistently under 50%", "consistent"))
     for name, threshold in policies:
         for k in range(1, len(parts)):
             earlier = [r for _, r in parts[:k]]
             quiet = (
-                demoted_consistently(earlier)
-                if threshold == "consistent"
-                else demoted(earlier, threshold)  # type: ignore[arg-type]
+                demoted(earlier, threshold)
+                if not isinstance(threshold, str)
+                else demoted_consistently(earlier)
             )
             for version in VERSIONS:
                 print(
