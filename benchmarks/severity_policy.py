@@ -92,7 +92,7 @@ def main() -> int:
     heads = ("part", "rules demoted", "Slurm", "errors right", "warnings right", "recall (high)")
     print("| demote below | " + " | ".join(heads) + " |")
     print("|---|---|---|---|---|---|---|")
-    policies: list[tuple[str, float | None | str]] = [
+    policies: list[tuple[str, float | str | None]] = [
         (f"{t:.0%}" if t is not None else "never", t) for t in THRESHOLDS
     ]
     policies.append(("consistently under 50%", "consistent"))
