@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from unseen_precision import SCORED, VERSIONS, Records, records_at
+from unseen_precision import SCORED, VERSIONS, Records, records_at, shown_by_rule
 
 THRESHOLDS = (None, 0.5, 0.7, 0.9)
 MIN_FINDINGS = 4  # a rule judged on fewer earlier findings keeps its severity
@@ -55,14 +55,8 @@ def demoted_consistently(earlier: list[Records]) -> set[str]:
     """The rules :func:`never_right_unseen` quiets, judged on the earlier parts only."""
     by_rule: dict[str, dict[str, tuple[int, int]]] = {}
     for index, records in enumerate(earlier):
-        right: Counter[str] = Counter()
-        shown: Counter[str] = Counter()
-        for _, _, _, rule, severity, ok in records["findings"]:
-            if severity != "info":
-                shown[rule] += 1
-                right[rule] += ok
-        for rule, n in shown.items():
-            by_rule.setdefault(rule, {})[str(index)] = (right[rule], n)
+        for rule, (right, n) in shown_by_rule(records["findings"]).items():
+            by_rule.setdefault(rule, {})[str(index)] = (right, n)
     return {rule for rule, by_part in by_rule.items() if never_right_unseen(by_part)}
 
 

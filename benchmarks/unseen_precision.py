@@ -84,21 +84,29 @@ def records_at(part: str, commit: str) -> Records:
     return records
 
 
+def shown_by_rule(findings: list[list]) -> dict[str, list[int]]:
+    """Per rule, [right, findings] of its errors and warnings alone: what a user saw."""
+    tallies: dict[str, list[int]] = {}
+    for _, _, _, rule, severity, right in findings:
+        if severity != "info":
+            tally = tallies.setdefault(rule, [0, 0])
+            tally[0] += right
+            tally[1] += 1
+    return tallies
+
+
 def tally_at(part: str, commit: str) -> dict[str, dict[str, list[int]]]:
     """Per rule, and per version and severity (the totals that must equal the recorded
     scores): [right findings, findings]."""
     rules: dict[str, list[int]] = {}
     shown: dict[str, list[int]] = {}
-    loud: dict[str, list[int]] = {}  # per rule, its errors and warnings only
-    for version, _, _, rule, severity, right in records_at(part, commit)["findings"]:
-        tables = [(rules, rule), (shown, f"{version} {severity}")]
-        if severity != "info":
-            tables.append((loud, rule))
-        for table, name in tables:
+    findings = records_at(part, commit)["findings"]
+    for version, _, _, rule, severity, right in findings:
+        for table, name in ((rules, rule), (shown, f"{version} {severity}")):
             tally = table.setdefault(name, [0, 0])
             tally[0] += right
             tally[1] += 1
-    return {"rules": rules, "shown": shown, "loud": loud}
+    return {"rules": rules, "shown": shown, "loud": shown_by_rule(findings)}
 
 
 def write(pooled: dict[str, list[int]], loud: dict[str, dict[str, list[int]]], parts: int) -> None:
