@@ -31,10 +31,9 @@ def demoted(earlier: list[Records], threshold: float | None) -> set[str]:
     right: Counter[str] = Counter()
     shown: Counter[str] = Counter()
     for records in earlier:
-        for _, _, _, rule, severity, ok in records["findings"]:
-            if severity != "info":
-                shown[rule] += 1
-                right[rule] += ok
+        for rule, (ok, n) in shown_by_rule(records["findings"]).items():
+            right[rule] += ok
+            shown[rule] += n
     return {r for r, n in shown.items() if n >= MIN_FINDINGS and right[r] / n < threshold}
 
 
