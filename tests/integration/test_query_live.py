@@ -11,6 +11,7 @@ from slurmkit import sandbox
 from slurmkit.errors import NotFound, SlurmkitError
 from slurmkit.slurm import _exec, query
 from slurmkit.slurm._exec import run_slurm
+from slurmkit.slurm.records import ProcessInfo
 from tests.integration.conftest import poll, sacct_state, submit
 
 
@@ -61,8 +62,18 @@ def test_running_job_records(running_job: str) -> None:
 def test_listpids_finds_the_job_processes(running_job: str) -> None:
     node = query.job(running_job).batch_host
     assert node
-    pids = query.listpids(running_job, node)
-    assert pids and all(p.job_id == running_job for p in pids)
+
+    def listed() -> list[ProcessInfo]:
+        # RUNNING is the controller's word; the node's slurmd knows the job only once its
+        # batch step has started, a moment later (CI, 22.05: "JobId=108 does not exist on
+        # node node-1" right after RUNNING).
+        try:
+            return query.listpids(running_job, node)
+        except NotFound:
+            return []
+
+    pids = poll(listed, 60, "the batch step's processes on its node")
+    assert isinstance(pids, list) and all(p.job_id == running_job for p in pids)
 
 
 def test_pending_job_has_no_nodes(cluster: sandbox.SandboxSpec) -> None:
