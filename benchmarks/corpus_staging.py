@@ -9,6 +9,7 @@ new machine (where the last round's notes are gone) applies the same ones:
     python benchmarks/corpus_staging.py check STAGE/PART     # what is wrong with a part
     python benchmarks/corpus_staging.py similar FILE         # the corpus files closest to FILE
     python benchmarks/corpus_staging.py merge --into DIR [--dry-run] PART... [--drop NAME]...
+    python benchmarks/corpus_staging.py merge --into DIR --reviews PART...  # drops from reviews
 
 ``check`` and ``similar`` read the scripts, never lint them: collectors and reviewers may run
 them without seeing what lint says. Run by hand, not in tests.
@@ -358,6 +359,37 @@ def merge(
     return refused
 
 
+def review_drops(part: Path) -> tuple[set[str], list[str]]:
+    """The scripts a part's blind review leaves out, read from its ``## Drop`` list.
+
+    The review is ``review-PART.md`` beside the part. Only the list's own bullets count: a
+    review that goes on with prose and a "kept, although similar" list under the same heading
+    once had a kept script read as a drop. A bullet naming no staged file is reported, not
+    guessed at.
+    """
+    review = part.parent / f"review-{part.name}.md"
+    if not review.is_file():
+        return set(), [f"{part.name}: no review at {review}"]
+    drops: set[str] = set()
+    problems: list[str] = []
+    in_list = bulleted = False
+    for line in review.read_text().splitlines():
+        if line.startswith("## "):
+            if in_list:
+                break
+            in_list = line.strip() == "## Drop"
+        elif in_list and line.startswith("- "):
+            bulleted = True
+            name = line[2:].split(":", 1)[0].strip().strip("`*")
+            if (part / name).is_file():
+                drops.add(name)
+            else:
+                problems.append(f"{review.name}: a drop names no staged file: {name!r}")
+        elif in_list and bulleted and line.strip() and not line.startswith(" "):
+            break
+    return drops, problems
+
+
 def _append(
     into: Path, labels: dict, added: list[dict[str, str]], ships: list[dict[str, str]]
 ) -> None:
@@ -393,6 +425,9 @@ def main(argv: list[str]) -> int:
     merging.add_argument("--into", type=Path, required=True)
     merging.add_argument("--dry-run", action="store_true")
     merging.add_argument("--drop", action="append", default=[])
+    merging.add_argument(
+        "--reviews", action="store_true", help="drop what each part's review-PART.md lists"
+    )
     merging.add_argument("--deepening", action="store_true", help="allow --into's repositories")
     merging.add_argument("parts", type=Path, nargs="+")
     args = parser.parse_args(argv)
@@ -410,7 +445,15 @@ def main(argv: list[str]) -> int:
         problems = check_part(args.part, args.deepening)
         print("\n".join(problems) if problems else "no problem")
         return 1 if problems else 0
-    refused = merge(args.into, args.parts, set(args.drop), args.dry_run, args.deepening)
+    drops = set(args.drop)
+    if args.reviews:
+        for part in args.parts:
+            listed, problems = review_drops(part)
+            if problems:
+                print("\n".join(problems), file=sys.stderr)
+                return 2
+            drops |= listed
+    refused = merge(args.into, args.parts, drops, args.dry_run, args.deepening)
     print("\n".join(refused), file=sys.stderr)
     return 1 if any("dropped on" not in line for line in refused) else 0
 
