@@ -25,12 +25,6 @@ CHECKOUT = BENCH.parent
 DOC = BENCH / "corpus-collection.md"
 HOLDOUT = CHECKOUT / "tests/fixtures/real-scripts/holdout10"
 
-NEW_MACHINE_NOTE = (
-    "Staging is outside the checkout and is lost if the session ends before the merge: write each "
-    "script's `SOURCES.tsv` row and `LABELS.json` entry as soon as you take it, "
-    "never all at the end.\n"
-)
-
 
 def section(text: str, start: str, end: str) -> str:
     """The doc's text from the line starting ``start`` up to (not including) the line ``end``."""
@@ -40,16 +34,8 @@ def section(text: str, start: str, end: str) -> str:
 
 def collector_text(text: str) -> str:
     body = section(text, "You are helping the slurmkit project", "## The reviewer's brief")
-    scripts = len(json.loads((HOLDOUT / "LABELS.json").read_text())["scripts"])
-    body = re.sub(
-        r"it holds [\d,]+ scripts from [^;]+; this round collects its \w+ instalment\.",
-        f"it holds {scripts:,} scripts from earlier rounds; "
-        "this round collects another instalment.",
-        body,
-    )
-    return body.replace(
-        "### Files you write in $STAGE\n", "### Files you write in $STAGE\n" + NEW_MACHINE_NOTE
-    )
+    held = len(json.loads((HOLDOUT / "LABELS.json").read_text())["scripts"])
+    return body.replace("it holds HELD scripts", f"it holds {held:,} scripts")
 
 
 def second_wave_text(text: str) -> str:
@@ -63,9 +49,7 @@ def fill_common(body: str, staging: Path) -> str:
     candidates = staging / "candidates.tsv"
     if candidates.exists():
         count = sum(1 for _ in candidates.open())
-        body = re.sub(
-            r"lists [\d,]+ GitHub repositories", f"lists {count:,} GitHub repositories", body
-        )
+        body = body.replace("lists CANDIDATES GitHub", f"lists {count:,} GitHub")
     return body.replace("the project checkout", str(CHECKOUT)).replace("$STAGING", str(staging))
 
 
