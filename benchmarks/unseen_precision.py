@@ -38,6 +38,7 @@ SCORED = (
     ("holdout7", "f39e0fd"),
     ("holdout8", "47af241"),
     ("holdout9", "7965ca0"),
+    ("holdout10", "4169363"),
 )
 
 # Run inside the worktree, with that commit's harness: every finding (version, file, line,

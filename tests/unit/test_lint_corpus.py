@@ -143,7 +143,15 @@ def test_severity_follows_measured_precision() -> None:
 
 
 # Rules kept loud although wrong more often than right on the test parts, each for a reason.
-LOUD_THOUGH_WRONG_UNSEEN: dict[str, str] = {}
+LOUD_THOUGH_WRONG_UNSEEN: dict[str, str] = {
+    "test-bracket-unclosed": "right on 6 of 8 shown on the parts before the tenth; its 24 wrong"
+    " there were one bug in two scripts of one repository (a [ inside a quoted sed program"
+    " read as a test), fixed on the spent part the day it was scored",
+    "slurm-variable-unset": "its generic warning (a variable only an option the job lacks sets)"
+    " is info since 2026-12-02; shown are only the cases checked on Slurm itself: an empty"
+    " SRUN_CPUS_PER_TASK that stops every srun on 22.05.8 (error), and a variable the target"
+    " version does not set yet ($SLURM_JOB_END_TIME before 23.02, warning)",
+}
 
 
 def test_quiet_where_never_right_unseen() -> None:

@@ -25,7 +25,7 @@ def test_slurm_gpus_is_unset_without_gpus_even_where_the_script_tests_it() -> No
     # sbatch sets SLURM_GPUS only for --gpus (env.c set_env_from_opts); --gres=gpu:2 sizes the
     # job in the header, so the test always takes its exit branch.
     text = SIZED + 'if [ -z "$SLURM_GPUS" ]; then\n  exit 0\nfi\nsrun python t.py\n'
-    assert found(text, "slurm-variable-unset") == [(5, "warning")]
+    assert found(text, "slurm-variable-unset") == [(5, "info")]
     gpus = text.replace("--gres=gpu:2", "--gpus=2")
     assert found(gpus, "slurm-variable-unset") == []
 

@@ -102,7 +102,7 @@ def test_an_empty_srun_cpus_per_task_stops_every_srun_where_srun_reads_it() -> N
         return [(f.line, f.severity) for f in found if f.rule == "slurm-variable-unset"]
 
     assert unset("22.05.8") == [(4, "error")]
-    assert unset("24.11.5") == [(4, "warning")]
+    assert unset("24.11.5") == [(4, "info")]
     with_cpus = text.replace("-N 1\n", "-N 1\n#SBATCH -c 2\n")
     context = LintContext(SlurmVersion.parse("22.05.8"))
     assert not [
