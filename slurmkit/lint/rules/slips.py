@@ -855,7 +855,7 @@ RULE_RM_LOG = Rule(
 # variable the target version does not set yet (a warning).
 RULE_UNSET = Rule(
     "slurm-variable-unset",
-    ERROR,
+    WARNING,
     "$SLURM_GPUS_PER_TASK (and others) used where the job lacks the option that sets it",
     _reachable(_unset),
 )
